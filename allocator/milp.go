@@ -1,0 +1,90 @@
+package allocator
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/bartolsthoorn/gohighs/highs"
+)
+
+// milp is a maximisation MILP built column by column and row by row, the
+// only place this package touches the HiGHS binding.
+type milp struct {
+	cost, lower, upper []float64
+	integer            []bool
+	rowLower, rowUpper []float64
+	entries            []highs.Nonzero
+}
+
+// addBinary adds a 0/1 column with objective coefficient c and returns it.
+func (m *milp) addBinary(c float64) int { return m.addCol(c, 0, 1, true) }
+
+// addCol adds a column and returns its index.
+func (m *milp) addCol(c, lo, hi float64, integer bool) int {
+	m.cost = append(m.cost, c)
+	m.lower = append(m.lower, lo)
+	m.upper = append(m.upper, hi)
+	m.integer = append(m.integer, integer)
+	return len(m.cost) - 1
+}
+
+// addRow adds lo ≤ Σ coef[i]·x[cols[i]] ≤ hi (±Inf for no bound).
+func (m *milp) addRow(lo float64, cols []int, coef []float64, hi float64) {
+	r := len(m.rowLower)
+	m.rowLower = append(m.rowLower, lo)
+	m.rowUpper = append(m.rowUpper, hi)
+	for i, c := range cols {
+		if coef[i] != 0 {
+			m.entries = append(m.entries, highs.Nonzero{Row: r, Col: c, Val: coef[i]})
+		}
+	}
+}
+
+// milpSolution is what a solve returns.
+type milpSolution struct {
+	x         []float64
+	objective float64
+	optimal   bool // proven within the gap; else stopped at the time limit
+}
+
+// solve maximises the model under s's time limit and gap. It returns an
+// error wrapping ErrSolver when HiGHS finds no solution.
+func (m *milp) solve(s Settings) (milpSolution, error) {
+	if len(m.cost) == 0 {
+		return milpSolution{optimal: true}, nil
+	}
+	types := make([]highs.VariableType, len(m.cost))
+	for i, isInt := range m.integer {
+		if isInt {
+			types[i] = highs.Integer
+		}
+	}
+	model := highs.Model{
+		Maximize:    true,
+		ColCosts:    m.cost,
+		ColLower:    m.lower,
+		ColUpper:    m.upper,
+		RowLower:    m.rowLower,
+		RowUpper:    m.rowUpper,
+		ConstMatrix: m.entries,
+		VarTypes:    types,
+	}
+	sol, err := model.Solve(
+		highs.WithOutput(false),
+		highs.WithTimeLimit(s.TimeLimit.Seconds()),
+		highs.WithMIPRelGap(s.RelGap),
+		highs.WithThreads(1),
+	)
+	if err != nil {
+		return milpSolution{}, fmt.Errorf("%w: HiGHS: %v", ErrSolver, err)
+	}
+	if !sol.HasSolution() || len(sol.ColValues) != len(m.cost) {
+		return milpSolution{}, fmt.Errorf("%w: HiGHS stopped with status %v and no solution", ErrSolver, sol.Status)
+	}
+	return milpSolution{x: sol.ColValues, objective: sol.Objective, optimal: sol.IsOptimal()}, nil
+}
+
+// on reports whether binary column c is set in x.
+func on(x []float64, c int) bool { return x[c] > 0.5 }
+
+var inf = math.Inf(1)

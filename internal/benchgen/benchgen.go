@@ -1,0 +1,118 @@
+package benchgen
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/gleaner-hpc/gleaner/allocator"
+	"github.com/gleaner-hpc/gleaner/internal/dataset"
+)
+
+// Config describes one family of random instances. Zero fields take the
+// documented defaults.
+type Config struct {
+	Trials, Nodes int
+	// Curves are the measured curves trials draw from; each trial gets one
+	// (app, cluster, local batch size) curve, so throughputs, scalability
+	// and noise are real.
+	Curves []dataset.ScalingCurve
+	// RunningFraction of trials hold nodes already (default 0.5).
+	RunningFraction float64
+	// DepartedFraction of held node ids have left the pool (default 0.05).
+	DepartedFraction float64
+	// Lookahead is T_fwd (default 5 minutes).
+	Lookahead time.Duration
+}
+
+// Problem returns the instance of cfg for seed: same seed, same problem.
+//
+// Trials: a random curve; bounds 1 ≤ min ≤ max ≤ the curve's largest
+// measured count (min is 1 half of the time); rescale costs around
+// BFTrainer's measured 18 s up and 12 s down. Nodes: idle-until times
+// spread over the next hour, a fifth unknown. Running trials hold a random
+// count within their bounds, of nodes drawn without replacement while
+// nodes last, with some ids that have departed the pool.
+func Problem(cfg Config, seed uint64) (*allocator.Problem, error) {
+	if cfg.Trials < 1 || cfg.Nodes < 1 {
+		return nil, fmt.Errorf("benchgen: trials %d and nodes %d must be positive", cfg.Trials, cfg.Nodes)
+	}
+	curves := usable(cfg.Curves)
+	if len(curves) == 0 {
+		return nil, fmt.Errorf("benchgen: no curve with measured points")
+	}
+	running := orDefault(cfg.RunningFraction, 0.5)
+	departed := orDefault(cfg.DepartedFraction, 0.05)
+	lookahead := cfg.Lookahead
+	if lookahead <= 0 {
+		lookahead = 5 * time.Minute
+	}
+	rng := rand.New(rand.NewPCG(seed, uint64(cfg.Trials)<<32|uint64(cfg.Nodes)))
+	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := &allocator.Problem{Lookahead: lookahead, Objective: allocator.ObjectiveThroughput}
+	p.Nodes = make([]allocator.Node, cfg.Nodes)
+	for i := range p.Nodes {
+		n := allocator.Node{ID: fmt.Sprintf("n%05d", i)}
+		if rng.Float64() >= 0.2 {
+			n.IdleUntil = epoch.Add(time.Duration(rng.IntN(3600)) * time.Second)
+		}
+		p.Nodes[i] = n
+	}
+	free := rng.Perm(cfg.Nodes)
+	p.Trials = make([]allocator.Trial, cfg.Trials)
+	for j := range p.Trials {
+		c := curves[rng.IntN(len(curves))]
+		top := c.MaxNodes()
+		lo := 1
+		if rng.IntN(2) == 0 {
+			lo = 1 + rng.IntN(top)
+		}
+		hi := lo + rng.IntN(top-lo+1)
+		t := allocator.Trial{
+			ID:              fmt.Sprintf("t%04d", j),
+			MinNodes:        lo,
+			MaxNodes:        hi,
+			Curve:           toCurve(c),
+			RescaleUpCost:   12 + 12*rng.Float64(),
+			RescaleDownCost: 8 + 8*rng.Float64(),
+		}
+		if rng.Float64() < running {
+			k := lo + rng.IntN(hi-lo+1)
+			for ; k > 0 && len(free) > 0; k-- {
+				if rng.Float64() < departed {
+					t.Nodes = append(t.Nodes, fmt.Sprintf("gone-%d-%d", j, k))
+					continue
+				}
+				t.Nodes = append(t.Nodes, p.Nodes[free[0]].ID)
+				free = free[1:]
+			}
+		}
+		p.Trials[j] = t
+	}
+	return p, nil
+}
+
+func usable(curves []dataset.ScalingCurve) []dataset.ScalingCurve {
+	var out []dataset.ScalingCurve
+	for _, c := range curves {
+		if len(c.Points) > 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func toCurve(c dataset.ScalingCurve) allocator.Curve {
+	out := make(allocator.Curve, len(c.Points))
+	for i, p := range c.Points {
+		out[i] = allocator.Point{Nodes: p.Nodes, Throughput: p.SamplesPerS}
+	}
+	return out
+}
+
+func orDefault(v, d float64) float64 {
+	if v <= 0 {
+		return d
+	}
+	return v
+}

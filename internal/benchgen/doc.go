@@ -1,0 +1,4 @@
+// Package benchgen builds seeded random allocation problems from real
+// throughput curves (../shared/data/scaling), for `gleaner bench allocator`
+// and the allocator's tests. Pure: no I/O, no Temporal, no global rand.
+package benchgen

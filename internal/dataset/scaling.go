@@ -1,0 +1,210 @@
+package dataset
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// ScalingRow is one line of a scaling CSV: the median throughput of an
+// application at one node count and one per-GPU (local) batch size.
+type ScalingRow struct {
+	Nodes       int
+	GPUsPerNode int
+	LocalBatch  int
+	StepTime    float64 // seconds per step
+	SamplesPerS float64
+}
+
+// ScalingPoint is one measured (node count, samples/s) pair of a curve.
+type ScalingPoint struct {
+	Nodes       int
+	SamplesPerS float64
+}
+
+// ScalingCurve is the throughput of one application on one cluster at one
+// local batch size, sorted by node count.
+type ScalingCurve struct {
+	File        string // base name, e.g. "cifar10__aws.csv"
+	App         string // "cifar10"
+	Cluster     string // "aws"
+	GPUsPerNode int
+	LocalBatch  int
+	Points      []ScalingPoint
+}
+
+// Name identifies the curve in reports: "cifar10__aws.csv@bsz=64".
+func (c ScalingCurve) Name() string {
+	return fmt.Sprintf("%s@bsz=%d", c.File, c.LocalBatch)
+}
+
+// MaxNodes is the largest measured node count.
+func (c ScalingCurve) MaxNodes() int {
+	if len(c.Points) == 0 {
+		return 0
+	}
+	return c.Points[len(c.Points)-1].Nodes
+}
+
+var scalingHeader = []string{"nodes", "gpus_per_node", "local_bsz", "step_time_s", "samples_per_s"}
+
+// ReadScaling parses a scaling CSV. Errors name the line and the column.
+func ReadScaling(r io.Reader) ([]ScalingRow, error) {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = len(scalingHeader)
+	cr.Comment = '#'
+	header, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("reading header: %w", err)
+	}
+	for i, want := range scalingHeader {
+		if strings.TrimSpace(header[i]) != want {
+			return nil, fmt.Errorf("header column %d is %q, want %q", i+1, header[i], want)
+		}
+	}
+	var rows []ScalingRow
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		line, _ := cr.FieldPos(0)
+		row, err := parseScalingRecord(rec)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+func parseScalingRecord(rec []string) (ScalingRow, error) {
+	var row ScalingRow
+	ints := []*int{&row.Nodes, &row.GPUsPerNode, &row.LocalBatch}
+	for i, dst := range ints {
+		v, err := strconv.Atoi(strings.TrimSpace(rec[i]))
+		if err != nil || v <= 0 {
+			return row, fmt.Errorf("%s: %q is not a positive integer", scalingHeader[i], rec[i])
+		}
+		*dst = v
+	}
+	floats := []*float64{&row.StepTime, &row.SamplesPerS}
+	for i, dst := range floats {
+		col := len(ints) + i
+		v, err := strconv.ParseFloat(strings.TrimSpace(rec[col]), 64)
+		if err != nil || !(v > 0) || v > 1e300 {
+			return row, fmt.Errorf("%s: %q is not a positive number", scalingHeader[col], rec[col])
+		}
+		*dst = v
+	}
+	return row, nil
+}
+
+// CurvesFromRows groups rows by local batch size into curves sorted by
+// local batch size, each sorted by node count. A repeated node count within
+// one batch size keeps the first row.
+func CurvesFromRows(file string, rows []ScalingRow) []ScalingCurve {
+	base := filepath.Base(file)
+	app, cluster := splitScalingName(base)
+	byBatch := map[int]*ScalingCurve{}
+	var batches []int
+	for _, r := range rows {
+		c, ok := byBatch[r.LocalBatch]
+		if !ok {
+			c = &ScalingCurve{File: base, App: app, Cluster: cluster, GPUsPerNode: r.GPUsPerNode, LocalBatch: r.LocalBatch}
+			byBatch[r.LocalBatch] = c
+			batches = append(batches, r.LocalBatch)
+		}
+		dup := false
+		for _, p := range c.Points {
+			if p.Nodes == r.Nodes {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			c.Points = append(c.Points, ScalingPoint{Nodes: r.Nodes, SamplesPerS: r.SamplesPerS})
+		}
+	}
+	sort.Ints(batches)
+	curves := make([]ScalingCurve, 0, len(batches))
+	for _, b := range batches {
+		c := byBatch[b]
+		sort.Slice(c.Points, func(i, k int) bool { return c.Points[i].Nodes < c.Points[k].Nodes })
+		curves = append(curves, *c)
+	}
+	return curves
+}
+
+func splitScalingName(base string) (app, cluster string) {
+	stem := strings.TrimSuffix(base, filepath.Ext(base))
+	if i := strings.Index(stem, "__"); i >= 0 {
+		return stem[:i], stem[i+2:]
+	}
+	return stem, ""
+}
+
+// LoadScalingDir reads every *.csv in dir, in file-name order.
+func LoadScalingDir(dir string) ([]ScalingCurve, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.csv"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no *.csv scaling files in %s", dir)
+	}
+	sort.Strings(files)
+	var curves []ScalingCurve
+	for _, f := range files {
+		cs, err := LoadScalingFile(f)
+		if err != nil {
+			return nil, err
+		}
+		curves = append(curves, cs...)
+	}
+	return curves, nil
+}
+
+// LoadScalingFile reads one scaling CSV into curves.
+func LoadScalingFile(path string) ([]ScalingCurve, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, err := ReadScaling(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return CurvesFromRows(path, rows), nil
+}
+
+// SharedDataDir finds ../shared/data relative to the working directory or
+// any of its parents (tests run in package directories), so tests and the
+// CLI agree on where the reference data lives. It returns "" if none exists.
+func SharedDataDir() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		cand := filepath.Join(dir, "..", "shared", "data")
+		if st, err := os.Stat(filepath.Join(cand, "scaling")); err == nil && st.IsDir() {
+			return filepath.Clean(cand)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}

@@ -1,6 +1,9 @@
 package allocator
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // solvePaper solves the node-level MILP of BFTrainer (Liu et al., "BFTrainer:
 // Low-Cost Training of Neural Networks on Unfillable Supercomputer Nodes",
@@ -89,6 +92,12 @@ func solvePaperMILP(in *instance, s Settings) (decision, Status, float64, error)
 	sol, err := m.solve(s)
 	if err != nil {
 		return d, "", 0, fmt.Errorf("paper formulation: %w", err)
+	}
+	if !sol.optimal && !satisfies(m, sol.x, 1e-6) {
+		// HiGHS reports a run stopped at the time limit as having a
+		// solution even when it found none; its values are then zeros.
+		return d, "", 0, fmt.Errorf("%w: paper formulation: no feasible solution within the time limit %v",
+			ErrSolver, s.TimeLimit)
 	}
 	for j, pt := range cols {
 		if pt == nil {
@@ -216,4 +225,28 @@ func negated(v []float64) []float64 {
 // joined returns a new slice holding a then b.
 func joined[T any](a []T, b ...T) []T {
 	return append(append(make([]T, 0, len(a)+len(b)), a...), b...)
+}
+
+// satisfies reports whether x keeps m's bounds, integrality and rows
+// within tol (relative to the size of the row's bound).
+func satisfies(m *milp, x []float64, tol float64) bool {
+	if len(x) != len(m.cost) {
+		return false
+	}
+	for i, v := range x {
+		if v < m.lower[i]-tol || v > m.upper[i]+tol || (m.integer[i] && math.Abs(v-math.Round(v)) > tol) {
+			return false
+		}
+	}
+	activity := make([]float64, len(m.rowLower))
+	for _, e := range m.entries {
+		activity[e.Row] += e.Val * x[e.Col]
+	}
+	for r, a := range activity {
+		lo, hi := m.rowLower[r], m.rowUpper[r]
+		if a < lo-tol*math.Max(1, math.Abs(lo)) || a > hi+tol*math.Max(1, math.Abs(hi)) {
+			return false
+		}
+	}
+	return true
 }

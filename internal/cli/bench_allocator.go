@@ -1,0 +1,246 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gleaner-hpc/gleaner/allocator"
+	"github.com/gleaner-hpc/gleaner/internal/benchgen"
+	"github.com/gleaner-hpc/gleaner/internal/dataset"
+)
+
+type benchAllocatorOptions struct {
+	trials, nodes, formulations string
+	seed                        uint64
+	instances                   int
+	timeLimit                   time.Duration
+	paperMaxBinaries            int
+	dataDir                     string
+	json                        bool
+}
+
+// benchRow is one line of the report; its JSON keys are a stable contract.
+type benchRow struct {
+	Trials      int     `json:"trials"`
+	Nodes       int     `json:"nodes"`
+	Formulation string  `json:"formulation"`
+	SolveMsP50  float64 `json:"solve_ms_p50"`
+	SolveMsP95  float64 `json:"solve_ms_p95"`
+	Objective   float64 `json:"objective"`
+	GapToBest   float64 `json:"gap_to_best"`
+	Status      string  `json:"status"`
+}
+
+func newBenchAllocatorCmd() *cobra.Command {
+	o := benchAllocatorOptions{}
+	cmd := &cobra.Command{
+		Use:   "allocator",
+		Short: "Time the allocator's formulations on seeded random instances built from real curves",
+		Long: `Builds seeded random allocation problems from the measured throughput curves
+in DATA/scaling (random current allocations, random bounds, departed nodes),
+solves each with every formulation, and prints per size and formulation the
+p50/p95 solve time in milliseconds, the mean objective, the mean relative gap
+to the best formulation on the same instance, and the worst status.
+
+The paper formulation has trials×nodes binaries for its assignment alone; it
+is skipped (status "skipped") above --paper-max-binaries.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.trials, "trials", "10,100,1000", "comma-separated trial counts")
+	f.StringVar(&o.nodes, "nodes", "64,512,4096", "comma-separated idle-node counts")
+	f.StringVar(&o.formulations, "formulation", "compact,paper,greedy,equal", "comma-separated formulations")
+	f.Uint64Var(&o.seed, "seed", 1, "seed of the first instance; instance i uses seed+i")
+	f.IntVar(&o.instances, "instances", 11, "instances per size")
+	f.DurationVar(&o.timeLimit, "time-limit", 10*time.Second, "MILP time limit per solve")
+	f.IntVar(&o.paperMaxBinaries, "paper-max-binaries", 300_000, "skip the paper formulation above trials×nodes binaries")
+	f.StringVar(&o.dataDir, "data", "", "reference data directory holding scaling/ (default: ../shared/data found from the working directory)")
+	f.BoolVar(&o.json, "json", false, "print one JSON array of rows")
+	return cmd
+}
+
+func (o *benchAllocatorOptions) run(stdout, stderr io.Writer) error {
+	trials, err := parseIntList("--trials", o.trials)
+	if err != nil {
+		return err
+	}
+	nodes, err := parseIntList("--nodes", o.nodes)
+	if err != nil {
+		return err
+	}
+	forms, err := parseFormulations(o.formulations)
+	if err != nil {
+		return err
+	}
+	if o.instances < 1 {
+		return fmt.Errorf("--instances: %d must be at least 1", o.instances)
+	}
+	if o.timeLimit <= 0 {
+		return fmt.Errorf("--time-limit: %v must be positive", o.timeLimit)
+	}
+	curves, err := loadScaling(o.dataDir)
+	if err != nil {
+		return err
+	}
+	var rows []benchRow
+	for _, nt := range trials {
+		for _, nn := range nodes {
+			fmt.Fprintf(stderr, "bench: %d trials × %d nodes, %d instances\n", nt, nn, o.instances)
+			sizeRows, err := o.benchSize(curves, nt, nn, forms)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, sizeRows...)
+		}
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	return printBenchTable(stdout, rows)
+}
+
+// benchSize solves every instance of one size with every formulation.
+func (o *benchAllocatorOptions) benchSize(curves []dataset.ScalingCurve, nt, nn int, forms []allocator.Formulation) ([]benchRow, error) {
+	cfg := benchgen.Config{Trials: nt, Nodes: nn, Curves: curves}
+	times := make([][]float64, len(forms))
+	objs := make([][]float64, len(forms))
+	status := make([]allocator.Status, len(forms))
+	for i := 0; i < o.instances; i++ {
+		p, err := benchgen.Problem(cfg, o.seed+uint64(i))
+		if err != nil {
+			return nil, err
+		}
+		for fi, f := range forms {
+			if f == allocator.FormulationPaper && nt*nn > o.paperMaxBinaries {
+				continue
+			}
+			r, err := allocator.Solve(p, &allocator.Settings{Formulation: f, TimeLimit: o.timeLimit})
+			if err != nil {
+				return nil, fmt.Errorf("%d trials × %d nodes, seed %d, %s: %w", nt, nn, o.seed+uint64(i), f, err)
+			}
+			times[fi] = append(times[fi], float64(r.SolveTime.Microseconds())/1000)
+			objs[fi] = append(objs[fi], r.Objective)
+			status[fi] = worseStatus(status[fi], r.Status)
+		}
+	}
+	rows := make([]benchRow, len(forms))
+	for fi, f := range forms {
+		row := benchRow{Trials: nt, Nodes: nn, Formulation: string(f), Status: string(status[fi])}
+		if len(times[fi]) == 0 {
+			row.Status = "skipped"
+			rows[fi] = row
+			continue
+		}
+		row.SolveMsP50 = quantile(times[fi], 0.50)
+		row.SolveMsP95 = quantile(times[fi], 0.95)
+		row.Objective = mean(objs[fi])
+		gaps := make([]float64, len(objs[fi]))
+		for i, v := range objs[fi] {
+			best := v
+			for other := range forms {
+				if len(objs[other]) == len(objs[fi]) {
+					best = math.Max(best, objs[other][i])
+				}
+			}
+			gaps[i] = (best - v) / math.Max(1e-12, math.Abs(best))
+		}
+		row.GapToBest = mean(gaps)
+		rows[fi] = row
+	}
+	return rows, nil
+}
+
+func worseStatus(a, b allocator.Status) allocator.Status {
+	rank := map[allocator.Status]int{"": 0, allocator.StatusOptimal: 1, allocator.StatusHeuristic: 2, allocator.StatusFeasible: 3}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+func printBenchTable(w io.Writer, rows []benchRow) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "trials\tnodes\tformulation\tp50 ms\tp95 ms\tobjective\tgap to best\tstatus\t")
+	for _, r := range rows {
+		if r.Status == "skipped" {
+			fmt.Fprintf(tw, "%d\t%d\t%s\t-\t-\t-\t-\t%s\t\n", r.Trials, r.Nodes, r.Formulation, r.Status)
+			continue
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%.2f\t%.2f\t%.4g\t%.3g%%\t%s\t\n",
+			r.Trials, r.Nodes, r.Formulation, r.SolveMsP50, r.SolveMsP95, r.Objective, 100*r.GapToBest, r.Status)
+	}
+	return tw.Flush()
+}
+
+func parseFormulations(s string) ([]allocator.Formulation, error) {
+	var out []allocator.Formulation
+	for _, part := range strings.Split(s, ",") {
+		f := allocator.Formulation(strings.TrimSpace(part))
+		ok := false
+		for _, known := range allocator.Formulations {
+			ok = ok || f == known
+		}
+		if !ok {
+			return nil, fmt.Errorf("--formulation: %q is not one of %v", part, allocator.Formulations)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// parseIntList parses "1,2,4" into positive integers; errors name the flag.
+func parseIntList(flag, s string) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || v < 1 {
+			return nil, fmt.Errorf("%s: %q is not a positive integer", flag, part)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// loadScaling reads DIR/scaling, DIR defaulting to ../shared/data.
+func loadScaling(dataDir string) ([]dataset.ScalingCurve, error) {
+	if dataDir == "" {
+		dataDir = dataset.SharedDataDir()
+		if dataDir == "" {
+			return nil, fmt.Errorf("--data: no ../shared/data/scaling found from the working directory; pass --data DIR")
+		}
+	}
+	curves, err := dataset.LoadScalingDir(filepath.Join(dataDir, "scaling"))
+	if err != nil {
+		return nil, fmt.Errorf("--data: %w", err)
+	}
+	return curves, nil
+}
+
+func quantile(xs []float64, q float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[int(math.Ceil(q*float64(len(s))))-1]
+}
+
+func mean(xs []float64) float64 {
+	t := 0.0
+	for _, x := range xs {
+		t += x
+	}
+	return t / float64(len(xs))
+}

@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Execute runs the CLI with the process's arguments and streams and exits
+// non-zero on error.
+func Execute() {
+	if err := Run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		os.Exit(1)
+	}
+}
+
+// Run runs the CLI with the given arguments and streams; tests call it.
+// Errors are printed to stderr and returned.
+func Run(args []string, stdout, stderr io.Writer) error {
+	root := newRootCmd(stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err != nil {
+		fmt.Fprintf(stderr, "gleaner: %v\n", err)
+	}
+	return err
+}
+
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "gleaner",
+		Short:         "Run NAS and HPO campaigns on the idle nodes of a supercomputer",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+
+	bench := &cobra.Command{Use: "bench", Short: "Benchmark Gleaner's components"}
+	bench.AddCommand(newBenchAllocatorCmd())
+	root.AddCommand(bench)
+
+	jpaCmd := &cobra.Command{Use: "jpa", Short: "The Job Profiling Advisor: learn throughput curves online"}
+	jpaCmd.AddCommand(newJPAEvalCmd())
+	root.AddCommand(jpaCmd)
+	return root
+}

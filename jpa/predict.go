@@ -1,0 +1,513 @@
+package jpa
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Observation is a measured throughput of the trial being predicted: an
+// Estimate from a Profiler, or a point supplied by hand.
+type Observation struct {
+	Nodes      int
+	NodeType   string
+	Throughput float64 // samples per second
+	// Sigma is the standard error of Throughput; 0 means unknown (the
+	// Settings.NoiseFloor is used).
+	Sigma float64
+}
+
+// Query says what to predict.
+type Query struct {
+	// MinNodes and MaxNodes bound the counts predicted (1 ≤ Min ≤ Max).
+	MinNodes, MaxNodes int
+	// NodeType is the type asked about; "" means the type of the
+	// observations (the one with most distinct counts if several).
+	NodeType string
+	// Model and Batch name the trained model for single-node throughput
+	// ratios across node types; optional.
+	Model string
+	Batch int
+	// Group is the trial's campaign: library curves of the same Group are
+	// siblings (same model, so the same normalised speedup).
+	Group string
+}
+
+// Settings tunes Predict. The zero value (or a nil *Settings) uses the
+// defaults documented on each field; they were chosen by the leave-one-app-
+// out evaluation documented in docs/jpa.md.
+type Settings struct {
+	// Neighbours is how many library curves vote at each count, the most
+	// heavily weighted first; 0 means all of them.
+	Neighbours int
+	// Bandwidth h, in log-throughput units, of the Gaussian similarity
+	// kernel exp(−d²/2h²) on the local shape distance d between the trial
+	// and a library curve (see Predict); 0 means a flat kernel: every
+	// library curve of a kind weighs the same. On the real scaling data,
+	// matching shapes on three noisy probes picked the wrong neighbours
+	// (median MAPE 0.145 at h = 0.5 against 0.095 flat), hence the default.
+	Bandwidth float64
+	// SameTypeWeight multiplies the weight of a library curve measured on
+	// the node type of the observations (the interconnect shapes a curve as
+	// much as the model does); 0 means 20.
+	SameTypeWeight float64
+	// SameGroupWeight multiplies the weight of a sibling curve (same
+	// Query.Group): trials of one campaign train one model; 0 means 100.
+	SameGroupWeight float64
+	// TrendWeight λ is the share of the trial's own local trend (a power
+	// law through its two measured counts nearest n) in the prediction
+	// beyond or between its measurements, against 1−λ for the library's
+	// shapes: a shrinkage of the noisy own trend towards the population;
+	// 0 means 0.15, negative means none.
+	TrendWeight float64
+	// Growth is how fast the log-uncertainty grows with the log-distance
+	// to the nearest measured count: σ² gains (Growth·|ln n − ln m|)²;
+	// 0 means 0.15.
+	Growth float64
+	// NoiseFloor is the least relative standard deviation of a measured
+	// point; 0 means 0.02.
+	NoiseFloor float64
+}
+
+func (s *Settings) withDefaults() Settings {
+	var o Settings
+	if s != nil {
+		o = *s
+	}
+	def := func(v *float64, d float64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&o.SameTypeWeight, 20)
+	def(&o.SameGroupWeight, 100)
+	def(&o.TrendWeight, 0.15)
+	if o.TrendWeight < 0 {
+		o.TrendWeight = 0
+	}
+	def(&o.Growth, 0.15)
+	def(&o.NoiseFloor, 0.02)
+	return o
+}
+
+func (s Settings) validate() error {
+	switch {
+	case s.Neighbours < 0:
+		return fmt.Errorf("%w: Neighbours is %d, want ≥ 0", ErrInvalidSettings, s.Neighbours)
+	case !(s.Bandwidth >= 0):
+		return fmt.Errorf("%w: Bandwidth is %v, want ≥ 0", ErrInvalidSettings, s.Bandwidth)
+	case !(s.SameTypeWeight > 0):
+		return fmt.Errorf("%w: SameTypeWeight is %v, want > 0", ErrInvalidSettings, s.SameTypeWeight)
+	case !(s.SameGroupWeight > 0):
+		return fmt.Errorf("%w: SameGroupWeight is %v, want > 0", ErrInvalidSettings, s.SameGroupWeight)
+	case !(s.TrendWeight < 1):
+		return fmt.Errorf("%w: TrendWeight is %v, want < 1", ErrInvalidSettings, s.TrendWeight)
+	case !(s.Growth >= 0):
+		return fmt.Errorf("%w: Growth is %v, want ≥ 0", ErrInvalidSettings, s.Growth)
+	case !(s.NoiseFloor >= 0):
+		return fmt.Errorf("%w: NoiseFloor is %v, want ≥ 0", ErrInvalidSettings, s.NoiseFloor)
+	}
+	return nil
+}
+
+var (
+	// ErrInvalidSettings wraps a bad Settings or Config field.
+	ErrInvalidSettings = errors.New("invalid jpa settings")
+	// ErrInvalidQuery wraps a bad Query field.
+	ErrInvalidQuery = errors.New("invalid jpa query")
+	// ErrNoData: nothing measured for the trial and no sibling curve to
+	// borrow from.
+	ErrNoData = errors.New("no observation or sibling curve to predict from")
+	// ErrNoTypeRatio: the trial was measured on other node types only and
+	// no single-node throughput ratio links them to Query.NodeType.
+	ErrNoTypeRatio = errors.New("no throughput ratio between node types")
+)
+
+// PredictedPoint is the prediction at one node count.
+type PredictedPoint struct {
+	Nodes      int
+	Throughput float64 // samples per second (median of a log-normal)
+	// Sigma is the standard deviation of Throughput, Throughput·σ_log
+	// (delta method on the log-normal).
+	Sigma float64
+	// SigmaLog is the standard deviation of ln Throughput.
+	SigmaLog float64
+	// Measured is true where Throughput is the trial's own measurement.
+	Measured bool
+}
+
+// Prediction is a trial's predicted curve over [MinNodes, MaxNodes].
+type Prediction struct {
+	NodeType string
+	// Points has one entry per count MinNodes..MaxNodes, in order.
+	Points []PredictedPoint
+	// Neighbours names the library curves that lent their shape, most
+	// similar first, with "usl" for the trial's own fit.
+	Neighbours []string
+}
+
+// At returns the point for n; ok is false outside [MinNodes, MaxNodes].
+func (p Prediction) At(n int) (PredictedPoint, bool) {
+	if len(p.Points) == 0 || n < p.Points[0].Nodes || n > p.Points[len(p.Points)-1].Nodes {
+		return PredictedPoint{}, false
+	}
+	return p.Points[n-p.Points[0].Nodes], true
+}
+
+// candidate is one library curve lending its shape.
+type candidate struct {
+	name  string
+	k     float64 // node-type and campaign multiplier
+	logAt func(n int) (float64, bool)
+	resid []float64 // ln observed − ln shape at each observed count (NaN if uncovered)
+}
+
+// Predict predicts a trial's throughput at every count of [q.MinNodes,
+// q.MaxNodes] from its observations and a library of prior curves.
+//
+// Method: shape transfer from profiled curves (model similarity, Thanapol
+// et al., ACIIDS'23), shrunk towards the trial's own trend. Every library
+// curve c is a candidate shape L_c(n) = ln X_c(n) (interpolated in ln n,
+// never extrapolated). Its residuals r_i = ln x_i − L_c(n_i) at the
+// observed counts n_i absorb a pure rescaling (another batch size, a
+// faster GPU); the candidate predicts
+//
+//	ln x̂_c(n) = L_c(n) + r_c(n)
+//
+// with r_c(n) the residuals interpolated linearly in ln n between the
+// observed counts around n and held constant beyond them, so it passes
+// through every measurement and lends only its normalised speedup. Weights
+// are w_c = k_c·exp(−d_c(n)²/2h²): k_c multiplies by SameTypeWeight and
+// SameGroupWeight; d_c(n) = |r_a − r_b| compares growth between the two
+// observed counts a, b nearest n (flat kernel when h = 0). The population
+// estimate is the weighted mean m(n) of ln x̂_c(n); the prediction is
+//
+//	ln x̂(n) = (1−λ)·m(n) + λ·t(n)
+//
+// with t(n) the trial's own power law through a, b and λ = TrendWeight.
+// Where no library curve covers n, a USL fitted to the observations by
+// MAP, with the library's population of USL coefficients as the prior
+// (fitUSL), takes the place of the library shapes. The uncertainty is
+//
+//	σ²_log(n) = Σ w_c (ln x̂_c(n) − m(n))² / Σ w_c + (g·δ(n))² + σ²_m
+//
+// where δ(n) is the log-distance to the nearest measured count, g =
+// Settings.Growth, and σ_m the relative noise of that measurement: it
+// grows away from measurements and where neighbours disagree. Measured
+// counts are returned exactly, with their own noise.
+//
+// A query about a node type the trial was not measured on predicts on the
+// measured type, then scales by the single-node throughput ratio of the
+// library (TypeSpeeds.Ratio) and adds its log-uncertainty. A trial with no
+// observation is predicted from its siblings (same Group and node type).
+func Predict(obs []Observation, lib *Library, q Query, s *Settings) (Prediction, error) {
+	set := s.withDefaults()
+	if err := set.validate(); err != nil {
+		return Prediction{}, err
+	}
+	if q.MinNodes < 1 || q.MaxNodes < q.MinNodes {
+		return Prediction{}, fmt.Errorf("%w: MinNodes %d, MaxNodes %d: want 1 ≤ MinNodes ≤ MaxNodes", ErrInvalidQuery, q.MinNodes, q.MaxNodes)
+	}
+	baseType, pts := pickObservations(obs, q.NodeType)
+	target := q.NodeType
+	if target == "" {
+		target = baseType
+	}
+	if len(pts) == 0 {
+		return predictFromSiblings(lib, q, target, set)
+	}
+	pred := Prediction{NodeType: target}
+	cands := candidates(pts, lib, q, baseType, set)
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].k > cands[j].k })
+	for _, c := range cands[:min(len(cands), 5)] {
+		pred.Neighbours = append(pred.Neighbours, c.name)
+	}
+	prior := defaultUSLPrior
+	if lib != nil {
+		prior = lib.usl
+	}
+	ns := make([]int, len(pts))
+	xs := make([]float64, len(pts))
+	for i, p := range pts {
+		ns[i], xs[i] = p.n, p.x
+	}
+	u, _, _ := fitUSL(ns, xs, q.MaxNodes, prior)
+	fallback := candidate{name: "usl", k: 1, logAt: func(n int) (float64, bool) {
+		x := u.At(float64(n))
+		return math.Log(x), x > 0
+	}}
+	setResiduals(&fallback, pts)
+	for n := q.MinNodes; n <= q.MaxNodes; n++ {
+		pred.Points = append(pred.Points, predictAt(n, pts, cands, fallback, set))
+	}
+	if target != baseType {
+		ratio, sig, ok := lib.Speeds().Ratio(speedKey(q.Model, q.Batch), baseType, target)
+		if !ok && q.Batch > 0 {
+			ratio, sig, ok = lib.Speeds().Ratio(q.Model, baseType, target)
+		}
+		if !ok {
+			return Prediction{}, fmt.Errorf("%w: measured on %q, asked about %q", ErrNoTypeRatio, baseType, target)
+		}
+		for i := range pred.Points {
+			p := &pred.Points[i]
+			p.Throughput *= ratio
+			p.SigmaLog = math.Hypot(p.SigmaLog, sig)
+			p.Sigma = p.Throughput * p.SigmaLog
+			p.Measured = false
+		}
+	}
+	return pred, nil
+}
+
+// obsPoint is one distinct observed count, in log space.
+type obsPoint struct {
+	n      int
+	x      float64 // the throughput, exactly as measured for one observation
+	logX   float64
+	relSig float64
+}
+
+// pickObservations keeps the valid observations of one node type (want if
+// measured, else the type with most distinct counts), one per count (the
+// log-mean of duplicates), sorted by count.
+func pickObservations(obs []Observation, want string) (string, []obsPoint) {
+	byType := map[string]map[int][]Observation{}
+	for _, o := range obs {
+		if o.Nodes <= 0 || !(o.Throughput > 0) || math.IsInf(o.Throughput, 0) || math.IsNaN(o.Sigma) || math.IsInf(o.Sigma, 0) {
+			continue
+		}
+		m, ok := byType[o.NodeType]
+		if !ok {
+			m = map[int][]Observation{}
+			byType[o.NodeType] = m
+		}
+		m[o.Nodes] = append(m[o.Nodes], o)
+	}
+	base := want
+	if _, ok := byType[want]; !ok {
+		types := make([]string, 0, len(byType))
+		for t := range byType {
+			types = append(types, t)
+		}
+		sort.Strings(types)
+		best := -1
+		for _, t := range types {
+			if len(byType[t]) > best {
+				base, best = t, len(byType[t])
+			}
+		}
+	}
+	var pts []obsPoint
+	for n, os := range byType[base] {
+		var lx, rs float64
+		for _, o := range os {
+			lx += math.Log(o.Throughput)
+			rs += math.Min(math.Abs(o.Sigma)/o.Throughput, 1)
+		}
+		p := obsPoint{n: n, logX: lx / float64(len(os)), relSig: rs / float64(len(os))}
+		p.x = math.Exp(p.logX)
+		if len(os) == 1 {
+			p.x = os[0].Throughput
+		}
+		pts = append(pts, p)
+	}
+	sort.Slice(pts, func(i, j int) bool { return pts[i].n < pts[j].n })
+	return base, pts
+}
+
+func candidates(pts []obsPoint, lib *Library, q Query, baseType string, set Settings) []candidate {
+	if lib == nil {
+		return nil
+	}
+	var out []candidate
+	for _, c := range lib.curves {
+		if len(c.Points) < 2 {
+			continue
+		}
+		cand := candidate{name: c.Name, k: 1, logAt: c.logAt}
+		if c.NodeType == baseType {
+			cand.k *= set.SameTypeWeight
+		}
+		if q.Group != "" && c.Group == q.Group {
+			cand.k *= set.SameGroupWeight
+		}
+		if setResiduals(&cand, pts) {
+			out = append(out, cand)
+		}
+	}
+	return out
+}
+
+// setResiduals fills c.resid; false if c covers no observed count.
+func setResiduals(c *candidate, pts []obsPoint) bool {
+	c.resid = make([]float64, len(pts))
+	covered := 0
+	for i, p := range pts {
+		l, ok := c.logAt(p.n)
+		if !ok || math.IsInf(l, 0) || math.IsNaN(l) {
+			c.resid[i] = math.NaN()
+			continue
+		}
+		c.resid[i] = p.logX - l
+		covered++
+	}
+	return covered > 0
+}
+
+// residualAt interpolates a candidate's residuals linearly in ln n between
+// the covered observed counts around n, constant beyond them.
+func residualAt(n int, pts []obsPoint, resid []float64) float64 {
+	lo, hi := -1, -1
+	for i, p := range pts {
+		if math.IsNaN(resid[i]) {
+			continue
+		}
+		if p.n <= n {
+			lo = i
+		}
+		if p.n >= n && hi < 0 {
+			hi = i
+		}
+	}
+	switch {
+	case lo < 0:
+		return resid[hi]
+	case hi < 0 || lo == hi:
+		return resid[lo]
+	}
+	a, b := math.Log(float64(pts[lo].n)), math.Log(float64(pts[hi].n))
+	t := (math.Log(float64(n)) - a) / (b - a)
+	return (1-t)*resid[lo] + t*resid[hi]
+}
+
+// nearestPair returns the indices of the two observed counts that bracket
+// n, or the last two below it, or the first two above it; b < 0 if there
+// is only one observation.
+func nearestPair(n int, pts []obsPoint) (a, b int) {
+	if len(pts) < 2 {
+		return 0, -1
+	}
+	for i := 0; i+1 < len(pts); i++ {
+		if pts[i+1].n >= n {
+			return i, i + 1
+		}
+	}
+	return len(pts) - 2, len(pts) - 1
+}
+
+func predictAt(n int, pts []obsPoint, cands []candidate, fallback candidate, set Settings) PredictedPoint {
+	ln := math.Log(float64(n))
+	nearest, dist := 0, math.Inf(1)
+	for i, p := range pts {
+		if d := math.Abs(ln - math.Log(float64(p.n))); d < dist {
+			nearest, dist = i, d
+		}
+	}
+	noise := math.Max(pts[nearest].relSig, set.NoiseFloor)
+	if dist == 0 {
+		x := pts[nearest].x
+		return PredictedPoint{Nodes: n, Throughput: x, SigmaLog: noise, Sigma: x * noise, Measured: true}
+	}
+	a, b := nearestPair(n, pts)
+	type vote struct{ v, w float64 }
+	var votes []vote
+	for _, c := range cands {
+		l, ok := c.logAt(n)
+		if !ok {
+			continue
+		}
+		w := c.k
+		if set.Bandwidth > 0 && b >= 0 && !math.IsNaN(c.resid[a]) && !math.IsNaN(c.resid[b]) {
+			d := c.resid[a] - c.resid[b]
+			w *= math.Exp(-d * d / (2 * set.Bandwidth * set.Bandwidth))
+		}
+		if w > 0 {
+			votes = append(votes, vote{l + residualAt(n, pts, c.resid), w})
+		}
+	}
+	spreadFloor := 0.0
+	if len(votes) == 0 {
+		// No library curve covers n: the trial's own USL fit stands in,
+		// with a spread that says how little two or three points pin it.
+		if l, ok := fallback.logAt(n); ok {
+			votes = append(votes, vote{l + residualAt(n, pts, fallback.resid), 1})
+		} else {
+			votes = append(votes, vote{pts[nearest].logX + ln - math.Log(float64(pts[nearest].n)), 1})
+		}
+		spreadFloor = 0.2
+	}
+	if set.Neighbours > 0 && len(votes) > set.Neighbours {
+		sort.SliceStable(votes, func(i, j int) bool { return votes[i].w > votes[j].w })
+		votes = votes[:set.Neighbours]
+	}
+	var sw, sm float64
+	for _, v := range votes {
+		sw += v.w
+		sm += v.w * v.v
+	}
+	mean := sm / sw
+	var spread float64
+	for _, v := range votes {
+		spread += v.w * (v.v - mean) * (v.v - mean)
+	}
+	spread = math.Max(math.Sqrt(spread/sw), spreadFloor)
+	if set.TrendWeight > 0 && b >= 0 {
+		slope := (pts[b].logX - pts[a].logX) / (math.Log(float64(pts[b].n)) - math.Log(float64(pts[a].n)))
+		trend := pts[b].logX + slope*(ln-math.Log(float64(pts[b].n)))
+		mean = (1-set.TrendWeight)*mean + set.TrendWeight*trend
+	}
+	sl := math.Sqrt(spread*spread + set.Growth*set.Growth*dist*dist + noise*noise)
+	x := math.Exp(mean)
+	return PredictedPoint{Nodes: n, Throughput: x, SigmaLog: sl, Sigma: x * sl}
+}
+
+// predictFromSiblings predicts a trial with no measurement from curves of
+// its campaign on the target type (log-mean per count); trials of one
+// campaign train one model, so a sibling's throughput is the best guess.
+func predictFromSiblings(lib *Library, q Query, target string, set Settings) (Prediction, error) {
+	var sibs []PriorCurve
+	if q.Group != "" && lib != nil {
+		for _, c := range lib.curves {
+			if c.Group == q.Group && c.NodeType == target {
+				sibs = append(sibs, c)
+			}
+		}
+	}
+	if len(sibs) == 0 {
+		return Prediction{}, ErrNoData
+	}
+	pred := Prediction{NodeType: target}
+	for _, c := range sibs {
+		pred.Neighbours = append(pred.Neighbours, c.Name)
+	}
+	for n := q.MinNodes; n <= q.MaxNodes; n++ {
+		var logs []float64
+		for _, c := range sibs {
+			if l, ok := c.logAt(n); ok {
+				logs = append(logs, l)
+				continue
+			}
+			// Beyond the sibling's range: linear scaling from its nearest
+			// end, with the growth term below saying how little it is worth.
+			end := c.Points[0]
+			if n > end.Nodes {
+				end = c.Points[len(c.Points)-1]
+			}
+			logs = append(logs, math.Log(end.Throughput)+math.Log(float64(n))-math.Log(float64(end.Nodes)))
+		}
+		var m, v float64
+		for _, l := range logs {
+			m += l
+		}
+		m /= float64(len(logs))
+		for _, l := range logs {
+			v += (l - m) * (l - m)
+		}
+		p := PredictedPoint{Nodes: n, Throughput: math.Exp(m)}
+		p.SigmaLog = math.Sqrt(v/float64(len(logs)) + 4*set.NoiseFloor*set.NoiseFloor + set.Growth*set.Growth)
+		p.Sigma = p.Throughput * p.SigmaLog
+		pred.Points = append(pred.Points, p)
+	}
+	return pred, nil
+}

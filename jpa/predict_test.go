@@ -1,0 +1,262 @@
+package jpa
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func uslCurve(name, typ string, u USL, maxN int) PriorCurve {
+	c := PriorCurve{Name: name, Model: name, NodeType: typ}
+	for n := 1; n <= maxN; n++ {
+		c.Points = append(c.Points, Point{Nodes: n, Throughput: u.At(float64(n))})
+	}
+	return c
+}
+
+func TestFitUSLRecoversParameters(t *testing.T) {
+	for _, want := range []USL{
+		{X1: 100, Alpha: 0.05, Beta: 0.001},
+		{X1: 2500, Alpha: 0.2, Beta: 0.0},
+		{X1: 7, Alpha: 0.01, Beta: 0.01},
+	} {
+		var ns []int
+		var xs []float64
+		for _, n := range []int{1, 2, 3, 4, 6, 8, 12, 16, 24, 32} {
+			ns, xs = append(ns, n), append(xs, want.At(float64(n)))
+		}
+		got, rms, ok := fitUSL(ns, xs, 32, uslPrior{})
+		require.True(t, ok)
+		assert.InDelta(t, want.X1, got.X1, 1e-3*want.X1, "%+v", want)
+		assert.InDelta(t, want.Alpha, got.Alpha, 1e-3, "%+v", want)
+		assert.InDelta(t, want.Beta, got.Beta, 1e-4, "%+v", want)
+		assert.Less(t, rms, 1e-4)
+	}
+}
+
+func TestFitUSLNoPoints(t *testing.T) {
+	_, _, ok := fitUSL([]int{0, 3}, []float64{1, math.NaN()}, 4, defaultUSLPrior)
+	assert.False(t, ok)
+}
+
+func TestPredictExactAtMeasuredCounts(t *testing.T) {
+	lib, err := NewLibrary([]PriorCurve{
+		uslCurve("a", "x", USL{X1: 10, Alpha: 0.1}, 16),
+		uslCurve("b", "x", USL{X1: 50, Alpha: 0.02, Beta: 0.002}, 16),
+	})
+	require.NoError(t, err)
+	obs := []Observation{
+		{Nodes: 1, NodeType: "x", Throughput: 120, Sigma: 3},
+		{Nodes: 2, NodeType: "x", Throughput: 200},
+		{Nodes: 4, NodeType: "x", Throughput: 330},
+	}
+	pred, err := Predict(obs, lib, Query{MinNodes: 1, MaxNodes: 16}, nil)
+	require.NoError(t, err)
+	require.Len(t, pred.Points, 16)
+	for _, o := range obs {
+		p, ok := pred.At(o.Nodes)
+		require.True(t, ok)
+		assert.True(t, p.Measured)
+		assert.Equal(t, o.Throughput, p.Throughput)
+	}
+	p1, _ := pred.At(1)
+	assert.InDelta(t, 3, p1.Sigma, 1e-9)
+	for _, p := range pred.Points {
+		assert.True(t, p.Throughput > 0 && !math.IsInf(p.Throughput, 0), "%+v", p)
+	}
+}
+
+func TestPredictRecoversSharedShape(t *testing.T) {
+	// Every library curve has the shape the trial has: prediction is exact
+	// up to the trend blend, which is exact for a power law too.
+	shape := USL{X1: 1, Alpha: 0.08, Beta: 0.001}
+	var curves []PriorCurve
+	for _, x1 := range []float64{3, 40, 500} {
+		u := shape
+		u.X1 = x1
+		curves = append(curves, uslCurve("m"+string(rune('a'+len(curves))), "x", u, 32))
+	}
+	lib, err := NewLibrary(curves)
+	require.NoError(t, err)
+	trial := shape
+	trial.X1 = 77
+	var obs []Observation
+	for _, n := range []int{1, 2, 4} {
+		obs = append(obs, Observation{Nodes: n, NodeType: "x", Throughput: trial.At(float64(n))})
+	}
+	pred, err := Predict(obs, lib, Query{MinNodes: 1, MaxNodes: 32}, &Settings{TrendWeight: -1})
+	require.NoError(t, err)
+	for _, p := range pred.Points {
+		assert.InEpsilon(t, trial.At(float64(p.Nodes)), p.Throughput, 1e-9, "n=%d", p.Nodes)
+	}
+}
+
+func TestUncertaintyGrowsAwayFromMeasurements(t *testing.T) {
+	lib, err := NewLibrary([]PriorCurve{uslCurve("a", "x", USL{X1: 10, Alpha: 0.1}, 64)})
+	require.NoError(t, err)
+	obs := []Observation{{Nodes: 1, NodeType: "x", Throughput: 10}, {Nodes: 2, NodeType: "x", Throughput: 18}}
+	pred, err := Predict(obs, lib, Query{MinNodes: 1, MaxNodes: 64}, nil)
+	require.NoError(t, err)
+	prev := 0.0
+	for _, p := range pred.Points[2:] {
+		assert.Greater(t, p.SigmaLog, prev, "n=%d", p.Nodes)
+		prev = p.SigmaLog
+	}
+}
+
+func TestUncertaintyLargerWhereNeighboursDisagree(t *testing.T) {
+	obs := []Observation{{Nodes: 1, NodeType: "x", Throughput: 10}, {Nodes: 2, NodeType: "x", Throughput: 18}}
+	agree, err := NewLibrary([]PriorCurve{
+		uslCurve("a", "x", USL{X1: 10, Alpha: 0.1}, 16),
+		uslCurve("b", "x", USL{X1: 20, Alpha: 0.1}, 16),
+	})
+	require.NoError(t, err)
+	disagree, err := NewLibrary([]PriorCurve{
+		uslCurve("a", "x", USL{X1: 10, Alpha: 0.0}, 16),
+		uslCurve("b", "x", USL{X1: 20, Alpha: 0.4, Beta: 0.01}, 16),
+	})
+	require.NoError(t, err)
+	pa, err := Predict(obs, agree, Query{MinNodes: 1, MaxNodes: 16}, nil)
+	require.NoError(t, err)
+	pd, err := Predict(obs, disagree, Query{MinNodes: 1, MaxNodes: 16}, nil)
+	require.NoError(t, err)
+	a16, _ := pa.At(16)
+	d16, _ := pd.At(16)
+	assert.Greater(t, d16.SigmaLog, a16.SigmaLog+0.1)
+}
+
+func TestPredictWithoutLibraryFallsBackToUSL(t *testing.T) {
+	u := USL{X1: 100, Alpha: 0.05, Beta: 0.001}
+	var obs []Observation
+	for _, n := range []int{1, 2, 4, 8} {
+		obs = append(obs, Observation{Nodes: n, Throughput: u.At(float64(n))})
+	}
+	pred, err := Predict(obs, nil, Query{MinNodes: 1, MaxNodes: 16}, &Settings{TrendWeight: -1})
+	require.NoError(t, err)
+	p16, _ := pred.At(16)
+	assert.InEpsilon(t, u.At(16), p16.Throughput, 0.05)
+	assert.GreaterOrEqual(t, p16.SigmaLog, 0.2)
+}
+
+func TestSiblingsOfTheCampaignDominate(t *testing.T) {
+	sib := uslCurve("sibling", "x", USL{X1: 10, Alpha: 0.3}, 16)
+	sib.Group = "camp"
+	other := uslCurve("other", "x", USL{X1: 10, Alpha: 0.0}, 16)
+	lib, err := NewLibrary([]PriorCurve{sib, other})
+	require.NoError(t, err)
+	obs := []Observation{{Nodes: 1, NodeType: "x", Throughput: 20}, {Nodes: 2, NodeType: "x", Throughput: 2 * 20 / 1.3}}
+	pred, err := Predict(obs, lib, Query{MinNodes: 1, MaxNodes: 16, Group: "camp"}, &Settings{TrendWeight: -1})
+	require.NoError(t, err)
+	p16, _ := pred.At(16)
+	want := 2 * sib.Points[15].Throughput
+	assert.InEpsilon(t, want, p16.Throughput, 0.02)
+	assert.Equal(t, "sibling", pred.Neighbours[0])
+
+	// With no observation at all, the siblings are the prediction.
+	pred, err = Predict(nil, lib, Query{MinNodes: 1, MaxNodes: 20, Group: "camp", NodeType: "x"}, nil)
+	require.NoError(t, err)
+	p4, _ := pred.At(4)
+	assert.InEpsilon(t, sib.Points[3].Throughput, p4.Throughput, 1e-9)
+	p20, _ := pred.At(20)
+	assert.Greater(t, p20.Throughput, 0.0)
+	_, err = Predict(nil, lib, Query{MinNodes: 1, MaxNodes: 4, Group: "nobody"}, nil)
+	assert.ErrorIs(t, err, ErrNoData)
+}
+
+func TestPredictOnAnotherNodeType(t *testing.T) {
+	gavel := "job_type,scale_factor,k80,p100,v100\nResNet-50 (batch size 64),1,1.0,3.0,4.0\nResNet-50 (batch size 64),2,1.9,5.5,7.0\nLM,1,2.0,4.0,8.0\n"
+	speeds, err := ParseGavel(strings.NewReader(gavel))
+	require.NoError(t, err)
+	r, sig, ok := speeds.Ratio("ResNet-50 (batch size 64)", "k80", "v100")
+	require.True(t, ok)
+	assert.InDelta(t, 4, r, 1e-12)
+	assert.InDelta(t, 0.05, sig, 1e-12)
+	// Unknown model: median ratio over the models measured on both.
+	r, _, ok = speeds.Ratio("Transformer", "k80", "v100")
+	require.True(t, ok)
+	assert.InDelta(t, math.Sqrt(4*4), r, 1e-9)
+
+	lib, err := NewLibrary([]PriorCurve{uslCurve("a", "k80", USL{X1: 10, Alpha: 0.1}, 8)})
+	require.NoError(t, err)
+	lib.Speeds().Merge(speeds)
+	obs := []Observation{{Nodes: 1, NodeType: "k80", Throughput: 30}, {Nodes: 2, NodeType: "k80", Throughput: 50}}
+	pred, err := Predict(obs, lib, Query{MinNodes: 1, MaxNodes: 8, NodeType: "v100", Model: "LM"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "v100", pred.NodeType)
+	p1, _ := pred.At(1)
+	assert.InDelta(t, 120, p1.Throughput, 1e-9)
+	assert.False(t, p1.Measured)
+	assert.Greater(t, p1.SigmaLog, 0.05)
+
+	_, err = Predict(obs, lib, Query{MinNodes: 1, MaxNodes: 8, NodeType: "tpu"}, nil)
+	assert.ErrorIs(t, err, ErrNoTypeRatio)
+}
+
+func TestParseGavelErrors(t *testing.T) {
+	_, err := ParseGavel(strings.NewReader("a,b\n"))
+	assert.ErrorIs(t, err, ErrBadSpeeds)
+	_, err = ParseGavel(strings.NewReader("job_type,scale_factor,k80\nX,1,fast\n"))
+	assert.ErrorIs(t, err, ErrBadSpeeds)
+	assert.Contains(t, err.Error(), "k80")
+}
+
+func TestPredictRejectsBadInput(t *testing.T) {
+	obs := []Observation{{Nodes: 1, Throughput: 1}}
+	_, err := Predict(obs, nil, Query{MinNodes: 0, MaxNodes: 3}, nil)
+	assert.ErrorIs(t, err, ErrInvalidQuery)
+	_, err = Predict(obs, nil, Query{MinNodes: 4, MaxNodes: 3}, nil)
+	assert.ErrorIs(t, err, ErrInvalidQuery)
+	for field, s := range map[string]Settings{
+		"Neighbours":     {Neighbours: -1},
+		"Bandwidth":      {Bandwidth: -1},
+		"SameTypeWeight": {SameTypeWeight: -2},
+		"TrendWeight":    {TrendWeight: 1},
+		"Growth":         {Growth: -1},
+		"NoiseFloor":     {NoiseFloor: math.NaN()},
+	} {
+		_, err := Predict(obs, nil, Query{MinNodes: 1, MaxNodes: 3}, &s)
+		require.ErrorIs(t, err, ErrInvalidSettings, field)
+		assert.Contains(t, err.Error(), field)
+	}
+	_, err = NewLibrary([]PriorCurve{{Name: "bad", Points: []Point{{Nodes: 2, Throughput: 1}, {Nodes: 2, Throughput: 3}}}})
+	assert.ErrorContains(t, err, "Points[1].Nodes")
+}
+
+func TestOptimisticIsBounded(t *testing.T) {
+	pred := Prediction{Points: []PredictedPoint{
+		{Nodes: 1, Throughput: 10, Measured: true},
+		{Nodes: 2, Throughput: 18, Sigma: 4},
+		{Nodes: 3, Throughput: 25, Sigma: 10},
+		{Nodes: 4, Throughput: 5, Sigma: 1},
+	}}
+	opt, counts := pred.Optimistic(nil)
+	assert.Equal(t, []int{3}, counts)
+	assert.Equal(t, 35.0, opt.Points[2].Throughput)
+	assert.Equal(t, 18.0, opt.Points[1].Throughput)
+	assert.Equal(t, 25.0, pred.Points[2].Throughput, "the receiver is not modified")
+
+	_, counts = pred.Optimistic(&Explore{C: 2, MaxUnmeasured: 5})
+	// Count 4's upper value 7 does not beat the measured 10: not worth it.
+	assert.Equal(t, []int{3, 2}, counts)
+	_, counts = pred.Optimistic(&Explore{C: -1})
+	assert.Empty(t, counts)
+}
+
+func TestAllocatorCurve(t *testing.T) {
+	pred := Prediction{Points: []PredictedPoint{
+		{Nodes: 2, Throughput: 10, Measured: true},
+		{Nodes: 3, Throughput: 12, Sigma: 5},
+		{Nodes: 4, Throughput: math.NaN()},
+	}}
+	c := pred.AllocatorCurve(false)
+	require.Len(t, c, 3)
+	assert.Equal(t, 2, c[0].Nodes)
+	assert.Equal(t, 12.0, c[1].Throughput)
+	assert.Equal(t, 0.0, c[2].Throughput)
+	assert.Equal(t, 4, c[len(c)-1].Nodes)
+	co := pred.AllocatorCurve(true)
+	assert.Equal(t, 17.0, co[1].Throughput)
+}

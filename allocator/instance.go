@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"math"
 	"sort"
 	"time"
 )
@@ -68,6 +69,9 @@ func prepare(p *Problem) (*instance, error) {
 	in.trials = make([]trialInstance, len(p.Trials))
 	for j := range p.Trials {
 		in.trials[j] = in.prepareTrial(&p.Trials[j], lookahead)
+		if err := in.trials[j].checkFinite(&p.Trials[j], in.types); err != nil {
+			return nil, err
+		}
 	}
 	return in, nil
 }
@@ -219,4 +223,24 @@ func (in *instance) reason(j int) Reason {
 		}
 	}
 	return ReasonNoGain
+}
+
+// checkFinite rejects problems whose values overflow (huge throughputs or
+// look-aheads, or an efficiency weight from a near-zero throughput): a NaN
+// or infinite value would make every comparison in the solvers meaningless.
+func (ti *trialInstance) checkFinite(t *Trial, types []string) error {
+	if math.IsNaN(ti.zero) || math.IsInf(ti.zero, 0) {
+		return invalid("trial %q: rescale_down_s %v × current throughput overflows", t.ID, t.RescaleDownCost)
+	}
+	for _, c := range ti.choices {
+		if math.IsNaN(c.weight) || math.IsInf(c.weight, 0) {
+			return invalid("trial %q: curve for type %q: efficiency weight min_nodes / throughput at min_nodes is not finite", t.ID, types[c.typ])
+		}
+		for i, v := range c.values {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return invalid("trial %q: value at %d nodes of type %q is %v: throughput × lookahead or rescale cost × throughput overflows", t.ID, c.min+i, types[c.typ], v)
+			}
+		}
+	}
+	return nil
 }

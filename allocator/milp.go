@@ -81,6 +81,11 @@ func (m *milp) solve(s Settings) (milpSolution, error) {
 	if !sol.HasSolution() || len(sol.ColValues) != len(m.cost) {
 		return milpSolution{}, fmt.Errorf("%w: HiGHS stopped with status %v and no solution", ErrSolver, sol.Status)
 	}
+	// The binding reports a solution at a time limit even when HiGHS found
+	// none (the values are then zeros): check it.
+	if !sol.IsOptimal() && !m.satisfiedBy(sol.ColValues, 1e-6) {
+		return milpSolution{}, fmt.Errorf("%w: HiGHS stopped with status %v before finding a feasible solution", ErrSolver, sol.Status)
+	}
 	return milpSolution{x: sol.ColValues, objective: sol.Objective, optimal: sol.IsOptimal()}, nil
 }
 
@@ -88,3 +93,27 @@ func (m *milp) solve(s Settings) (milpSolution, error) {
 func on(x []float64, c int) bool { return x[c] > 0.5 }
 
 var inf = math.Inf(1)
+
+// satisfiedBy reports whether x keeps m's bounds, integrality and rows
+// within tol (relative to the size of the row's bound).
+func (m *milp) satisfiedBy(x []float64, tol float64) bool {
+	if len(x) != len(m.cost) {
+		return false
+	}
+	for i, v := range x {
+		if v < m.lower[i]-tol || v > m.upper[i]+tol || (m.integer[i] && math.Abs(v-math.Round(v)) > tol) {
+			return false
+		}
+	}
+	activity := make([]float64, len(m.rowLower))
+	for _, e := range m.entries {
+		activity[e.Row] += e.Val * x[e.Col]
+	}
+	for r, a := range activity {
+		lo, hi := m.rowLower[r], m.rowUpper[r]
+		if a < lo-tol*math.Max(1, math.Abs(lo)) || a > hi+tol*math.Max(1, math.Abs(hi)) {
+			return false
+		}
+	}
+	return true
+}

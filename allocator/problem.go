@@ -130,8 +130,7 @@ type Allocation struct {
 	TrialID string   `json:"trial_id"`
 	Nodes   []string `json:"nodes"`
 	Count   int      `json:"count"`
-	// NodeType is the type of the nodes given (empty when Count is 0 or
-	// the pool has one type).
+	// NodeType is the type of the nodes given (empty when Count is 0).
 	NodeType string `json:"node_type,omitempty"`
 	// Reason is set when Count is 0.
 	Reason Reason `json:"reason,omitempty"`

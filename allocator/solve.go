@@ -71,6 +71,9 @@ func Evaluate(p *Problem, counts []int, types []string) (float64, error) {
 	if len(counts) != len(in.trials) {
 		return 0, fmt.Errorf("%w: %d counts for %d trials", ErrInvalidProblem, len(counts), len(in.trials))
 	}
+	if types != nil && len(types) != len(counts) {
+		return 0, fmt.Errorf("%w: %d types for %d trials", ErrInvalidProblem, len(types), len(counts))
+	}
 	d := newDecision(len(counts))
 	used := make([]int, len(in.types))
 	for j, k := range counts {

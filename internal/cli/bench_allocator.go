@@ -99,7 +99,7 @@ func (o *benchAllocatorOptions) run(stdout, stderr io.Writer) error {
 	for _, nt := range trials {
 		for _, nn := range nodes {
 			fmt.Fprintf(stderr, "bench: %d trials × %d nodes, %d instances\n", nt, nn, o.instances)
-			sizeRows, err := o.benchSize(curves, nt, nn, forms)
+			sizeRows, err := o.benchSize(curves, nt, nn, forms, stderr)
 			if err != nil {
 				return err
 			}
@@ -115,7 +115,9 @@ func (o *benchAllocatorOptions) run(stdout, stderr io.Writer) error {
 }
 
 // benchSize solves every instance of one size with every formulation.
-func (o *benchAllocatorOptions) benchSize(curves []dataset.ScalingCurve, nt, nn int, forms []allocator.Formulation) ([]benchRow, error) {
+// Sizes that take long (the paper MILP) report every instance on stderr.
+func (o *benchAllocatorOptions) benchSize(curves []dataset.ScalingCurve, nt, nn int, forms []allocator.Formulation, progress io.Writer) ([]benchRow, error) {
+	start := time.Now()
 	cfg := benchgen.Config{Trials: nt, Nodes: nn, Curves: curves}
 	times := make([][]float64, len(forms))
 	objs := make([][]float64, len(forms))
@@ -136,6 +138,9 @@ func (o *benchAllocatorOptions) benchSize(curves []dataset.ScalingCurve, nt, nn 
 			times[fi] = append(times[fi], float64(r.SolveTime.Microseconds())/1000)
 			objs[fi] = append(objs[fi], r.Objective)
 			status[fi] = worseStatus(status[fi], r.Status)
+		}
+		if elapsed := time.Since(start); elapsed > 5*time.Second {
+			fmt.Fprintf(progress, "bench:   instance %d/%d done, %s elapsed\n", i+1, o.instances, elapsed.Round(time.Second))
 		}
 	}
 	rows := make([]benchRow, len(forms))

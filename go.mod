@@ -13,5 +13,6 @@ require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
 	github.com/spf13/pflag v1.0.6 // indirect
+	go.temporal.io/sdk v1.38.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

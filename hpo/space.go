@@ -1,0 +1,116 @@
+package hpo
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+)
+
+// ParamType is the type of one search dimension.
+type ParamType string
+
+const (
+	ParamFloat  ParamType = "float"  // real in [min, max], log-uniform if log
+	ParamInt    ParamType = "int"    // integer in [min, max], log-uniform if log
+	ParamChoice ParamType = "choice" // one of choices
+)
+
+// Param is one dimension of a search space.
+type Param struct {
+	Name    string    `json:"name"`
+	Type    ParamType `json:"type"`
+	Min     float64   `json:"min,omitempty"`
+	Max     float64   `json:"max,omitempty"`
+	Log     bool      `json:"log,omitempty"`
+	Choices []string  `json:"choices,omitempty"`
+}
+
+// Space is an ordered list of dimensions.
+type Space []Param
+
+// Validate checks the space; errors name the parameter and the field.
+func (s Space) Validate() error {
+	seen := map[string]bool{}
+	for i, p := range s {
+		if p.Name == "" {
+			return fmt.Errorf("space[%d].name: empty", i)
+		}
+		if seen[p.Name] {
+			return fmt.Errorf("space: parameter %q defined twice", p.Name)
+		}
+		seen[p.Name] = true
+		switch p.Type {
+		case ParamFloat, ParamInt:
+			if math.IsNaN(p.Min) || math.IsNaN(p.Max) || math.IsInf(p.Min, 0) || math.IsInf(p.Max, 0) {
+				return fmt.Errorf("space: parameter %q: min and max must be finite", p.Name)
+			}
+			if p.Min > p.Max {
+				return fmt.Errorf("space: parameter %q: min %v > max %v", p.Name, p.Min, p.Max)
+			}
+			if p.Log && p.Min <= 0 {
+				return fmt.Errorf("space: parameter %q: log scale needs min > 0, got %v", p.Name, p.Min)
+			}
+			if p.Type == ParamInt && math.Ceil(p.Min) > math.Floor(p.Max) {
+				return fmt.Errorf("space: parameter %q: no integer in [%v, %v]", p.Name, p.Min, p.Max)
+			}
+		case ParamChoice:
+			if len(p.Choices) == 0 {
+				return fmt.Errorf("space: parameter %q: choices: empty", p.Name)
+			}
+		default:
+			return fmt.Errorf("space: parameter %q: type %q is not one of float, int, choice", p.Name, p.Type)
+		}
+	}
+	return nil
+}
+
+// Value is one parameter value: a number (float or int) or a string.
+// It encodes to a bare JSON number or string.
+type Value struct {
+	Num   float64
+	Str   string
+	IsStr bool
+}
+
+// Float returns a numeric value.
+func Float(v float64) Value { return Value{Num: v} }
+
+// String returns a string value.
+func String(s string) Value { return Value{Str: s, IsStr: true} }
+
+func (v Value) MarshalJSON() ([]byte, error) {
+	if v.IsStr {
+		return json.Marshal(v.Str)
+	}
+	return json.Marshal(v.Num)
+}
+
+func (v *Value) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		v.IsStr = true
+		return json.Unmarshal(b, &v.Str)
+	}
+	v.IsStr = false
+	return json.Unmarshal(b, &v.Num)
+}
+
+func (v Value) String() string {
+	if v.IsStr {
+		return v.Str
+	}
+	return fmt.Sprintf("%g", v.Num)
+}
+
+// Params are one trial's parameter values by name.
+type Params map[string]Value
+
+// Names returns the parameter names, sorted.
+func (p Params) Names() []string {
+	names := make([]string, 0, len(p))
+	for n := range p {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,185 @@
+package gleaner
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gleaner-hpc/gleaner/hpo"
+)
+
+// CampaignSpec describes one study. Zero fields take the defaults that
+// WithDefaults documents.
+type CampaignSpec struct {
+	// Name identifies the campaign; its workflow id is "gleaner-campaign-<name>".
+	Name string `json:"name"`
+	// Kind is "hpo" (default) or "nas".
+	Kind string `json:"kind,omitempty"`
+	// Pool is the pool of idle nodes the trials run on (default "default").
+	Pool string `json:"pool,omitempty"`
+	// Command is the trainer's argv, run without a shell.
+	Command []string `json:"command"`
+	// WorkDir is the trainer's working directory (default: the worker's).
+	WorkDir string `json:"workdir,omitempty"`
+	// Env adds variables to the trainer's environment.
+	Env map[string]string `json:"env,omitempty"`
+	// Space is the search space.
+	Space hpo.Space `json:"space"`
+	// Search selects the algorithm.
+	Search SearchSpec `json:"search,omitempty"`
+	// Objective is the metric to optimise.
+	Objective ObjectiveSpec `json:"objective"`
+	// Budget bounds the campaign.
+	Budget Budget `json:"budget"`
+	// Resources bounds every trial's node count.
+	Resources Resources `json:"resources"`
+	// Trial sets how trials are run and stopped.
+	Trial TrialPolicy `json:"trial,omitempty"`
+}
+
+// SearchSpec selects the search algorithm.
+type SearchSpec struct {
+	// Algorithm is "random" (default).
+	Algorithm string `json:"algorithm,omitempty"`
+	// Seed makes the search reproducible (default 1).
+	Seed uint64 `json:"seed,omitempty"`
+}
+
+// ObjectiveSpec names the metric the trials report and its direction.
+type ObjectiveSpec struct {
+	Metric string `json:"metric"`
+	// Mode is "max" or "min" (default "min").
+	Mode string `json:"mode,omitempty"`
+}
+
+// Budget bounds how many trials run.
+type Budget struct {
+	// MaxTrials is how many trials the campaign creates in all.
+	MaxTrials int `json:"max_trials"`
+	// MaxConcurrent is how many trials may be in flight at once (default 8).
+	MaxConcurrent int `json:"max_concurrent,omitempty"`
+	// MaxFailures ends the campaign after this many failed trials (default
+	// MaxTrials: never).
+	MaxFailures int `json:"max_failures,omitempty"`
+}
+
+// Resources bounds a trial's node count: it runs on 0 (paused) or any
+// count in [MinNodes, MaxNodes].
+type Resources struct {
+	MinNodes int `json:"min_nodes,omitempty"` // default 1
+	MaxNodes int `json:"max_nodes,omitempty"` // default MinNodes
+	// NodeType restricts trials to one node type (default: any).
+	NodeType string `json:"node_type,omitempty"`
+}
+
+// TrialPolicy sets how trials are run and stopped.
+type TrialPolicy struct {
+	// GracePeriod is how long a trainer has to checkpoint and exit after
+	// SIGTERM before SIGKILL (default 30s).
+	GracePeriod Duration `json:"grace_period,omitempty"`
+	// MaxRestarts bounds relaunches after a trainer fails (non-zero exit);
+	// preemptions and resizes do not count (default 3).
+	MaxRestarts int `json:"max_restarts,omitempty"`
+	// RescaleUpCost and RescaleDownCost are the allocator's prior for the
+	// seconds of progress lost per rescale until the JPA has measured them
+	// (defaults 20s and 10s).
+	RescaleUpCost   Duration `json:"rescale_up_cost,omitempty"`
+	RescaleDownCost Duration `json:"rescale_down_cost,omitempty"`
+}
+
+// Duration is a time.Duration that reads and writes as "30s" in JSON and
+// YAML.
+type Duration time.Duration
+
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("%q is not a duration like 30s or 5m", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Std returns the time.Duration.
+func (d Duration) Std() time.Duration { return time.Duration(d) }
+
+// WithDefaults returns the spec with every zero field set to its default.
+func (s CampaignSpec) WithDefaults() CampaignSpec {
+	if s.Kind == "" {
+		s.Kind = "hpo"
+	}
+	if s.Pool == "" {
+		s.Pool = "default"
+	}
+	if s.Search.Algorithm == "" {
+		s.Search.Algorithm = "random"
+	}
+	if s.Search.Seed == 0 {
+		s.Search.Seed = 1
+	}
+	if s.Objective.Mode == "" {
+		s.Objective.Mode = "min"
+	}
+	if s.Budget.MaxConcurrent == 0 {
+		s.Budget.MaxConcurrent = 8
+	}
+	if s.Budget.MaxFailures == 0 {
+		s.Budget.MaxFailures = s.Budget.MaxTrials
+	}
+	if s.Resources.MinNodes == 0 {
+		s.Resources.MinNodes = 1
+	}
+	if s.Resources.MaxNodes == 0 {
+		s.Resources.MaxNodes = s.Resources.MinNodes
+	}
+	if s.Trial.GracePeriod == 0 {
+		s.Trial.GracePeriod = Duration(30 * time.Second)
+	}
+	if s.Trial.MaxRestarts == 0 {
+		s.Trial.MaxRestarts = 3
+	}
+	if s.Trial.RescaleUpCost == 0 {
+		s.Trial.RescaleUpCost = Duration(20 * time.Second)
+	}
+	if s.Trial.RescaleDownCost == 0 {
+		s.Trial.RescaleDownCost = Duration(10 * time.Second)
+	}
+	return s
+}
+
+// Validate checks a spec after WithDefaults; errors name the field.
+func (s CampaignSpec) Validate() error {
+	switch {
+	case s.Name == "":
+		return fmt.Errorf("name: empty")
+	case s.Kind != "hpo" && s.Kind != "nas":
+		return fmt.Errorf("kind: %q is not one of hpo, nas", s.Kind)
+	case len(s.Command) == 0 || s.Command[0] == "":
+		return fmt.Errorf("command: empty")
+	case s.Search.Algorithm != "random":
+		return fmt.Errorf("search.algorithm: %q is not one of random", s.Search.Algorithm)
+	case s.Objective.Metric == "":
+		return fmt.Errorf("objective.metric: empty")
+	case s.Objective.Mode != "min" && s.Objective.Mode != "max":
+		return fmt.Errorf("objective.mode: %q is not one of min, max", s.Objective.Mode)
+	case s.Budget.MaxTrials < 1:
+		return fmt.Errorf("budget.max_trials: %d must be at least 1", s.Budget.MaxTrials)
+	case s.Budget.MaxConcurrent < 1:
+		return fmt.Errorf("budget.max_concurrent: %d must be at least 1", s.Budget.MaxConcurrent)
+	case s.Budget.MaxFailures < 1:
+		return fmt.Errorf("budget.max_failures: %d must be at least 1", s.Budget.MaxFailures)
+	case s.Resources.MinNodes < 1:
+		return fmt.Errorf("resources.min_nodes: %d must be at least 1", s.Resources.MinNodes)
+	case s.Resources.MaxNodes < s.Resources.MinNodes:
+		return fmt.Errorf("resources: min_nodes %d > max_nodes %d", s.Resources.MinNodes, s.Resources.MaxNodes)
+	case s.Trial.GracePeriod < 0:
+		return fmt.Errorf("trial.grace_period: %v must not be negative", s.Trial.GracePeriod.Std())
+	case s.Trial.MaxRestarts < 0:
+		return fmt.Errorf("trial.max_restarts: %d must not be negative", s.Trial.MaxRestarts)
+	}
+	if err := s.Space.Validate(); err != nil {
+		return err
+	}
+	return nil
+}

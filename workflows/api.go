@@ -1,0 +1,252 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gleaner-hpc/gleaner/cluster"
+	"github.com/gleaner-hpc/gleaner/hpo"
+)
+
+// TaskQueue is the default task queue of Gleaner's workers.
+const TaskQueue = "gleaner"
+
+// Workflow type names.
+const (
+	CampaignWorkflowName = "gleaner.Campaign"
+	TrialWorkflowName    = "gleaner.Trial"
+	PoolWorkflowName     = "gleaner.Pool"
+)
+
+// Activity names.
+const (
+	RunTrialActivityName  = "gleaner.RunTrial"
+	AllocateActivityName  = "gleaner.Allocate"
+	PollNodesActivityName = "gleaner.PollNodes"
+)
+
+// Signals.
+const (
+	// SignalRegisterTrial (TrialWorkflow → PoolWorkflow): RegisterTrial.
+	SignalRegisterTrial = "gleaner.register-trial"
+	// SignalDeregisterTrial (TrialWorkflow → PoolWorkflow): DeregisterTrial.
+	SignalDeregisterTrial = "gleaner.deregister-trial"
+	// SignalProfile (TrialWorkflow → PoolWorkflow): ProfileReport.
+	SignalProfile = "gleaner.profile"
+	// SignalPollNow (anyone → PoolWorkflow): poll the node source now; no payload.
+	SignalPollNow = "gleaner.poll-now"
+	// SignalAssignment (PoolWorkflow → TrialWorkflow): Assignment.
+	SignalAssignment = "gleaner.assignment"
+	// SignalProgress (RunTrial activity → TrialWorkflow): Progress.
+	SignalProgress = "gleaner.progress"
+	// SignalTrialReport (TrialWorkflow → CampaignWorkflow): TrialReport.
+	SignalTrialReport = "gleaner.trial-report"
+)
+
+// Queries.
+const (
+	// QueryStatus returns CampaignStatus, TrialStatus or PoolStatus.
+	QueryStatus = "gleaner.status"
+	// QueryLeaderboard (CampaignWorkflow) returns []LeaderboardEntry.
+	QueryLeaderboard = "gleaner.leaderboard"
+)
+
+// Updates (CampaignWorkflow and TrialWorkflow); their argument is
+// ControlRequest and they return the status after the change.
+const (
+	UpdatePause  = "gleaner.pause"
+	UpdateResume = "gleaner.resume"
+	UpdateStop   = "gleaner.stop"
+)
+
+// CampaignWorkflowID is the workflow id of campaign name.
+func CampaignWorkflowID(name string) string { return "gleaner-campaign-" + name }
+
+// TrialWorkflowID is the workflow id of a campaign's n-th trial.
+func TrialWorkflowID(campaignWorkflowID string, n int) string {
+	return fmt.Sprintf("%s-trial-%05d", campaignWorkflowID, n)
+}
+
+// PoolWorkflowID is the workflow id of pool name.
+func PoolWorkflowID(pool string) string { return "gleaner-pool-" + pool }
+
+// TrialState is where a trial is in its life.
+type TrialState string
+
+const (
+	TrialPending   TrialState = "pending"   // registered, waiting for nodes
+	TrialRunning   TrialState = "running"   // a trainer runs on its nodes
+	TrialPaused    TrialState = "paused"    // by a person, or preempted to 0 nodes
+	TrialCompleted TrialState = "completed" // the trainer finished (exit 0)
+	TrialStopped   TrialState = "stopped"   // stopped by a person or its campaign
+	TrialFailed    TrialState = "failed"    // the trainer kept failing
+)
+
+// Terminal reports whether the state is final.
+func (s TrialState) Terminal() bool {
+	return s == TrialCompleted || s == TrialStopped || s == TrialFailed
+}
+
+// TrialInput starts a TrialWorkflow.
+type TrialInput struct {
+	TrialID            string // unique within the campaign, e.g. "t00042"
+	Number             int
+	CampaignID         string // the campaign's name
+	CampaignWorkflowID string // where reports go ("" for a stand-alone trial)
+	Pool               string
+	Params             hpo.Params
+	Command            []string
+	WorkDir            string
+	Env                map[string]string
+	MinNodes, MaxNodes int
+	NodeType           string
+	// ObjectiveMetric is the metric reported as the trial's score.
+	ObjectiveMetric string
+	GracePeriod     time.Duration
+	MaxRestarts     int
+	// RescaleUpCost and RescaleDownCost are priors until measured.
+	RescaleUpCost, RescaleDownCost time.Duration
+	// State is set when the workflow continues as new.
+	State *TrialProgress `json:",omitempty"`
+}
+
+// TrialProgress is the durable part of a trial's state.
+type TrialProgress struct {
+	State      TrialState         `json:"state"`
+	Samples    float64            `json:"samples"`
+	Step       int64              `json:"step"`
+	Epoch      float64            `json:"epoch"`
+	Metrics    map[string]float64 `json:"metrics,omitempty"`
+	Checkpoint string             `json:"checkpoint,omitempty"`
+	Nodes      []string           `json:"nodes,omitempty"`
+	// Restarts counts relaunches after failures; Rescales counts relaunches
+	// for a new assignment (resize, preemption, resume).
+	Restarts int `json:"restarts"`
+	Rescales int `json:"rescales"`
+	// History is a bounded window of the objective metric over samples.
+	History []MetricPoint `json:"history,omitempty"`
+	// MalformedReports counts report lines skipped.
+	MalformedReports int    `json:"malformed_reports,omitempty"`
+	Error            string `json:"error,omitempty"`
+}
+
+// MetricPoint is one sample of the objective metric.
+type MetricPoint struct {
+	Samples float64 `json:"samples"`
+	Value   float64 `json:"value"`
+}
+
+// TrialStatus answers QueryStatus on a TrialWorkflow.
+type TrialStatus struct {
+	TrialID string     `json:"trial_id"`
+	Params  hpo.Params `json:"params"`
+	TrialProgress
+}
+
+// Assignment is the pool's decision for one trial: its nodes (empty:
+// preempted to 0 nodes). Epoch increases with every decision, so a trial
+// ignores stale ones.
+type Assignment struct {
+	Epoch    int64    `json:"epoch"`
+	Nodes    []string `json:"nodes"`
+	NodeType string   `json:"node_type,omitempty"`
+	// Reason says why a trial got no nodes (an allocator.Reason).
+	Reason string `json:"reason,omitempty"`
+}
+
+// RegisterTrial asks the pool for nodes.
+type RegisterTrial struct {
+	TrialID         string        `json:"trial_id"` // the trial's workflow id
+	CampaignID      string        `json:"campaign_id"`
+	MinNodes        int           `json:"min_nodes"`
+	MaxNodes        int           `json:"max_nodes"`
+	NodeType        string        `json:"node_type,omitempty"`
+	RescaleUpCost   time.Duration `json:"rescale_up_cost"`
+	RescaleDownCost time.Duration `json:"rescale_down_cost"`
+	Weight          float64       `json:"weight,omitempty"`
+}
+
+// DeregisterTrial releases a trial's nodes for good.
+type DeregisterTrial struct {
+	TrialID string `json:"trial_id"` // the trial's workflow id
+}
+
+// ProfileReport is what a trial has measured of its own throughput.
+type ProfileReport struct {
+	TrialID  string `json:"trial_id"` // the trial's workflow id
+	Nodes    int    `json:"nodes"`
+	NodeType string `json:"node_type,omitempty"`
+	// Throughput is the robust samples/s estimate at Nodes.
+	Throughput float64 `json:"throughput"`
+	// Spread is the estimate's robust standard deviation.
+	Spread float64 `json:"spread,omitempty"`
+	// RescaleUpCost and RescaleDownCost are measured seconds of progress
+	// lost per rescale, 0 when not measured yet.
+	RescaleUpCost   float64 `json:"rescale_up_s,omitempty"`
+	RescaleDownCost float64 `json:"rescale_down_s,omitempty"`
+}
+
+// Progress is what the RunTrial activity forwards from the trainer's
+// reports, at most every few seconds.
+type Progress struct {
+	Run        int                `json:"run"` // launch number of this trial
+	Nodes      int                `json:"nodes"`
+	Samples    float64            `json:"samples"`
+	Step       int64              `json:"step,omitempty"`
+	Epoch      float64            `json:"epoch,omitempty"`
+	Metrics    map[string]float64 `json:"metrics,omitempty"`
+	Checkpoint string             `json:"checkpoint,omitempty"`
+	// Throughput is the run's robust samples/s (0 until past warm-up).
+	Throughput float64 `json:"throughput,omitempty"`
+	Spread     float64 `json:"spread,omitempty"`
+	Malformed  int     `json:"malformed,omitempty"`
+}
+
+// RunTrialInput runs one launch of a trial's trainer on its nodes.
+type RunTrialInput struct {
+	Trial      TrialInput `json:"trial"`
+	Run        int        `json:"run"`
+	Nodes      []string   `json:"nodes"`
+	ResumeFrom string     `json:"resume_from,omitempty"`
+}
+
+// RunOutcome is how one launch ended.
+type RunOutcome string
+
+const (
+	RunCompleted RunOutcome = "completed" // the trainer exited 0 by itself
+	RunStopped   RunOutcome = "stopped"   // stopped on cancellation (resize, preemption, stop)
+)
+
+// RunTrialResult is what RunTrial returns; a failing trainer is an error.
+type RunTrialResult struct {
+	Outcome    RunOutcome         `json:"outcome"`
+	Samples    float64            `json:"samples"`
+	Step       int64              `json:"step,omitempty"`
+	Epoch      float64            `json:"epoch,omitempty"`
+	Metrics    map[string]float64 `json:"metrics,omitempty"`
+	Checkpoint string             `json:"checkpoint,omitempty"`
+	Exit       cluster.ExitStatus `json:"exit"`
+	Malformed  int                `json:"malformed,omitempty"`
+}
+
+// TrialReport is what a trial tells its campaign: its latest metrics while
+// it runs (rate-limited) and its outcome when it ends.
+type TrialReport struct {
+	TrialID    string             `json:"trial_id"`
+	WorkflowID string             `json:"workflow_id"`
+	Number     int                `json:"number"`
+	Params     hpo.Params         `json:"params"`
+	State      TrialState         `json:"state"`
+	Final      bool               `json:"final"`
+	Metrics    map[string]float64 `json:"metrics,omitempty"`
+	Samples    float64            `json:"samples"`
+	Restarts   int                `json:"restarts"`
+	Rescales   int                `json:"rescales"`
+	Error      string             `json:"error,omitempty"`
+}
+
+// ControlRequest is the argument of the pause, resume and stop updates.
+type ControlRequest struct {
+	Reason string `json:"reason,omitempty"`
+}

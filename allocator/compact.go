@@ -1,6 +1,8 @@
 package allocator
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"sort"
 )
@@ -32,8 +34,12 @@ import (
 //     trial's concave hull; on several types it is found by subgradient
 //     steps (any λ ≥ 0 gives a valid bound).
 //
-// Trials left with one option are fixed; HiGHS solves what remains, which
-// on the benchmark instances is a few dozen binaries, and proves optimality.
+// Trials left with one option are fixed. What remains (the core: the
+// trials whose best option the bound cannot decide) is solved exactly: on
+// one node type by dynamic programming over the residual capacity when
+// options × capacity is small (it is an MCKP, and HiGHS spends up to a
+// second proving optimality among the near-ties that linear segments of
+// the curves produce), otherwise by HiGHS.
 func solveCompact(in *instance, s Settings) (decision, Status, error) {
 	opts := compactOptions(in)
 	inc := newDecision(len(in.trials))
@@ -45,7 +51,16 @@ func solveCompact(in *instance, s Settings) (decision, Status, error) {
 	}
 	lambda := lagrangePrices(in, opts, incVal)
 	bound, best := lagrangeBound(in, opts, lambda)
-	tol := 1e-9 * math.Max(1, math.Abs(bound))
+	// The bound sums terms that can cancel (node prices against very
+	// negative preemption values), so the tolerance scales with the terms.
+	scale := 0.0
+	for t, l := range lambda {
+		scale += l * float64(in.capacity[t])
+	}
+	for _, b := range best {
+		scale += math.Abs(b)
+	}
+	tol := 1e-9 * math.Max(1, scale)
 	if bound-incVal <= tol {
 		return inc, StatusOptimal, nil
 	}
@@ -247,6 +262,10 @@ func solveReducedMCKP(in *instance, s Settings, opts [][]option, inc decision, i
 		}
 		free = append(free, j)
 	}
+	if len(in.types) == 1 && coreSize(opts, free, left[0]) <= dpBudget {
+		solveCoreDP(opts, free, left[0], d)
+		return d, StatusOptimal, nil
+	}
 	var m milp
 	cols := make([][]int, len(opts))
 	capCols := make([][]int, len(in.types))
@@ -270,8 +289,13 @@ func solveReducedMCKP(in *instance, s Settings, opts [][]option, inc decision, i
 		}
 	}
 	sol, err := m.solve(s)
+	if errors.Is(err, ErrSolver) {
+		// HiGHS stopped (time limit) before finding a solution of the
+		// reduced model: the incumbent is feasible, just not proven optimal.
+		return inc, StatusFeasible, nil
+	}
 	if err != nil {
-		return decision{}, "", err
+		return decision{}, "", fmt.Errorf("compact formulation: %w", err)
 	}
 	for _, j := range free {
 		for i, c := range cols[j] {
@@ -289,4 +313,49 @@ func solveReducedMCKP(in *instance, s Settings, opts [][]option, inc decision, i
 		return inc, status, nil
 	}
 	return d, status, nil
+}
+
+// dpBudget bounds options × residual capacity for the dynamic program
+// (about 50 ms); larger cores go to HiGHS.
+const dpBudget = 50_000_000
+
+func coreSize(opts [][]option, free []int, capacity int) int {
+	n := 0
+	for _, j := range free {
+		n += len(opts[j])
+	}
+	return n * (capacity + 1)
+}
+
+// solveCoreDP solves the single-type MCKP of the free trials exactly:
+// best[c] is the most value the trials processed so far reach using at
+// most c nodes, and pick[i][c] the option trial free[i] takes there
+// (Dudziński & Walukiewicz, EJOR 1987, §4). The reduced option sets
+// contain an optimal solution, so this is the optimum of the whole problem.
+func solveCoreDP(opts [][]option, free []int, capacity int, d decision) {
+	best := make([]float64, capacity+1)
+	next := make([]float64, capacity+1)
+	pick := make([][]int32, len(free))
+	for i, j := range free {
+		pick[i] = make([]int32, capacity+1)
+		for c := 0; c <= capacity; c++ {
+			arg, val := -1, math.Inf(-1)
+			for oi, o := range opts[j] {
+				if o.k <= c {
+					if v := best[c-o.k] + o.v; v > val {
+						arg, val = oi, v
+					}
+				}
+			}
+			next[c], pick[i][c] = val, int32(arg)
+		}
+		best, next = next, best
+	}
+	c := capacity
+	for i := len(free) - 1; i >= 0; i-- {
+		j := free[i]
+		o := opts[j][pick[i][c]]
+		d.counts[j], d.types[j] = o.k, max(o.typ, 0)
+		c -= o.k
+	}
 }

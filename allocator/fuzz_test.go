@@ -25,7 +25,7 @@ func FuzzDecodeProblem(f *testing.F) {
 			return
 		}
 		for _, form := range []Formulation{FormulationGreedy, FormulationEqual} {
-			res, err := solveWithin(t, &p, form, 5*time.Second)
+			res, err := solveWithin(t, &p, form, 2*time.Minute)
 			if err != nil {
 				// Only a problem prepare rejects may fail here.
 				require.Truef(t, errors.Is(err, ErrInvalidProblem), "%s: %v", form, err)
@@ -82,7 +82,7 @@ func TestNonFiniteValues(t *testing.T) {
 	for name, p := range problems {
 		for _, f := range Formulations {
 			t.Run(name+"/"+string(f), func(t *testing.T) {
-				res, err := solveWithin(t, p, f, 5*time.Second)
+				res, err := solveWithin(t, p, f, 2*time.Minute)
 				if err != nil {
 					require.ErrorIs(t, err, ErrInvalidProblem)
 					return

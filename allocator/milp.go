@@ -47,11 +47,25 @@ type milpSolution struct {
 	optimal   bool // proven within the gap; else stopped at the time limit
 }
 
-// solve maximises the model under s's time limit and gap. It returns an
+// solve maximises the model under s's time limit and gap. The objective
+// is divided by its largest coefficient before HiGHS sees it (and the
+// optimum multiplied back), so its coefficients are O(1) whatever the
+// units of throughput. It returns an
 // error wrapping ErrSolver when HiGHS finds no solution.
 func (m *milp) solve(s Settings) (milpSolution, error) {
 	if len(m.cost) == 0 {
 		return milpSolution{optimal: true}, nil
+	}
+	scale := 0.0
+	for _, c := range m.cost {
+		scale = math.Max(scale, math.Abs(c))
+	}
+	if scale == 0 {
+		scale = 1
+	}
+	costs := make([]float64, len(m.cost))
+	for i, c := range m.cost {
+		costs[i] = c / scale
 	}
 	types := make([]highs.VariableType, len(m.cost))
 	for i, isInt := range m.integer {
@@ -61,7 +75,7 @@ func (m *milp) solve(s Settings) (milpSolution, error) {
 	}
 	model := highs.Model{
 		Maximize:    true,
-		ColCosts:    m.cost,
+		ColCosts:    costs,
 		ColLower:    m.lower,
 		ColUpper:    m.upper,
 		RowLower:    m.rowLower,
@@ -74,9 +88,14 @@ func (m *milp) solve(s Settings) (milpSolution, error) {
 		highs.WithTimeLimit(s.TimeLimit.Seconds()),
 		highs.WithMIPRelGap(s.RelGap),
 		highs.WithThreads(1),
+		// HiGHS 1.12's symmetry detection proved a suboptimal solution
+		// "optimal" on the paper model of a real-curve instance (node
+		// columns are interchangeable there; frozen in
+		// TestPaperSymmetryRegression). Correctness first.
+		highs.WithBoolOption("mip_detect_symmetry", false),
 	)
 	if err != nil {
-		return milpSolution{}, fmt.Errorf("%w: HiGHS: %v", ErrSolver, err)
+		return milpSolution{}, fmt.Errorf("%w: HiGHS: %w", ErrSolver, err)
 	}
 	if !sol.HasSolution() || len(sol.ColValues) != len(m.cost) {
 		return milpSolution{}, fmt.Errorf("%w: HiGHS stopped with status %v and no solution", ErrSolver, sol.Status)
@@ -86,7 +105,7 @@ func (m *milp) solve(s Settings) (milpSolution, error) {
 	if !sol.IsOptimal() && !m.satisfiedBy(sol.ColValues, 1e-6) {
 		return milpSolution{}, fmt.Errorf("%w: HiGHS stopped with status %v before finding a feasible solution", ErrSolver, sol.Status)
 	}
-	return milpSolution{x: sol.ColValues, objective: sol.Objective, optimal: sol.IsOptimal()}, nil
+	return milpSolution{x: sol.ColValues, objective: sol.Objective * scale, optimal: sol.IsOptimal()}, nil
 }
 
 // on reports whether binary column c is set in x.

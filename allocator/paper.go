@@ -184,8 +184,22 @@ func addPaperTrial(m *milp, t *Trial, ti *trialInstance, c *typeChoice, nodes in
 	// n_j = Σ λ_i·k_i.
 	m.addRow(0, joined(pt.x, lambda...), joined(unitCoefs(nodes), negated(ks)...), 0)
 	// S_j = Σ λ_i·O_i carries the throughput part of the objective.
-	sCol := m.addCol(w*lookahead, 0, inf, false)
-	m.addRow(0, append([]int{sCol}, lambda...), append([]float64{1}, negated(os)...), 0)
+	// S_j is carried in units of the curve's peak, so the row's
+	// coefficients are O(1): measured samples/s reach 1e5 and more, and
+	// HiGHS's tolerances then let it prove a worse solution "optimal".
+	peak := 0.0
+	for _, o := range os {
+		peak = max(peak, o)
+	}
+	if peak == 0 {
+		peak = 1
+	}
+	unit := make([]float64, len(os))
+	for i, o := range os {
+		unit[i] = o / peak
+	}
+	sCol := m.addCol(w*lookahead*peak, 0, inf, false)
+	m.addRow(0, append([]int{sCol}, lambda...), append([]float64{1}, negated(unit)...), 0)
 
 	// u_j = 1 iff n_j > |C_j|, d_j = 1 iff n_j < |C_j|; n_j − |C_j| never
 	// exceeds max_j and |C_j| − n_j never exceeds |C_j|, which are the big Ms.

@@ -2,6 +2,7 @@ package allocator
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -27,12 +28,27 @@ func (s *Settings) withDefaults() Settings {
 	return out
 }
 
+func (s *Settings) validate() error {
+	switch {
+	case s == nil:
+		return nil
+	case s.TimeLimit < 0:
+		return fmt.Errorf("%w: settings: time limit %v must not be negative (0 means the default)", ErrInvalidProblem, s.TimeLimit)
+	case math.IsNaN(s.RelGap) || math.IsInf(s.RelGap, 0) || s.RelGap < 0 || s.RelGap >= 1:
+		return fmt.Errorf("%w: settings: relative gap %v must be in [0, 1) (0 means the default)", ErrInvalidProblem, s.RelGap)
+	}
+	return nil
+}
+
 // Solve validates p and decides an allocation with the formulation that s
 // names (nil s: the compact formulation, see Settings). The problem is
 // never modified. Errors wrap ErrInvalidProblem, ErrUnsupported or
 // ErrSolver.
 func Solve(p *Problem, s *Settings) (*Result, error) {
 	start := time.Now()
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
 	set := s.withDefaults()
 	in, err := prepare(p)
 	if err != nil {

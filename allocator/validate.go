@@ -74,6 +74,9 @@ func (t *Trial) validate() error {
 	if len(t.CurvesByType) == 0 {
 		return t.Curve.validate(t, "curve")
 	}
+	if len(t.Curve) > 0 {
+		return invalid("trial %q: curve and curves_by_type are both set; give one", t.ID)
+	}
 	for typ, c := range t.CurvesByType {
 		if err := c.validate(t, fmt.Sprintf("curves_by_type[%q]", typ)); err != nil {
 			return err

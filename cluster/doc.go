@@ -4,5 +4,13 @@
 // processes; Slurm later). Narrow interfaces, defined here where the
 // activities use them.
 //
-// It must not import Temporal.
+//   - LocalLauncher runs each trial as a process group on this host, a
+//     node being a slot ("local-0", ...) with one GPU where the host has
+//     GPUs; it speaks the trial protocol of package trial.
+//   - ReportTailer follows a trainer's report file from a byte offset, a
+//     pull API the RunTrial activity drives from its heartbeat ticker.
+//   - StaticSource offers fixed slots; ReplaySource makes slots come and
+//     go as the nodes of a real idle-node trace did, time compressed.
+//
+// See docs/cluster.md. It must not import Temporal.
 package cluster

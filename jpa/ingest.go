@@ -21,6 +21,11 @@ type Report struct {
 	// A change of Nodes or NodeType, or Samples going backwards, is
 	// detected as a restart without it.
 	Restart bool
+	// AfterPause marks the first report after the trial was paused or
+	// preempted to 0 nodes: a start, which costs the allocator nothing, so
+	// no rescale cost is measured across the pause (it would count the
+	// hours at 0 nodes as lost time). Implies Restart.
+	AfterPause bool
 }
 
 // Config tunes a Profiler. The zero value (or a nil *Config) uses the
@@ -189,9 +194,9 @@ func (p *Profiler) ingest(r Report) Outcome {
 			return OutcomeZeroInterval
 		}
 	}
-	restart := !st.started || r.Restart || r.Nodes != st.last.Nodes || r.NodeType != st.last.NodeType || r.Samples < st.last.Samples
+	restart := !st.started || r.Restart || r.AfterPause || r.Nodes != st.last.Nodes || r.NodeType != st.last.NodeType || r.Samples < st.last.Samples
 	if restart {
-		if st.started && r.Nodes != st.last.Nodes {
+		if st.started && r.Nodes != st.last.Nodes && !r.AfterPause {
 			st.pending = &pendingRescale{up: r.Nodes > st.last.Nodes, lastTime: st.last.Time, lastSamples: st.last.Samples}
 		} else if st.started {
 			st.pending = nil

@@ -203,3 +203,29 @@ func TestRescaleCosts(t *testing.T) {
 	assert.InDelta(t, 15, up2.Seconds, 1e-9)
 	assert.Zero(t, down2.Count)
 }
+
+// A trial preempted to 0 nodes for an hour and resumed on another count
+// has started, not rescaled: the hour is not a rescale cost.
+func TestRescaleCostNotMeasuredAcrossPause(t *testing.T) {
+	p, err := NewProfiler(nil)
+	require.NoError(t, err)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	feed := func(nodes int, start time.Time, samples float64, rate float64, n int, afterPause bool) float64 {
+		for i := 0; i < n; i++ {
+			p.Ingest(Report{TrialID: "t", Nodes: nodes, Samples: samples, Time: start.Add(time.Duration(i) * time.Second), AfterPause: afterPause && i == 0})
+			samples += rate
+		}
+		return samples
+	}
+	s := feed(2, t0, 0, 100, 10, false)
+	feed(4, t0.Add(time.Hour), s, 200, 10, true)
+	up, down := p.RescaleCosts("t")
+	require.Zero(t, up.Count, "no rescale measured across a pause")
+	require.Zero(t, down.Count)
+	// Without the mark the hour would count.
+	s = feed(4, t0.Add(2*time.Hour), s+2000, 200, 10, false)
+	feed(2, t0.Add(2*time.Hour+20*time.Second), s, 100, 10, false)
+	_, down = p.RescaleCosts("t")
+	require.Equal(t, 1, down.Count)
+	require.Less(t, down.Seconds, 30.0)
+}

@@ -2,6 +2,7 @@ package benchgen
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -23,12 +24,29 @@ type Config struct {
 	DepartedFraction float64
 	// Lookahead is T_fwd (default 5 minutes).
 	Lookahead time.Duration
+	// Scarcity is the target Σ_j max_j / |N| (default 2): nodes are
+	// contested. Real curves stop at 16 nodes, so to reach it every curve
+	// is stretched by one factor g: a trial measured at n nodes is taken
+	// to run at g·n nodes with the same throughput (as if each of its
+	// nodes were g times smaller), its bounds scaled alike and throughput
+	// interpolated in between. Negative: no stretching (g = 1).
+	Scarcity float64
+}
+
+// Demand returns Σ_j max_j / |N| of a problem: above 1, trials compete.
+func Demand(p *allocator.Problem) float64 {
+	total := 0
+	for _, t := range p.Trials {
+		total += t.MaxNodes
+	}
+	return float64(total) / float64(max(1, len(p.Nodes)))
 }
 
 // Problem returns the instance of cfg for seed: same seed, same problem.
 //
 // Trials: a random curve; bounds 1 ≤ min ≤ max ≤ the curve's largest
-// measured count (min is 1 half of the time); rescale costs around
+// measured count (min is 1 half of the time), then curve and bounds
+// stretched by Scarcity's factor; rescale costs around
 // BFTrainer's measured 18 s up and 12 s down. Nodes: idle-until times
 // spread over the next hour, a fifth unknown. Running trials hold a random
 // count within their bounds, of nodes drawn without replacement while
@@ -60,6 +78,8 @@ func Problem(cfg Config, seed uint64) (*allocator.Problem, error) {
 	}
 	free := rng.Perm(cfg.Nodes)
 	p.Trials = make([]allocator.Trial, cfg.Trials)
+	drawn := make([]dataset.ScalingCurve, cfg.Trials)
+	sumMax := 0
 	for j := range p.Trials {
 		c := curves[rng.IntN(len(curves))]
 		top := c.MaxNodes()
@@ -68,14 +88,22 @@ func Problem(cfg Config, seed uint64) (*allocator.Problem, error) {
 			lo = 1 + rng.IntN(top)
 		}
 		hi := lo + rng.IntN(top-lo+1)
-		t := allocator.Trial{
+		drawn[j] = c
+		sumMax += hi
+		p.Trials[j] = allocator.Trial{
 			ID:              fmt.Sprintf("t%04d", j),
 			MinNodes:        lo,
 			MaxNodes:        hi,
-			Curve:           toCurve(c),
 			RescaleUpCost:   12 + 12*rng.Float64(),
 			RescaleDownCost: 8 + 8*rng.Float64(),
 		}
+	}
+	g := stretch(cfg.Scarcity, cfg.Nodes, sumMax)
+	for j := range p.Trials {
+		t := p.Trials[j]
+		t.MinNodes, t.MaxNodes = g*t.MinNodes, g*t.MaxNodes
+		t.Curve = toCurve(drawn[j], g)
+		lo, hi := t.MinNodes, t.MaxNodes
 		if rng.Float64() < running {
 			k := lo + rng.IntN(hi-lo+1)
 			for ; k > 0 && len(free) > 0; k-- {
@@ -102,10 +130,21 @@ func usable(curves []dataset.ScalingCurve) []dataset.ScalingCurve {
 	return out
 }
 
-func toCurve(c dataset.ScalingCurve) allocator.Curve {
+// stretch is the factor g that brings Σ max_j to scarcity × |N|.
+func stretch(scarcity float64, nodes, sumMax int) int {
+	if scarcity < 0 {
+		return 1
+	}
+	if scarcity == 0 {
+		scarcity = 2
+	}
+	return max(1, int(math.Round(scarcity*float64(nodes)/float64(sumMax))))
+}
+
+func toCurve(c dataset.ScalingCurve, g int) allocator.Curve {
 	out := make(allocator.Curve, len(c.Points))
 	for i, p := range c.Points {
-		out[i] = allocator.Point{Nodes: p.Nodes, Throughput: p.SamplesPerS}
+		out[i] = allocator.Point{Nodes: g * p.Nodes, Throughput: p.SamplesPerS}
 	}
 	return out
 }

@@ -25,6 +25,7 @@ type benchAllocatorOptions struct {
 	instances                   int
 	timeLimit                   time.Duration
 	paperMaxBinaries            int
+	scarcity                    float64
 	dataDir                     string
 	json                        bool
 }
@@ -37,6 +38,7 @@ type benchRow struct {
 	SolveMsP50  float64 `json:"solve_ms_p50"`
 	SolveMsP95  float64 `json:"solve_ms_p95"`
 	Objective   float64 `json:"objective"`
+	Demand      float64 `json:"demand"`
 	GapToBest   float64 `json:"gap_to_best"`
 	Status      string  `json:"status"`
 }
@@ -50,7 +52,8 @@ func newBenchAllocatorCmd() *cobra.Command {
 in DATA/scaling (random current allocations, random bounds, departed nodes),
 solves each with every formulation, and prints per size and formulation the
 p50/p95 solve time in milliseconds, the mean objective, the mean relative gap
-to the best formulation on the same instance, and the worst status.
+to the best formulation on the same instance, and the worst status. Demand
+is Σ max_nodes / idle nodes (see --scarcity): above 1, trials compete.
 
 The paper formulation has trials×nodes binaries for its assignment alone; it
 is skipped (status "skipped") above --paper-max-binaries.`,
@@ -67,6 +70,7 @@ is skipped (status "skipped") above --paper-max-binaries.`,
 	f.IntVar(&o.instances, "instances", 11, "instances per size")
 	f.DurationVar(&o.timeLimit, "time-limit", 10*time.Second, "MILP time limit per solve")
 	f.IntVar(&o.paperMaxBinaries, "paper-max-binaries", 300_000, "skip the paper formulation above trials×nodes binaries")
+	f.Float64Var(&o.scarcity, "scarcity", 2, "target Σ max_nodes / idle nodes: real curves are stretched so trials compete (negative: unstretched)")
 	f.StringVar(&o.dataDir, "data", "", "reference data directory holding scaling/ (default: ../shared/data found from the working directory)")
 	f.BoolVar(&o.json, "json", false, "print one JSON array of rows")
 	return cmd
@@ -118,7 +122,8 @@ func (o *benchAllocatorOptions) run(stdout, stderr io.Writer) error {
 // Sizes that take long (the paper MILP) report every instance on stderr.
 func (o *benchAllocatorOptions) benchSize(curves []dataset.ScalingCurve, nt, nn int, forms []allocator.Formulation, progress io.Writer) ([]benchRow, error) {
 	start := time.Now()
-	cfg := benchgen.Config{Trials: nt, Nodes: nn, Curves: curves}
+	cfg := benchgen.Config{Trials: nt, Nodes: nn, Curves: curves, Scarcity: o.scarcity}
+	demand := 0.0
 	times := make([][]float64, len(forms))
 	objs := make([][]float64, len(forms))
 	status := make([]allocator.Status, len(forms))
@@ -127,6 +132,7 @@ func (o *benchAllocatorOptions) benchSize(curves []dataset.ScalingCurve, nt, nn 
 		if err != nil {
 			return nil, err
 		}
+		demand += benchgen.Demand(p) / float64(o.instances)
 		for fi, f := range forms {
 			if f == allocator.FormulationPaper && nt*nn > o.paperMaxBinaries {
 				continue
@@ -145,7 +151,7 @@ func (o *benchAllocatorOptions) benchSize(curves []dataset.ScalingCurve, nt, nn 
 	}
 	rows := make([]benchRow, len(forms))
 	for fi, f := range forms {
-		row := benchRow{Trials: nt, Nodes: nn, Formulation: string(f), Status: string(status[fi])}
+		row := benchRow{Trials: nt, Nodes: nn, Formulation: string(f), Demand: demand, Status: string(status[fi])}
 		if len(times[fi]) == 0 {
 			row.Status = "skipped"
 			rows[fi] = row
@@ -180,14 +186,14 @@ func worseStatus(a, b allocator.Status) allocator.Status {
 
 func printBenchTable(w io.Writer, rows []benchRow) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "trials\tnodes\tformulation\tp50 ms\tp95 ms\tobjective\tgap to best\tstatus\t")
+	fmt.Fprintln(tw, "trials\tnodes\tdemand\tformulation\tp50 ms\tp95 ms\tobjective\tgap to best\tstatus\t")
 	for _, r := range rows {
 		if r.Status == "skipped" {
-			fmt.Fprintf(tw, "%d\t%d\t%s\t-\t-\t-\t-\t%s\t\n", r.Trials, r.Nodes, r.Formulation, r.Status)
+			fmt.Fprintf(tw, "%d\t%d\t%.2f\t%s\t-\t-\t-\t-\t%s\t\n", r.Trials, r.Nodes, r.Demand, r.Formulation, r.Status)
 			continue
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%.2f\t%.2f\t%.4g\t%.3g%%\t%s\t\n",
-			r.Trials, r.Nodes, r.Formulation, r.SolveMsP50, r.SolveMsP95, r.Objective, 100*r.GapToBest, r.Status)
+		fmt.Fprintf(tw, "%d\t%d\t%.2f\t%s\t%.2f\t%.2f\t%.4g\t%.3g%%\t%s\t\n",
+			r.Trials, r.Nodes, r.Demand, r.Formulation, r.SolveMsP50, r.SolveMsP95, r.Objective, 100*r.GapToBest, r.Status)
 	}
 	return tw.Flush()
 }

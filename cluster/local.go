@@ -1,0 +1,357 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/gleaner-hpc/gleaner/trial"
+)
+
+// Files of a run, inside LaunchSpec.RunDir.
+const (
+	ParamsFileName = "params.json"  // spec.Params; GLEANER_PARAMS_FILE
+	HostfileName   = "hostfile"     // one node id per line; GLEANER_HOSTFILE
+	ReportFileName = "report.jsonl" // appended by the trainer; GLEANER_REPORT_FILE
+	LogFileName    = "trainer.log"  // the trainer's stdout and stderr
+)
+
+// EnvCUDAVisibleDevices is set to the trial's GPU indices on a GPU host.
+const EnvCUDAVisibleDevices = "CUDA_VISIBLE_DEVICES"
+
+// LocalLauncher runs trainers as processes on this host, a node being one
+// slot of the host (see LocalHost). Each trainer runs in its own process
+// group, so stopping it reaches every process it started, and gets
+// SIGKILL if the worker dies (Pdeathsig).
+type LocalLauncher struct {
+	host LocalHost
+}
+
+// NewLocalLauncher launches on host's slots.
+func NewLocalLauncher(host LocalHost) (*LocalLauncher, error) {
+	if host.Slots < 1 {
+		return nil, fmt.Errorf("local launcher: slots: %d: %w", host.Slots, errNoSlots)
+	}
+	if len(host.GPUs) > 0 && len(host.GPUs) != host.Slots {
+		return nil, fmt.Errorf("local launcher: %d slots but %d GPUs (one GPU per slot)", host.Slots, len(host.GPUs))
+	}
+	return &LocalLauncher{host: host}, nil
+}
+
+// Host is the launcher's slot layout.
+func (l *LocalLauncher) Host() LocalHost { return l.host }
+
+// Launch prepares spec.RunDir and starts spec.Command there (or in
+// spec.WorkDir). It returns once the command has been exec'd; ctx bounds
+// only the launch, not the process, which runs until it exits or is
+// stopped.
+//
+// RunDir receives params.json (spec.Params, "{}" when empty), hostfile
+// (spec.Nodes, one per line), report.jsonl (created if missing, never
+// truncated, so a retried run in the same RunDir can resume tailing at an
+// offset) and trainer.log (stdout and stderr, appended). CheckpointDir is
+// created. The environment is os.Environ(), then spec.Env, then the
+// GLEANER_* variables of package trial and, on a GPU host,
+// CUDA_VISIBLE_DEVICES = the GPU indices of spec.Nodes, comma separated.
+func (l *LocalLauncher) Launch(ctx context.Context, spec LaunchSpec) (Process, error) {
+	fail := func(err error) (Process, error) {
+		return nil, fmt.Errorf("launch trial %q: %w", spec.TrialID, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	gpus, err := l.check(spec)
+	if err != nil {
+		return fail(err)
+	}
+	run, err := prepareRun(spec)
+	if err != nil {
+		return fail(err)
+	}
+	vars := [][2]string{
+		{trial.EnvTrialID, spec.TrialID},
+		{trial.EnvCampaignID, spec.CampaignID},
+		{trial.EnvParamsFile, run.params},
+		{trial.EnvNodes, strconv.Itoa(len(spec.Nodes))},
+		{trial.EnvHostfile, run.hostfile},
+		{trial.EnvCheckpointDir, run.checkpointDir},
+		{trial.EnvResumeFrom, spec.ResumeFrom},
+		{trial.EnvReportFile, run.report},
+	}
+	if len(l.host.GPUs) > 0 {
+		vars = append(vars, [2]string{EnvCUDAVisibleDevices, gpus})
+	}
+	env := mergeEnv(os.Environ(), spec.Env, vars)
+
+	logFile, err := os.OpenFile(run.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fail(fmt.Errorf("log file: %w", err))
+	}
+	defer logFile.Close() // the child has its own copy once started
+	cmd := exec.Command(spec.Command[0], spec.Command[1:]...)
+	cmd.Dir = run.workDir
+	cmd.Env = env
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := startOnStableThread(cmd); err != nil {
+		return fail(fmt.Errorf("start command %q: %w", spec.Command[0], err))
+	}
+	p := &LocalProcess{
+		cmd:    cmd,
+		pid:    cmd.Process.Pid,
+		report: run.report,
+		log:    run.log,
+		done:   make(chan struct{}),
+	}
+	go p.wait()
+	return p, nil
+}
+
+// check validates spec and returns the CUDA_VISIBLE_DEVICES value.
+func (l *LocalLauncher) check(spec LaunchSpec) (string, error) {
+	switch {
+	case spec.TrialID == "":
+		return "", errors.New("trial id: empty")
+	case len(spec.Command) == 0 || spec.Command[0] == "":
+		return "", errors.New("command: empty")
+	case spec.RunDir == "":
+		return "", errors.New("run dir: empty")
+	case spec.CheckpointDir == "":
+		return "", errors.New("checkpoint dir: empty")
+	case len(spec.Nodes) == 0:
+		return "", errors.New("nodes: none (a trial runs on at least one node)")
+	}
+	for k := range spec.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return "", fmt.Errorf("env: invalid variable name %q", k)
+		}
+	}
+	if len(spec.Params) > 0 && !isJSONObject(spec.Params) {
+		return "", errors.New("params: not a JSON object")
+	}
+	gpus := make([]string, 0, len(spec.Nodes))
+	seen := make(map[int]bool, len(spec.Nodes))
+	for _, node := range spec.Nodes {
+		i, err := ParseSlotID(node)
+		if err != nil {
+			return "", fmt.Errorf("nodes: %w", err)
+		}
+		if i >= l.host.Slots {
+			return "", fmt.Errorf("nodes: %q: this host has %d slots (%s..%s)", node, l.host.Slots, SlotID(0), SlotID(l.host.Slots-1))
+		}
+		if seen[i] {
+			return "", fmt.Errorf("nodes: %q listed twice", node)
+		}
+		seen[i] = true
+		if i < len(l.host.GPUs) {
+			gpus = append(gpus, strconv.Itoa(l.host.GPUs[i].Index))
+		}
+	}
+	return strings.Join(gpus, ","), nil
+}
+
+func isJSONObject(b []byte) bool {
+	var obj map[string]json.RawMessage
+	return json.Unmarshal(b, &obj) == nil && obj != nil
+}
+
+// runFiles are the absolute paths of one run.
+type runFiles struct {
+	params, hostfile, report, log, checkpointDir, workDir string
+}
+
+func prepareRun(spec LaunchSpec) (runFiles, error) {
+	var r runFiles
+	dir, err := filepath.Abs(spec.RunDir)
+	if err != nil {
+		return r, fmt.Errorf("run dir: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return r, fmt.Errorf("run dir: %w", err)
+	}
+	if r.checkpointDir, err = filepath.Abs(spec.CheckpointDir); err != nil {
+		return r, fmt.Errorf("checkpoint dir: %w", err)
+	}
+	if err := os.MkdirAll(r.checkpointDir, 0o755); err != nil {
+		return r, fmt.Errorf("checkpoint dir: %w", err)
+	}
+	r.workDir = dir
+	if spec.WorkDir != "" {
+		if r.workDir, err = filepath.Abs(spec.WorkDir); err != nil {
+			return r, fmt.Errorf("work dir: %w", err)
+		}
+		if fi, err := os.Stat(r.workDir); err != nil {
+			return r, fmt.Errorf("work dir: %w", err)
+		} else if !fi.IsDir() {
+			return r, fmt.Errorf("work dir: %s is not a directory", r.workDir)
+		}
+	}
+	r.params = filepath.Join(dir, ParamsFileName)
+	r.hostfile = filepath.Join(dir, HostfileName)
+	r.report = filepath.Join(dir, ReportFileName)
+	r.log = filepath.Join(dir, LogFileName)
+
+	params := spec.Params
+	if len(params) == 0 {
+		params = []byte("{}")
+	}
+	if err := os.WriteFile(r.params, params, 0o644); err != nil {
+		return r, fmt.Errorf("params file: %w", err)
+	}
+	if err := os.WriteFile(r.hostfile, []byte(strings.Join(spec.Nodes, "\n")+"\n"), 0o644); err != nil {
+		return r, fmt.Errorf("hostfile: %w", err)
+	}
+	f, err := os.OpenFile(r.report, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return r, fmt.Errorf("report file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return r, fmt.Errorf("report file: %w", err)
+	}
+	return r, nil
+}
+
+// mergeEnv returns base with the variables of each later layer replacing
+// earlier ones of the same name; the new ones are appended in order.
+func mergeEnv(base []string, user map[string]string, vars [][2]string) []string {
+	over := make(map[string]string, len(user)+len(vars))
+	var order []string
+	set := func(k, v string) {
+		if _, ok := over[k]; !ok {
+			order = append(order, k)
+		}
+		over[k] = v
+	}
+	userKeys := make([]string, 0, len(user))
+	for k := range user {
+		userKeys = append(userKeys, k)
+	}
+	slices.Sort(userKeys)
+	for _, k := range userKeys {
+		set(k, user[k])
+	}
+	for _, kv := range vars {
+		set(kv[0], kv[1])
+	}
+	env := make([]string, 0, len(base)+len(order))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := over[k]; !ok {
+			env = append(env, kv)
+		}
+	}
+	for _, k := range order {
+		env = append(env, k+"="+over[k])
+	}
+	return env
+}
+
+// LocalProcess is a trainer started by LocalLauncher.
+type LocalProcess struct {
+	cmd         *exec.Cmd
+	pid         int // also the process group id
+	report, log string
+	done        chan struct{}
+	exit        ExitStatus
+	escalated   atomic.Bool
+	mu          sync.Mutex // guards reaped against signalling a reused pid
+	reaped      bool
+}
+
+var _ Process = (*LocalProcess)(nil)
+
+// PID is the trainer's process id, which is also its process group id.
+func (p *LocalProcess) PID() int { return p.pid }
+
+// ReportFile is the path in GLEANER_REPORT_FILE.
+func (p *LocalProcess) ReportFile() string { return p.report }
+
+// LogFile holds the trainer's stdout and stderr.
+func (p *LocalProcess) LogFile() string { return p.log }
+
+// Done is closed once the trainer has exited and every process left in
+// its group has been killed.
+func (p *LocalProcess) Done() <-chan struct{} { return p.done }
+
+// Exit waits for Done and returns how the trainer ended.
+func (p *LocalProcess) Exit() ExitStatus {
+	<-p.done
+	return p.exit
+}
+
+// Stop sends SIGTERM to the trainer's process group, waits up to grace for
+// the trainer to exit, then sends SIGKILL to the group (Killed = true). It
+// returns once the trainer has exited; on an exited trainer it only
+// returns the status. Safe to call concurrently and repeatedly.
+func (p *LocalProcess) Stop(grace time.Duration) ExitStatus {
+	select {
+	case <-p.done:
+		return p.exit
+	default:
+	}
+	p.signalGroup(syscall.SIGTERM)
+	if grace > 0 {
+		t := time.NewTimer(grace)
+		select {
+		case <-p.done:
+			t.Stop()
+			return p.exit
+		case <-t.C:
+		}
+	}
+	p.escalated.Store(true)
+	p.signalGroup(syscall.SIGKILL)
+	<-p.done
+	return p.exit
+}
+
+// signalGroup signals the process group unless the leader has been reaped:
+// until then its pid names the group and cannot be reused by the kernel.
+func (p *LocalProcess) signalGroup(sig syscall.Signal) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.reaped {
+		_ = syscall.Kill(-p.pid, sig)
+	}
+}
+
+func (p *LocalProcess) wait() {
+	// Wait for the leader to exit without reaping it, so its pid (the
+	// group id) stays reserved while the rest of the group is killed.
+	if err := waitExitedNoReap(p.pid); err == nil {
+		p.signalGroup(syscall.SIGKILL) // children that outlive the trainer
+	}
+	p.mu.Lock()
+	err := p.cmd.Wait()
+	p.reaped = true
+	p.mu.Unlock()
+	p.exit = exitStatusOf(p.cmd.ProcessState, err)
+	p.exit.Killed = p.escalated.Load()
+	close(p.done)
+}
+
+func exitStatusOf(ps *os.ProcessState, err error) ExitStatus {
+	if ps == nil {
+		return ExitStatus{Code: -1, Signal: fmt.Sprintf("wait: %v", err)}
+	}
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	if !ok {
+		return ExitStatus{Code: ps.ExitCode()}
+	}
+	if ws.Signaled() {
+		return ExitStatus{Code: -1, Signal: ws.Signal().String()}
+	}
+	return ExitStatus{Code: ws.ExitStatus()}
+}

@@ -55,6 +55,11 @@ type Settings struct {
 	// SameGroupWeight multiplies the weight of a sibling curve (same
 	// Query.Group): trials of one campaign train one model; 0 means 100.
 	SameGroupWeight float64
+	// SameModelWeight multiplies the weight of a library curve of the
+	// same Query.Model (the same network profiled before, perhaps on
+	// another cluster or batch size: seed 003's "similar model" at its
+	// most similar); 0 means 50.
+	SameModelWeight float64
 	// TrendWeight λ is the share of the trial's own local trend (a power
 	// law through its two measured counts nearest n) in the prediction
 	// beyond or between its measurements, against 1−λ for the library's
@@ -82,6 +87,7 @@ func (s *Settings) withDefaults() Settings {
 	}
 	def(&o.SameTypeWeight, 20)
 	def(&o.SameGroupWeight, 100)
+	def(&o.SameModelWeight, 50)
 	def(&o.TrendWeight, 0.15)
 	if o.TrendWeight < 0 {
 		o.TrendWeight = 0
@@ -101,6 +107,8 @@ func (s Settings) validate() error {
 		return fmt.Errorf("%w: SameTypeWeight is %v, want > 0", ErrInvalidSettings, s.SameTypeWeight)
 	case !(s.SameGroupWeight > 0):
 		return fmt.Errorf("%w: SameGroupWeight is %v, want > 0", ErrInvalidSettings, s.SameGroupWeight)
+	case !(s.SameModelWeight > 0):
+		return fmt.Errorf("%w: SameModelWeight is %v, want > 0", ErrInvalidSettings, s.SameModelWeight)
 	case !(s.TrendWeight < 1):
 		return fmt.Errorf("%w: TrendWeight is %v, want < 1", ErrInvalidSettings, s.TrendWeight)
 	case !(s.Growth >= 0):
@@ -332,6 +340,9 @@ func candidates(pts []obsPoint, lib *Library, q Query, baseType string, set Sett
 		if q.Group != "" && c.Group == q.Group {
 			cand.k *= set.SameGroupWeight
 		}
+		if q.Model != "" && c.Model == q.Model {
+			cand.k *= set.SameModelWeight
+		}
 		if setResiduals(&cand, pts) {
 			out = append(out, cand)
 		}
@@ -463,13 +474,22 @@ func predictAt(n int, pts []obsPoint, cands []candidate, fallback candidate, set
 }
 
 // predictFromSiblings predicts a trial with no measurement from curves of
-// its campaign on the target type (log-mean per count); trials of one
-// campaign train one model, so a sibling's throughput is the best guess.
+// its campaign on the target type (log-mean per count) — trials of one
+// campaign train one model, so a sibling's throughput is the best guess —
+// or, with no sibling, from profiles of the same model on that type.
 func predictFromSiblings(lib *Library, q Query, target string, set Settings) (Prediction, error) {
+	// Siblings of the same campaign first; failing those, profiles of the
+	// same model on the target type.
 	var sibs []PriorCurve
-	if q.Group != "" && lib != nil {
+	for _, same := range []func(PriorCurve) bool{
+		func(c PriorCurve) bool { return q.Group != "" && c.Group == q.Group },
+		func(c PriorCurve) bool { return q.Model != "" && c.Model == q.Model },
+	} {
+		if lib == nil || len(sibs) > 0 {
+			break
+		}
 		for _, c := range lib.curves {
-			if c.Group == q.Group && c.NodeType == target {
+			if same(c) && c.NodeType == target {
 				sibs = append(sibs, c)
 			}
 		}

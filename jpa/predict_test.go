@@ -260,3 +260,30 @@ func TestAllocatorCurve(t *testing.T) {
 	co := pred.AllocatorCurve(true)
 	assert.Equal(t, 17.0, co[1].Throughput)
 }
+
+// A profile of the same model (here: the same app on another cluster is
+// removed; the same app and cluster at another batch size stays) pulls the
+// prediction towards the truth; without Query.Model it is one curve among
+// many.
+func TestSameModelWeightUsesTheModelsProfile(t *testing.T) {
+	truth := []Point{{1, 100}, {2, 190}, {4, 300}, {8, 330}}
+	own := PriorCurve{Name: "mine@other-batch", Model: "mine", NodeType: "gpu", Points: []Point{{1, 50}, {2, 95}, {4, 150}, {8, 165}}}
+	linear := PriorCurve{Name: "linear", Model: "other", NodeType: "gpu", Points: []Point{{1, 10}, {2, 20}, {4, 40}, {8, 80}}}
+	lib, err := NewLibrary([]PriorCurve{own, linear})
+	require.NoError(t, err)
+	obs := []Observation{{Nodes: 1, NodeType: "gpu", Throughput: 100}, {Nodes: 2, NodeType: "gpu", Throughput: 190}}
+	q := Query{MinNodes: 1, MaxNodes: 8, NodeType: "gpu"}
+	anon, err := Predict(obs, lib, q, nil)
+	require.NoError(t, err)
+	q.Model = "mine"
+	named, err := Predict(obs, lib, q, nil)
+	require.NoError(t, err)
+	at8 := func(p Prediction) float64 { pt, _ := p.At(8); return pt.Throughput }
+	require.Less(t, math.Abs(at8(named)-truth[3].Throughput), math.Abs(at8(anon)-truth[3].Throughput))
+	require.InEpsilon(t, 330, at8(named), 0.2, "the 15%% own-trend shrinkage pulls it up a little")
+
+	// With no measurement, the model's profile answers where no sibling does.
+	cold, err := Predict(nil, lib, q, nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"mine@other-batch"}, cold.Neighbours)
+}

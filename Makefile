@@ -3,16 +3,30 @@ GO       ?= go
 PKGS     ?= ./...
 DATA     ?= ../shared/data
 FUZZTIME ?= 30s
+# The temporal CLI (Temporal dev server) the integration tests run against;
+# `go install` puts it in GOBIN or the first GOPATH's bin.
+TEMPORAL_CLI_VERSION ?= v1.5.1
+GOBIN_DIR := $(or $(shell $(GO) env GOBIN 2>/dev/null),$(firstword $(subst :, ,$(shell $(GO) env GOPATH 2>/dev/null)))/bin)
 
-.PHONY: all build test vet fmt-check unit fuzz bench bench-go jpa-eval clean
+.PHONY: all build test vet fmt-check unit integration temporal devserver fuzz bench bench-go jpa-eval clean
 
 all: build
 
 build:
 	$(GO) build -o bin/gleaner ./cmd/gleaner
 
-## test: formatting, vet, then every test (unit, property, seeded, fuzz seed corpora).
-test: fmt-check vet unit
+## test: formatting, vet, then every test (unit, property, seeded, fuzz seed
+## corpora, and the integration tests against a real Temporal dev server).
+test: temporal fmt-check vet unit
+
+## temporal: install the pinned temporal CLI unless one is found (TEMPORAL_CLI,
+## PATH, GOBIN/GOPATH bin — where internal/devserver looks). Takes minutes once.
+temporal:
+	@if [ -n "$$TEMPORAL_CLI" ] && [ -x "$$TEMPORAL_CLI" ]; then echo "temporal CLI: $$TEMPORAL_CLI"; \
+	elif command -v temporal >/dev/null 2>&1; then echo "temporal CLI: $$(command -v temporal)"; \
+	elif [ -x "$(GOBIN_DIR)/temporal" ]; then echo "temporal CLI: $(GOBIN_DIR)/temporal"; \
+	else echo "installing the temporal CLI $(TEMPORAL_CLI_VERSION) into $(GOBIN_DIR) (go install, a few minutes)"; \
+	  $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION); fi
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -23,6 +37,21 @@ vet:
 
 unit:
 	$(GO) test -count=1 $(PKGS)
+
+## devserver: a local Temporal dev server for `gleaner worker` and the demo, with
+## Gleaner's search attributes (workflows/searchattrs.go), its web UI on
+## http://localhost:8233, and state kept in DEVSERVER_DB across restarts.
+DEVSERVER_DB ?= bin/temporal-dev.db
+GLEANER_SEARCH_ATTRIBUTES := GleanerCampaign=Keyword GleanerKind=Keyword GleanerStatus=Keyword \
+	GleanerBestScore=Double GleanerTrialsDone=Int GleanerTrialsRunning=Int GleanerTrial=Keyword GleanerPool=Keyword
+devserver: temporal
+	@mkdir -p $(dir $(DEVSERVER_DB))
+	$${TEMPORAL_CLI:-$$(command -v temporal || echo $(GOBIN_DIR)/temporal)} server start-dev \
+	  --db-filename $(DEVSERVER_DB) $(addprefix --search-attribute ,$(GLEANER_SEARCH_ATTRIBUTES))
+
+## integration: only the end-to-end tests (dev server, worker processes, trainers).
+integration: temporal
+	$(GO) test -count=1 -v ./internal/integration/...
 
 ## fuzz: run each fuzz target for FUZZTIME (the committed corpora run in `make test`).
 fuzz:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 )
 
 // Observation is a measured throughput of the trial being predicted: an
@@ -32,6 +33,14 @@ type Query struct {
 	// Group is the trial's campaign: library curves of the same Group are
 	// siblings (same model, so the same normalised speedup).
 	Group string
+	// Self names the trial's own curve in the library, if it is there
+	// (a pool's library holds every measured trial): curves named Self or
+	// "Self@…" are skipped, since its measurements are observations.
+	Self string
+}
+
+func (q Query) isSelf(c PriorCurve) bool {
+	return q.Self != "" && (c.Name == q.Self || strings.HasPrefix(c.Name, q.Self+"@"))
 }
 
 // Settings tunes Predict. The zero value (or a nil *Settings) uses the
@@ -330,7 +339,7 @@ func candidates(pts []obsPoint, lib *Library, q Query, baseType string, set Sett
 	}
 	var out []candidate
 	for _, c := range lib.curves {
-		if len(c.Points) < 2 {
+		if len(c.Points) < 2 || q.isSelf(c) {
 			continue
 		}
 		cand := candidate{name: c.Name, k: 1, logAt: c.logAt}
@@ -489,7 +498,7 @@ func predictFromSiblings(lib *Library, q Query, target string, set Settings) (Pr
 			break
 		}
 		for _, c := range lib.curves {
-			if same(c) && c.NodeType == target {
+			if same(c) && c.NodeType == target && !q.isSelf(c) {
 				sibs = append(sibs, c)
 			}
 		}

@@ -23,6 +23,9 @@ const (
 	RunTrialActivityName  = "gleaner.RunTrial"
 	AllocateActivityName  = "gleaner.Allocate"
 	PollNodesActivityName = "gleaner.PollNodes"
+	// RegisterTrialActivityName signals the pool with a registration,
+	// starting the pool workflow if it is not running (SignalWithStart).
+	RegisterTrialActivityName = "gleaner.RegisterTrial"
 )
 
 // Signals.
@@ -108,6 +111,8 @@ type TrialInput struct {
 	RescaleUpCost, RescaleDownCost time.Duration
 	// State is set when the workflow continues as new.
 	State *TrialProgress `json:",omitempty"`
+	// Paused carries a pause across continue-as-new.
+	Paused bool `json:",omitempty"`
 }
 
 // TrialProgress is the durable part of a trial's state.
@@ -189,7 +194,11 @@ type ProfileReport struct {
 // Progress is what the RunTrial activity forwards from the trainer's
 // reports, at most every few seconds.
 type Progress struct {
-	Run        int                `json:"run"` // launch number of this trial
+	Run int `json:"run"` // launch number of this trial
+	// Attempt is the activity attempt (1 + restarts after failures).
+	Attempt int `json:"attempt"`
+	// Time is when the activity read the report (the worker's clock).
+	Time       time.Time          `json:"time"`
 	Nodes      int                `json:"nodes"`
 	Samples    float64            `json:"samples"`
 	Step       int64              `json:"step,omitempty"`
@@ -207,7 +216,14 @@ type RunTrialInput struct {
 	Trial      TrialInput `json:"trial"`
 	Run        int        `json:"run"`
 	Nodes      []string   `json:"nodes"`
+	NodeType   string     `json:"node_type,omitempty"`
 	ResumeFrom string     `json:"resume_from,omitempty"`
+}
+
+// RegisterTrialInput is the RegisterTrial activity's input.
+type RegisterTrialInput struct {
+	Pool         string        `json:"pool"`
+	Registration RegisterTrial `json:"registration"`
 }
 
 // RunOutcome is how one launch ended.
@@ -227,6 +243,7 @@ type RunTrialResult struct {
 	Metrics    map[string]float64 `json:"metrics,omitempty"`
 	Checkpoint string             `json:"checkpoint,omitempty"`
 	Exit       cluster.ExitStatus `json:"exit"`
+	Attempt    int                `json:"attempt"`
 	Malformed  int                `json:"malformed,omitempty"`
 }
 

@@ -45,5 +45,6 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	jpaCmd := &cobra.Command{Use: "jpa", Short: "The Job Profiling Advisor: learn throughput curves online"}
 	jpaCmd.AddCommand(newJPAEvalCmd())
 	root.AddCommand(jpaCmd)
+	root.AddCommand(newWorkerCmd())
 	return root
 }

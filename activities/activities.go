@@ -1,0 +1,102 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/gleaner-hpc/gleaner/cluster"
+	"github.com/gleaner-hpc/gleaner/jpa"
+	"github.com/gleaner-hpc/gleaner/workflows"
+)
+
+// Activities holds what the activities need. Zero durations take the
+// documented defaults.
+type Activities struct {
+	// Client signals workflows (progress to trials, registrations to
+	// pools).
+	Client client.Client
+	// Launcher starts trainers.
+	Launcher cluster.Launcher
+	// Sources maps a pool's name to its node source; Default serves pools
+	// not in the map.
+	Sources map[string]cluster.NodeSource
+	Default cluster.NodeSource
+	// DataDir holds checkpoints and run directories:
+	// DataDir/<campaign>/<trial>/checkpoints and …/runs/<run>.
+	DataDir string
+	// TaskQueue is where pools started by RegisterTrial run.
+	TaskQueue string
+	// Pool is the configuration of pools started by RegisterTrial.
+	Pool workflows.PoolInput
+	// Library is the JPA's prior of profiled models (may be nil).
+	Library []jpa.PriorCurve
+	// ProgressInterval is how often RunTrial forwards progress to its
+	// trial (default 2s); HeartbeatInterval how often it heartbeats
+	// (default 250ms, so a cancellation reaches it quickly).
+	ProgressInterval  time.Duration
+	HeartbeatInterval time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+func (a *Activities) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+func (a *Activities) progressInterval() time.Duration {
+	if a.ProgressInterval > 0 {
+		return a.ProgressInterval
+	}
+	return 2 * time.Second
+}
+
+func (a *Activities) heartbeatInterval() time.Duration {
+	if a.HeartbeatInterval > 0 {
+		return a.HeartbeatInterval
+	}
+	return 250 * time.Millisecond
+}
+
+// PollNodes returns the idle nodes of a pool's node source.
+func (a *Activities) PollNodes(ctx context.Context, in workflows.PollNodesInput) ([]cluster.Node, error) {
+	src := a.Sources[in.Pool]
+	if src == nil {
+		src = a.Default
+	}
+	if src == nil {
+		return nil, fmt.Errorf("pool %q: this worker has no node source for it", in.Pool)
+	}
+	nodes, err := src.Idle(ctx, a.now())
+	if err != nil {
+		return nil, fmt.Errorf("pool %q: polling nodes: %w", in.Pool, err)
+	}
+	if nodes == nil {
+		nodes = []cluster.Node{}
+	}
+	return nodes, nil
+}
+
+// RegisterTrial signals a registration to the pool workflow, starting it
+// first if it is not running.
+func (a *Activities) RegisterTrial(ctx context.Context, in workflows.RegisterTrialInput) error {
+	poolIn := a.Pool
+	poolIn.Name = in.Pool
+	opts := client.StartWorkflowOptions{
+		ID:        workflows.PoolWorkflowID(in.Pool),
+		TaskQueue: a.TaskQueue,
+	}
+	if opts.TaskQueue == "" {
+		opts.TaskQueue = workflows.TaskQueue
+	}
+	_, err := a.Client.SignalWithStartWorkflow(ctx, opts.ID, workflows.SignalRegisterTrial, in.Registration, opts, workflows.PoolWorkflowName, poolIn)
+	if err != nil {
+		return fmt.Errorf("registering %s with pool %q: %w", in.Registration.TrialID, in.Pool, err)
+	}
+	return nil
+}

@@ -1,0 +1,8 @@
+// Package activities holds Gleaner's Temporal activities: thin adapters
+// from the workflows onto the pure packages and the cluster. RunTrial
+// launches a trainer and follows it; RegisterTrial starts or signals a
+// pool; PollNodes asks a pool's node source for idle nodes; Allocate runs
+// the JPA and the allocator over a pool snapshot.
+//
+// Activities are methods on Activities, which holds their dependencies.
+package activities

@@ -1,0 +1,490 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gleaner-hpc/gleaner"
+	"github.com/gleaner-hpc/gleaner/trial"
+)
+
+// The trainer is tested as Gleaner runs it: a built binary, a real process
+// in its own process group, the GLEANER_* environment, signals.
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+	buildDir  string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if buildDir, buildErr = os.MkdirTemp("", "go-mlp-test-"); buildErr != nil {
+			return
+		}
+		binPath = filepath.Join(buildDir, "go-mlp")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// trialDir is one trial's stable state across runs: its checkpoint dir.
+type trialDir struct {
+	t    *testing.T
+	root string
+	runs int
+}
+
+func newTrial(t *testing.T) *trialDir {
+	return &trialDir{t: t, root: t.TempDir()}
+}
+
+func (d *trialDir) ckptDir() string { return filepath.Join(d.root, "ckpt") }
+
+// launchRun is one launch of the trainer.
+type launchRun struct {
+	t       *testing.T
+	cmd     *exec.Cmd
+	reports string
+	stderr  *bytes.Buffer
+	done    chan struct{}
+	err     error
+}
+
+// launch starts the trainer on nodes nodes, as a launcher would: params
+// file, hostfile and report file in a fresh run directory.
+func (d *trialDir) launch(params map[string]any, nodes int, resumeFrom string) *launchRun {
+	t := d.t
+	t.Helper()
+	d.runs++
+	runDir := filepath.Join(d.root, fmt.Sprintf("run-%d", d.runs))
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(params)
+	pf := filepath.Join(runDir, "params.json")
+	hf := filepath.Join(runDir, "hostfile")
+	var hosts strings.Builder
+	for i := range nodes {
+		fmt.Fprintf(&hosts, "slot-%d\n", i)
+	}
+	if err := os.WriteFile(pf, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hf, []byte(hosts.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &launchRun{t: t, reports: filepath.Join(runDir, "reports.jsonl"), stderr: new(bytes.Buffer), done: make(chan struct{})}
+	r.cmd = exec.Command(binary(t))
+	r.cmd.Env = append(os.Environ(),
+		trial.EnvTrialID+"=trial-1",
+		trial.EnvCampaignID+"=campaign-1",
+		trial.EnvParamsFile+"="+pf,
+		fmt.Sprintf("%s=%d", trial.EnvNodes, nodes),
+		trial.EnvHostfile+"="+hf,
+		trial.EnvCheckpointDir+"="+d.ckptDir(),
+		trial.EnvResumeFrom+"="+resumeFrom,
+		trial.EnvReportFile+"="+r.reports,
+	)
+	r.cmd.Stderr = r.stderr
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.err = r.cmd.Wait(); close(r.done) }()
+	t.Cleanup(func() {
+		syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+		<-r.done
+	})
+	return r
+}
+
+// wait returns the exit code (-1 when killed by a signal).
+func (r *launchRun) wait(limit time.Duration) int {
+	r.t.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(limit):
+		r.t.Fatalf("trainer still running after %v; stderr:\n%s", limit, r.stderr)
+	}
+	var ee *exec.ExitError
+	if errors.As(r.err, &ee) {
+		return ee.ExitCode()
+	}
+	if r.err != nil {
+		r.t.Fatal(r.err)
+	}
+	return 0
+}
+
+func (r *launchRun) signal(sig syscall.Signal) {
+	r.t.Helper()
+	if err := syscall.Kill(-r.cmd.Process.Pid, sig); err != nil { // the process group, as Gleaner does
+		r.t.Fatal(err)
+	}
+}
+
+// read parses the report file, counting malformed lines the way the
+// protocol says a reader must: skip them, whatever their length.
+func (r *launchRun) read() (reps []trial.Report, malformed int) {
+	r.t.Helper()
+	f, err := os.Open(r.reports)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, 0
+	}
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 && line[len(line)-1] == '\n' { // a partial last line is not yet a line
+			if rep, perr := trial.ParseReport(line); perr != nil {
+				malformed++
+			} else {
+				reps = append(reps, rep)
+			}
+		}
+		if err == io.EOF {
+			return reps, malformed
+		}
+		if err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
+// waitForStep waits until a report of at least step has been written.
+func (r *launchRun) waitForStep(step int64) {
+	r.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		reps, _ := r.read()
+		if len(reps) > 0 && reps[len(reps)-1].Step >= step {
+			return
+		}
+		select {
+		case <-r.done:
+			r.t.Fatalf("trainer exited before step %d: %v\n%s", step, r.err, r.stderr)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	r.t.Fatalf("no report of step %d within 15s", step)
+}
+
+func lastCheckpoint(t *testing.T, reps []trial.Report) trial.Report {
+	t.Helper()
+	for i := len(reps) - 1; i >= 0; i-- {
+		if reps[i].Checkpoint != "" {
+			return reps[i]
+		}
+	}
+	t.Fatal("no checkpoint reported")
+	return trial.Report{}
+}
+
+func TestTrainsToCompletionAndLearns(t *testing.T) {
+	d := newTrial(t)
+	r := d.launch(map[string]any{"lr": 0.1, "hidden": 32, "batch": "64", "steps": 400}, 2, "")
+	if code := r.wait(20 * time.Second); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, r.stderr)
+	}
+	reps, bad := r.read()
+	if bad != 0 {
+		t.Errorf("%d malformed lines", bad)
+	}
+	for i, rep := range reps {
+		if rep.Samples != float64(rep.Step*64) {
+			t.Errorf("report %d: samples %v at step %d, want step×64", i, rep.Samples, rep.Step)
+		}
+		if i > 0 && rep.Step <= reps[i-1].Step {
+			t.Errorf("report %d: step %d after %d", i, rep.Step, reps[i-1].Step)
+		}
+		for _, m := range []string{"loss", "val_loss", "accuracy"} {
+			if _, ok := rep.Metrics[m]; !ok {
+				t.Errorf("report %d lacks %s: %+v", i, m, rep)
+			}
+		}
+	}
+	first, last := reps[0], reps[len(reps)-1]
+	if last.Step != 400 || last.Checkpoint == "" {
+		t.Fatalf("last report %+v, want step 400 with a checkpoint", last)
+	}
+	if _, err := os.Stat(last.Checkpoint); err != nil {
+		t.Errorf("final checkpoint: %v", err)
+	}
+	if !(last.Metrics["val_loss"] < 0.6*first.Metrics["val_loss"]) || !(last.Metrics["loss"] < first.Metrics["loss"]) {
+		t.Errorf("loss did not fall: first %v, last %v", first.Metrics, last.Metrics)
+	}
+	if last.Metrics["accuracy"] < 0.7 {
+		t.Errorf("accuracy %v after 400 steps, want ≥ 0.7 (chance is 1/3)", last.Metrics["accuracy"])
+	}
+	if ckpts, _ := filepath.Glob(filepath.Join(d.ckptDir(), "step-*.gob")); len(ckpts) != keepCkpts {
+		t.Errorf("%d checkpoints kept, want %d: %v", len(ckpts), keepCkpts, ckpts)
+	}
+}
+
+func TestSigtermCheckpointsAndResumeContinues(t *testing.T) {
+	d := newTrial(t)
+	params := map[string]any{"steps": 300, "step_ms": 10, "batch": 32, "checkpoint_every": 1000}
+	r := d.launch(params, 2, "")
+	r.waitForStep(30)
+	r.signal(syscall.SIGTERM)
+	if code := r.wait(10 * time.Second); code != 0 {
+		t.Fatalf("exit %d after SIGTERM, want 0; stderr:\n%s", code, r.stderr)
+	}
+	reps, _ := r.read()
+	ck := lastCheckpoint(t, reps)
+	if reps[len(reps)-1].Checkpoint != ck.Checkpoint || ck.Step < 30 || ck.Step >= 300 || ck.Samples != float64(ck.Step*32) {
+		t.Fatalf("stop checkpoint %+v: want the last line, 30 ≤ step < 300, samples = step×32", ck)
+	}
+	if _, err := os.Stat(ck.Checkpoint); err != nil {
+		t.Fatal(err)
+	}
+
+	// Resume on a different node count: progress continues, never restarts.
+	r2 := d.launch(params, 3, ck.Checkpoint)
+	if code := r2.wait(20 * time.Second); code != 0 {
+		t.Fatalf("resumed run: exit %d; stderr:\n%s", code, r2.stderr)
+	}
+	reps2, _ := r2.read()
+	if len(reps2) == 0 {
+		t.Fatal("resumed run reported nothing")
+	}
+	if first := reps2[0]; first.Step <= ck.Step || first.Step > ck.Step+10 || first.Samples != float64(first.Step*32) {
+		t.Errorf("resumed run's first report %+v; want step in (%d, %d] and samples = step×32", first, ck.Step, ck.Step+10)
+	}
+	if last := reps2[len(reps2)-1]; last.Step != 300 || last.Samples != 300*32 || last.Checkpoint == "" {
+		t.Errorf("resumed run's last report %+v, want step 300, samples 9600, a checkpoint", last)
+	}
+}
+
+func TestResumeIsExact(t *testing.T) {
+	params := func(steps int) map[string]any {
+		return map[string]any{"steps": steps, "hidden": 16, "checkpoint_every": 1000}
+	}
+	whole := newTrial(t).launch(params(200), 2, "")
+	if code := whole.wait(20 * time.Second); code != 0 {
+		t.Fatalf("exit %d: %s", code, whole.stderr)
+	}
+	d := newTrial(t)
+	half := d.launch(params(100), 2, "")
+	if code := half.wait(20 * time.Second); code != 0 {
+		t.Fatalf("exit %d: %s", code, half.stderr)
+	}
+	halfReps, _ := half.read()
+	rest := d.launch(params(200), 2, lastCheckpoint(t, halfReps).Checkpoint)
+	if code := rest.wait(20 * time.Second); code != 0 {
+		t.Fatalf("exit %d: %s", code, rest.stderr)
+	}
+	a, _ := whole.read()
+	b, _ := rest.read()
+	wantLast, gotLast := a[len(a)-1], b[len(b)-1]
+	if gotLast.Step != 200 || gotLast.Samples != wantLast.Samples || gotLast.Metrics["val_loss"] != wantLast.Metrics["val_loss"] {
+		t.Errorf("100 + 100 steps ended at %+v; 200 steps at %+v: want identical progress and val_loss", gotLast, wantLast)
+	}
+}
+
+func TestFailAtStepFailsOnlyTheFirstRun(t *testing.T) {
+	d := newTrial(t)
+	params := map[string]any{"steps": 60, "fail_at_step": 25, "checkpoint_every": 10}
+	r := d.launch(params, 1, "")
+	if code := r.wait(20 * time.Second); code != exitInjected {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitInjected, r.stderr)
+	}
+	reps, _ := r.read()
+	ck := lastCheckpoint(t, reps)
+	if ck.Step != 20 {
+		t.Fatalf("last checkpoint at step %d, want 20", ck.Step)
+	}
+	retry := d.launch(params, 1, ck.Checkpoint)
+	if code := retry.wait(20 * time.Second); code != 0 {
+		t.Fatalf("retry: exit %d; stderr:\n%s", code, retry.stderr)
+	}
+	reps, _ = retry.read()
+	if last := reps[len(reps)-1]; last.Step != 60 {
+		t.Errorf("retry ended at %+v, want step 60", last)
+	}
+}
+
+func TestGarbageReportsAreInterleaved(t *testing.T) {
+	d := newTrial(t)
+	r := d.launch(map[string]any{"steps": 100, "garbage_reports": true, "checkpoint_every": 50}, 2, "")
+	if code := r.wait(20 * time.Second); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, r.stderr)
+	}
+	reps, bad := r.read()
+	// Steps 10..90 report (50 checkpoints instead); each plain report is
+	// preceded by one garbage line.
+	if bad != 8 || len(reps) != 10 {
+		t.Errorf("%d good and %d malformed lines, want 10 and 8", len(reps), bad)
+	}
+	if last := reps[len(reps)-1]; last.Step != 100 || last.Checkpoint == "" {
+		t.Errorf("last report %+v", last)
+	}
+}
+
+func TestIgnoreSigtermNeedsSIGKILL(t *testing.T) {
+	d := newTrial(t)
+	r := d.launch(map[string]any{"steps": 100000, "step_ms": 5, "ignore_sigterm": "true"}, 1, "")
+	r.waitForStep(10)
+	r.signal(syscall.SIGTERM)
+	select {
+	case <-r.done:
+		t.Fatalf("exited after SIGTERM despite ignore_sigterm: %v", r.err)
+	case <-time.After(time.Second):
+	}
+	r.signal(syscall.SIGKILL)
+	if code := r.wait(10 * time.Second); code != -1 {
+		t.Errorf("exit %d, want -1 (killed)", code)
+	}
+}
+
+func TestBadInputExitsWithAClearError(t *testing.T) {
+	t.Run("environment", func(t *testing.T) {
+		cmd := exec.Command(binary(t))
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitEnv || !strings.Contains(string(out), trial.EnvParamsFile) {
+			t.Errorf("exit %v, output %q; want %d naming %s", err, out, exitEnv, trial.EnvParamsFile)
+		}
+	})
+	t.Run("params", func(t *testing.T) {
+		r := newTrial(t).launch(map[string]any{"hidden": 0}, 1, "")
+		if code := r.wait(10 * time.Second); code != exitParams || !strings.Contains(r.stderr.String(), "hidden") {
+			t.Errorf("exit %d, stderr %q; want %d naming hidden", code, r.stderr, exitParams)
+		}
+	})
+	t.Run("checkpoint of another shape", func(t *testing.T) {
+		d := newTrial(t)
+		r := d.launch(map[string]any{"hidden": 8, "steps": 10}, 1, "")
+		if code := r.wait(10 * time.Second); code != 0 {
+			t.Fatalf("exit %d: %s", code, r.stderr)
+		}
+		reps, _ := r.read()
+		r2 := d.launch(map[string]any{"hidden": 9, "steps": 20}, 1, lastCheckpoint(t, reps).Checkpoint)
+		if code := r2.wait(10 * time.Second); code != exitEnv || !strings.Contains(r2.stderr.String(), trial.EnvResumeFrom) {
+			t.Errorf("exit %d, stderr %q; want %d naming %s", code, r2.stderr, exitEnv, trial.EnvResumeFrom)
+		}
+	})
+}
+
+func TestCampaignSpecIsValid(t *testing.T) {
+	raw, err := os.ReadFile("campaign.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var spec gleaner.CampaignSpec
+	if err := dec.Decode(&spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := spec.WithDefaults().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(spec.Command, []string{"bin/go-mlp"}) || spec.Objective.Metric != "val_loss" {
+		t.Errorf("spec = %+v", spec)
+	}
+	// Every parameter the space draws must be one the trainer reads.
+	h := defaultHyper()
+	for _, p := range spec.Space {
+		probe, _ := json.Marshal(map[string]any{p.Name: "nonsense"})
+		if err := json.Unmarshal(probe, &h); err == nil {
+			t.Errorf("space parameter %q is not a trainer parameter", p.Name)
+		}
+	}
+	// And every point of the space must be a valid set of parameters.
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		raw, _ := json.Marshal(spec.Space.Sample(rng))
+		h := defaultHyper()
+		if err := json.Unmarshal(raw, &h); err != nil {
+			t.Fatalf("params %s: %v", raw, err)
+		}
+		if err := h.validate(); err != nil {
+			t.Fatalf("params %s: %v", raw, err)
+		}
+	}
+}
+
+// Gradients of the hand-written backward pass against central differences.
+func TestGradientMatchesFiniteDifferences(t *testing.T) {
+	m := mlp{in: 2, hidden: 5, classes: 3}
+	rng := rand.New(rand.NewPCG(3, 4))
+	w := m.init(rng)
+	for i := range w {
+		w[i] += 0.1 * rng.NormFloat64() // non-zero biases too
+	}
+	s := m.scratch()
+	x, y := []float64{0.3, -0.7}, 2
+	g := make([]float64, m.size())
+	m.accumulate(w, g, x, y, s)
+	const h = 1e-6
+	for i := range w {
+		orig := w[i]
+		w[i] = orig + h
+		up := m.forward(w, x, y, s)
+		w[i] = orig - h
+		down := m.forward(w, x, y, s)
+		w[i] = orig
+		if num := (up - down) / (2 * h); math.Abs(num-g[i]) > 1e-6*(1+math.Abs(num)) {
+			t.Errorf("weight %d: backward %v, finite difference %v", i, g[i], num)
+		}
+	}
+}
+
+// Data parallelism changes who computes what, not the update.
+func TestAllreduceMatchesOneWorker(t *testing.T) {
+	data := spiral(3, 100, 0.2, 1)
+	m := mlp{in: 2, hidden: 8, classes: 3}
+	one := newTrainer(m, data, 0.1, 0.9, 30, 1, 5)
+	many := newTrainer(m, data, 0.1, 0.9, 30, 4, 5)
+	for range 5 {
+		l1, l4 := one.step(), many.step()
+		if math.Abs(l1-l4) > 1e-12 {
+			t.Fatalf("loss %v on one worker, %v on four", l1, l4)
+		}
+	}
+	for i := range one.weights {
+		if math.Abs(one.weights[i]-many.weights[i]) > 1e-12 {
+			t.Fatalf("weight %d: %v on one worker, %v on four", i, one.weights[i], many.weights[i])
+		}
+	}
+	if w := newTrainer(m, data, 0.1, 0.9, 2, 8, 5).workers; w != 2 {
+		t.Errorf("%d workers for a batch of 2", w)
+	}
+}

@@ -1,0 +1,198 @@
+package pytorch_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gleaner-hpc/gleaner"
+	"github.com/gleaner-hpc/gleaner/trial"
+)
+
+// torchPython returns an interpreter that can import torch: $GLEANER_PYTHON,
+// then python3 on PATH, then /usr/bin/python3 (Debian's python3-torch
+// installs for the system interpreter, which a pyenv python3 may shadow).
+func torchPython(t *testing.T) string {
+	t.Helper()
+	for _, py := range []string{os.Getenv("GLEANER_PYTHON"), "python3", "/usr/bin/python3"} {
+		if py == "" {
+			continue
+		}
+		path, err := exec.LookPath(py)
+		if err != nil {
+			continue
+		}
+		if exec.Command(path, "-c", "import torch").Run() == nil {
+			return path
+		}
+	}
+	t.Skip("no python3 that can import torch (apt-get install python3-torch, or set GLEANER_PYTHON)")
+	return ""
+}
+
+type launched struct {
+	cmd     *exec.Cmd
+	reports string
+	stderr  *bytes.Buffer
+	done    chan struct{}
+	err     error
+}
+
+func launch(t *testing.T, py, root string, run int, params map[string]any, nodes int, resumeFrom string) *launched {
+	t.Helper()
+	runDir := filepath.Join(root, fmt.Sprintf("run-%d", run))
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(params)
+	pf, hf := filepath.Join(runDir, "params.json"), filepath.Join(runDir, "hostfile")
+	os.WriteFile(pf, raw, 0o644)
+	os.WriteFile(hf, []byte(strings.Repeat("localhost\n", nodes)), 0o644)
+	l := &launched{reports: filepath.Join(runDir, "reports.jsonl"), stderr: new(bytes.Buffer), done: make(chan struct{})}
+	l.cmd = exec.Command(py, "examples/pytorch/train.py")
+	l.cmd.Dir = "../.."
+	l.cmd.Env = append(os.Environ(),
+		"OMP_NUM_THREADS=1",
+		"PYTHONDONTWRITEBYTECODE=1", // no __pycache__ in the tree
+		trial.EnvTrialID+"=torch-1",
+		trial.EnvCampaignID+"=c",
+		trial.EnvParamsFile+"="+pf,
+		fmt.Sprintf("%s=%d", trial.EnvNodes, nodes),
+		trial.EnvHostfile+"="+hf,
+		trial.EnvCheckpointDir+"="+filepath.Join(root, "ckpt"),
+		trial.EnvResumeFrom+"="+resumeFrom,
+		trial.EnvReportFile+"="+l.reports,
+	)
+	l.cmd.Stderr = l.stderr
+	l.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := l.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { l.err = l.cmd.Wait(); close(l.done) }()
+	t.Cleanup(func() {
+		syscall.Kill(-l.cmd.Process.Pid, syscall.SIGKILL)
+		<-l.done
+	})
+	return l
+}
+
+func (l *launched) wait(t *testing.T, limit time.Duration) int {
+	t.Helper()
+	select {
+	case <-l.done:
+	case <-time.After(limit):
+		t.Fatalf("train.py still running after %v; stderr:\n%s", limit, l.stderr)
+	}
+	var ee *exec.ExitError
+	if errors.As(l.err, &ee) {
+		return ee.ExitCode()
+	}
+	return 0
+}
+
+func (l *launched) read(t *testing.T) []trial.Report {
+	t.Helper()
+	f, err := os.Open(l.reports)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var reps []trial.Report
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		r, err := trial.ParseReport(sc.Bytes())
+		if err != nil {
+			t.Fatalf("malformed report %q: %v", sc.Text(), err)
+		}
+		reps = append(reps, r)
+	}
+	return reps
+}
+
+// TestStopAndResume runs train.py data-parallel on 2 processes, stops it
+// with SIGTERM to its process group mid-run as Gleaner does, and resumes
+// it on 1 process from the checkpoint it reported.
+func TestStopAndResume(t *testing.T) {
+	py := torchPython(t)
+	root := t.TempDir()
+	params := map[string]any{"steps": 80, "step_ms": 20, "batch": "64", "hidden": 32, "report_every": 5, "checkpoint_every": 1000}
+
+	first := launch(t, py, root, 1, params, 2, "")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if reps := first.read(t); len(reps) > 0 && reps[len(reps)-1].Step >= 10 {
+			break
+		}
+		select {
+		case <-first.done:
+			t.Fatalf("train.py exited early: %v\n%s", first.err, first.stderr)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no report of step 10 within 60s; stderr:\n%s", first.stderr)
+		}
+	}
+	syscall.Kill(-first.cmd.Process.Pid, syscall.SIGTERM)
+	if code := first.wait(t, 60*time.Second); code != 0 {
+		t.Fatalf("exit %d after SIGTERM, want 0; stderr:\n%s", code, first.stderr)
+	}
+	reps := first.read(t)
+	ck := reps[len(reps)-1]
+	if ck.Checkpoint == "" || ck.Step < 10 || ck.Step >= 80 || ck.Samples != float64(ck.Step*64) {
+		t.Fatalf("last report %+v: want a checkpoint at 10 ≤ step < 80 with samples = step×64; stderr:\n%s", ck, first.stderr)
+	}
+	if _, err := os.Stat(ck.Checkpoint); err != nil {
+		t.Fatal(err)
+	}
+
+	second := launch(t, py, root, 2, params, 1, ck.Checkpoint)
+	if code := second.wait(t, 90*time.Second); code != 0 {
+		t.Fatalf("resumed run: exit %d; stderr:\n%s", code, second.stderr)
+	}
+	reps2 := second.read(t)
+	if len(reps2) == 0 {
+		t.Fatalf("resumed run reported nothing; stderr:\n%s", second.stderr)
+	}
+	if f := reps2[0]; f.Step <= ck.Step || f.Step > ck.Step+5 || f.Samples != float64(f.Step*64) {
+		t.Errorf("resumed run's first report %+v; want step in (%d, %d], samples = step×64", f, ck.Step, ck.Step+5)
+	}
+	last := reps2[len(reps2)-1]
+	if last.Step != 80 || last.Checkpoint == "" {
+		t.Errorf("resumed run's last report %+v, want step 80 with a checkpoint", last)
+	}
+	if !(last.Metrics["val_loss"] < reps[0].Metrics["val_loss"]) {
+		t.Errorf("val_loss %v at the end, %v at the start: no learning", last.Metrics["val_loss"], reps[0].Metrics["val_loss"])
+	}
+}
+
+func TestCampaignSpecIsValid(t *testing.T) {
+	raw, err := os.ReadFile("campaign.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var spec gleaner.CampaignSpec
+	if err := dec.Decode(&spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := spec.WithDefaults().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(spec.Command, []string{"python3", "examples/pytorch/train.py"}) {
+		t.Errorf("command = %q", spec.Command)
+	}
+}

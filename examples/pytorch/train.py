@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+"""Gleaner's PyTorch example trainer (docs/protocol.md).
+
+A small MLP classifies synthetic data (points labelled by a fixed random
+"teacher" network; nothing is downloaded), trained with SGD, data-parallel
+with torch.distributed over GLEANER_NODES processes on this host: gloo on
+CPU, NCCL when CUDA offers a GPU per process. Rank 0 reports progress and
+metrics and writes checkpoints (model, optimizer, step, samples) every
+checkpoint_every steps, at the end, and when Gleaner stops the trial:
+SIGTERM reaches every process of the group, the ranks agree on it through
+the per-step all-reduce, rank 0 checkpoints, all exit 0. GLEANER_RESUME_FROM
+resumes exactly: the batch of step s depends only on (seed, s).
+
+Parameters (params file; choice values may be strings): lr (0.05),
+momentum (0.9), hidden (64), batch (global, 128), steps (300), seed (1),
+report_every (10), checkpoint_every (100), step_ms (0: sleep per step, for
+tests), fail_at_step (0: test-only, exit 3 on reaching it, first run only).
+
+The interpreter: the campaign runs `python3 examples/pytorch/train.py`. If
+that python3 cannot import torch, the script re-executes itself (same pid,
+so signals still reach it) with $GLEANER_PYTHON, else /usr/bin/python3 —
+where Debian's python3-torch installs it.
+"""
+
+import os
+import signal
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+
+import gleaner_trial as gt  # noqa: E402
+
+# First thing, in the parent and in every spawned rank (which re-imports this
+# module): SIGTERM must set the stop flag, never kill a half-started process.
+gt.install_stop_handler()
+
+EXIT_ENV, EXIT_PARAMS, EXIT_INJECTED = 1, 2, 3
+REEXEC_GUARD = "GLEANER_TRAIN_REEXEC"
+
+
+def _import_torch_or_reexec():
+    try:
+        import torch  # noqa: F401
+        return
+    except ImportError:
+        pass
+    if not os.environ.get(REEXEC_GUARD):
+        for py in (os.environ.get("GLEANER_PYTHON"), "/usr/bin/python3"):
+            if py and os.path.exists(py) and os.path.realpath(py) != os.path.realpath(sys.executable):
+                os.environ[REEXEC_GUARD] = "1"
+                os.execv(py, [py, os.path.abspath(__file__)] + sys.argv[1:])
+    sys.stderr.write(
+        f"train.py: {sys.executable} cannot import torch; install python3-torch "
+        "or set GLEANER_PYTHON to an interpreter that has it\n"
+    )
+    sys.exit(EXIT_ENV)
+
+
+class Hyper:
+    def __init__(self, p):
+        n = lambda name, default: gt.number(p, name, default)  # noqa: E731
+        self.lr = n("lr", 0.05)
+        self.momentum = n("momentum", 0.9)
+        self.hidden = int(n("hidden", 64))
+        self.batch = int(n("batch", 128))
+        self.steps = int(n("steps", 300))
+        self.seed = int(n("seed", 1))
+        self.report_every = int(n("report_every", 10))
+        self.checkpoint_every = int(n("checkpoint_every", 100))
+        self.step_ms = n("step_ms", 0)
+        self.fail_at_step = int(n("fail_at_step", 0))
+        checks = [
+            ("lr", self.lr > 0 and self.lr < float("inf")),
+            ("momentum", 0 <= self.momentum < 1),
+            ("hidden", 1 <= self.hidden <= 65536),
+            ("batch", 1 <= self.batch <= 1 << 20),
+            ("steps", self.steps >= 0),
+            ("report_every", self.report_every >= 1),
+            ("checkpoint_every", self.checkpoint_every >= 1),
+            ("step_ms", 0 <= self.step_ms <= 60000),
+            ("fail_at_step", self.fail_at_step >= 0),
+        ]
+        for name, ok in checks:
+            if not ok:
+                raise gt.EnvError(f"{gt.ENV_PARAMS_FILE}: parameter {name!r}: {getattr(self, name)!r} out of range")
+
+
+FEATURES, CLASSES, TRAIN, VAL, DATA_SEED = 20, 4, 4096, 1024, 7
+
+
+def make_data(torch):
+    """Points labelled by a fixed random teacher network: the same for every
+    trial and rank, learnable but not linearly separable."""
+    g = torch.Generator().manual_seed(DATA_SEED)
+    x = torch.randn(TRAIN + VAL, FEATURES, generator=g)
+    w1 = torch.randn(FEATURES, 32, generator=g)
+    w2 = torch.randn(32, CLASSES, generator=g)
+    y = (torch.tanh(x @ w1) @ w2).argmax(dim=1)
+    return x[:TRAIN], y[:TRAIN], x[TRAIN:], y[TRAIN:]
+
+
+def make_model(torch, hidden):
+    nn = torch.nn
+    return nn.Sequential(
+        nn.Linear(FEATURES, hidden), nn.ReLU(),
+        nn.Linear(hidden, hidden), nn.ReLU(),
+        nn.Linear(hidden, CLASSES),
+    )
+
+
+def batch_indices(torch, seed, step, batch):
+    """The global batch of a step depends only on (seed, step), so a resumed
+    run draws exactly the batches the stopped one would have."""
+    g = torch.Generator().manual_seed(seed * 1_000_003 + step)
+    return torch.randint(0, TRAIN, (batch,), generator=g)
+
+
+def worker(rank, world, env, h, port):
+    import datetime
+
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    gt.install_stop_handler()
+    torch.manual_seed(h.seed)
+    use_cuda = torch.cuda.is_available() and torch.cuda.device_count() >= world
+    if use_cuda:
+        device = torch.device("cuda", rank)
+        torch.cuda.set_device(device)
+    else:
+        device = torch.device("cpu")
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    dist.init_process_group(
+        "nccl" if use_cuda else "gloo", rank=rank, world_size=world,
+        timeout=datetime.timedelta(seconds=120),
+    )
+
+    xt, yt, xv, yv = (t.to(device) for t in make_data(torch))
+    model = make_model(torch, h.hidden).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=h.lr, momentum=h.momentum)
+    step, samples = 0, 0
+    if env.resuming:
+        ck = torch.load(env.resume_from, map_location=device)
+        if ck.get("hidden") != h.hidden:
+            raise SystemExit(
+                f"train.py: {gt.ENV_RESUME_FROM}: checkpoint has hidden={ck.get('hidden')}, params say {h.hidden}"
+            )
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["optimizer"])
+        step, samples = int(ck["step"]), int(ck["samples"])
+    ddp = DDP(model, device_ids=[rank] if use_cuda else None)
+
+    reporter = gt.Reporter(env.report_file) if rank == 0 else None
+
+    def evaluate():
+        with torch.no_grad():
+            out = model(xv)
+            return F.cross_entropy(out, yv).item(), (out.argmax(1) == yv).float().mean().item()
+
+    def report(train_loss, checkpoint=None):
+        val_loss, acc = evaluate()
+        reporter.report(
+            samples=samples, step=step, epoch=samples / TRAIN, checkpoint=checkpoint,
+            metrics={"loss": train_loss, "val_loss": val_loss, "accuracy": acc},
+        )
+
+    def save(train_loss):
+        if rank == 0:
+            state = {
+                "version": 1, "step": step, "samples": samples, "hidden": h.hidden,
+                "model": model.state_dict(), "optimizer": opt.state_dict(),
+            }
+            path = gt.save_checkpoint(
+                gt.checkpoint_name(step, ".pt"), lambda f: torch.save(state, f), directory=env.checkpoint_dir
+            )
+            report(train_loss, checkpoint=path)  # only once completely written
+            gt.prune_checkpoints("step-*.pt", 2, directory=env.checkpoint_dir)
+
+    loss_sum, loss_n = 0.0, 0
+
+    def mean_loss():
+        nonlocal loss_sum, loss_n
+        m = loss_sum / loss_n if loss_n else float("nan")
+        loss_sum, loss_n = 0.0, 0
+        return m
+
+    if rank == 0:
+        print(f"train.py: trial {env.trial_id!r}, {world} rank(s) on {device}, hidden {h.hidden}, "
+              f"batch {h.batch}, lr {h.lr}, steps {step}->{h.steps}", file=sys.stderr, flush=True)
+    stopped = False
+    while step < h.steps:
+        idx = batch_indices(torch, h.seed, step, h.batch)[rank::world].to(device)
+        opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(ddp(xt[idx]), yt[idx])
+        loss.backward()  # DDP averages gradients across ranks here
+        opt.step()
+        step += 1
+        samples += h.batch
+        # One all-reduce carries the batch loss and everyone's stop flag,
+        # so all ranks stop after the same step.
+        stats = torch.tensor([loss.item() * len(idx), len(idx), 1.0 if gt.stopping() else 0.0], device=device)
+        dist.all_reduce(stats)
+        loss_sum += (stats[0] / stats[1]).item()
+        loss_n += 1
+
+        if h.fail_at_step and step == h.fail_at_step and not env.resuming:
+            if rank == 0:
+                print(f"train.py: failing at step {step} as fail_at_step asks", file=sys.stderr, flush=True)
+            sys.exit(EXIT_INJECTED)
+        if stats[2].item() > 0:
+            stopped = True
+            break
+        if step % h.checkpoint_every == 0 and step < h.steps:
+            save(mean_loss())
+        elif step % h.report_every == 0 and step < h.steps and rank == 0:
+            report(mean_loss())
+        if h.step_ms:
+            import time
+
+            time.sleep(h.step_ms / 1000)
+
+    save(mean_loss())
+    if rank == 0:
+        print(f"train.py: {'stopped' if stopped else 'done'} at step {step}, checkpoint written",
+              file=sys.stderr, flush=True)
+        reporter.close()
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    try:
+        env = gt.env()
+        h = Hyper(env.params)
+    except gt.EnvError as e:
+        print(f"train.py: {e}", file=sys.stderr)
+        return EXIT_PARAMS if gt.ENV_PARAMS_FILE in str(e) and "parameter" in str(e) else EXIT_ENV
+    _import_torch_or_reexec()
+    import torch.multiprocessing as mp
+
+    world = env.nodes
+    port = free_port()
+    if world == 1:
+        worker(0, 1, env, h, port)
+        return 0
+    if gt.stopping():
+        return 0  # stopped before any rank started: the last checkpoint stands
+    ctx = mp.spawn(worker, args=(world, env, h, port), nprocs=world, join=False)
+    forwarded = False
+    try:
+        while not ctx.join(timeout=0.2):
+            # The group's SIGTERM reaches the ranks directly; forward it in
+            # case it came while they were still being spawned.
+            if gt.stopping() and not forwarded:
+                forwarded = True
+                for p in ctx.processes:
+                    if p.is_alive():
+                        os.kill(p.pid, signal.SIGTERM)
+    except mp.ProcessExitedException as e:
+        if gt.stopping() and e.exit_code is not None and e.exit_code < 0:
+            # A rank killed by the stop signal before it could handle it.
+            print(f"train.py: stopped while starting: {e}", file=sys.stderr)
+            return 0
+        print(f"train.py: {e}", file=sys.stderr)
+        return e.exit_code if e.exit_code and e.exit_code > 0 else EXIT_ENV
+    except mp.ProcessRaisedException as e:
+        print(f"train.py: {e}", file=sys.stderr)
+        return EXIT_ENV
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+package hpo
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// Sample draws one point of the space from rng: floats uniform on [min,
+// max] (log-uniform when log), integers uniform on the integers of [min,
+// max] (log-uniform when log: a log-uniform real on [lo−½, hi+½] rounded,
+// as Optuna does, so every integer has mass proportional to its share of
+// the log range), choices uniform. The space must be valid.
+func (s Space) Sample(rng *rand.Rand) Params {
+	p := make(Params, len(s))
+	for _, d := range s {
+		p[d.Name] = d.sample(rng)
+	}
+	return p
+}
+
+func (d Param) sample(rng *rand.Rand) Value {
+	switch d.Type {
+	case ParamChoice:
+		return String(d.Choices[rng.IntN(len(d.Choices))])
+	case ParamInt:
+		lo, hi := math.Ceil(d.Min), math.Floor(d.Max)
+		if d.Log {
+			v := math.Round(logUniform(rng, lo-0.5, hi+0.5))
+			return Float(clamp(v, lo, hi))
+		}
+		if n := hi - lo + 1; n <= 1<<62 {
+			return Float(lo + float64(rng.Int64N(int64(n))))
+		}
+		// Beyond int64 (and float64's integers): a real, floored.
+		return Float(clamp(math.Floor(lo+rng.Float64()*(hi-lo+1)), lo, hi))
+	default: // ParamFloat
+		if d.Log {
+			return Float(clamp(logUniform(rng, d.Min, d.Max), d.Min, d.Max))
+		}
+		// min/2 + u·max/2 … avoids overflow of max−min for huge ranges.
+		u := rng.Float64()
+		v := 2 * (d.Min/2 + u*(d.Max/2-d.Min/2))
+		return Float(clamp(v, d.Min, d.Max))
+	}
+}
+
+func logUniform(rng *rand.Rand, lo, hi float64) float64 {
+	a, b := math.Log(lo), math.Log(hi)
+	return math.Exp(a + rng.Float64()*(b-a))
+}
+
+func clamp(v, lo, hi float64) float64 { return math.Min(math.Max(v, lo), hi) }
+
+// Contains checks that p has exactly the space's parameters, each of its
+// type and inside its bounds; errors name the parameter.
+func (s Space) Contains(p Params) error {
+	if len(p) != len(s) {
+		return fmt.Errorf("params: %d values for %d parameters", len(p), len(s))
+	}
+	for _, d := range s {
+		v, ok := p[d.Name]
+		if !ok {
+			return fmt.Errorf("params: %q missing", d.Name)
+		}
+		switch d.Type {
+		case ParamChoice:
+			if !v.IsStr || !contains(d.Choices, v.Str) {
+				return fmt.Errorf("params: %q = %v is not one of %v", d.Name, v, d.Choices)
+			}
+		default:
+			if v.IsStr || math.IsNaN(v.Num) || v.Num < d.Min || v.Num > d.Max {
+				return fmt.Errorf("params: %q = %v is not in [%v, %v]", d.Name, v, d.Min, d.Max)
+			}
+			if d.Type == ParamInt && v.Num != math.Trunc(v.Num) {
+				return fmt.Errorf("params: %q = %v is not an integer", d.Name, v)
+			}
+		}
+	}
+	return nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if x == y {
+			return true
+		}
+	}
+	return false
+}

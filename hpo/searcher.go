@@ -1,0 +1,176 @@
+package hpo
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Algorithm names, one per searcher. A new searcher is one file, one
+// constant here and one case in NewSearcher and RestoreSearcher.
+const (
+	AlgorithmRandom = "random"
+)
+
+// Searcher is a search method: a pure, event-driven state machine. The
+// caller (the campaign workflow) tells it what happened to the trials it
+// asked for and carries out the actions it returns, in order. A searcher
+// does no I/O, reads no clock and draws only from its own seeded RNG, so
+// the same events always give the same actions.
+//
+// Events for unknown or already ended trials are ignored: the caller may
+// see a trial's end twice (a report and its child workflow closing) and
+// need not deduplicate.
+type Searcher interface {
+	// Initial returns the first actions, before any trial exists.
+	Initial() []Action
+	// TrialCreated: the trial asked for by Create{ID: id} has started.
+	TrialCreated(id string) []Action
+	// TrialReported: a running trial reported its objective metric after
+	// samples training samples.
+	TrialReported(id string, samples, metric float64) []Action
+	// TrialFinished: the trial ended by itself or was stopped; metric is its
+	// last objective value, NaN when it reported none.
+	TrialFinished(id string, metric float64, outcome Outcome) []Action
+	// TrialFailed: the trial failed (its trainer kept failing, or it could
+	// not be started).
+	TrialFailed(id string) []Action
+	// Progress is the fraction of the search done, in [0, 1].
+	Progress() float64
+	// Snapshot returns the searcher's state (never its config) as
+	// type-tagged JSON: {"type":"random","state":{...}}.
+	Snapshot() ([]byte, error)
+	// Restore replaces the state with a Snapshot of a searcher of the same
+	// type and config.
+	Restore(snapshot []byte) error
+}
+
+// Outcome is how a trial that did not fail ended.
+type Outcome string
+
+const (
+	OutcomeCompleted Outcome = "completed" // the trainer finished by itself
+	OutcomeStopped   Outcome = "stopped"   // stopped by a person, a searcher or the campaign
+)
+
+// Action is what a searcher asks for: Create, Stop or Shutdown. The set is
+// closed (the marker method is unexported), so a type switch over the three
+// is exhaustive.
+type Action interface{ action() }
+
+// Create asks for a new trial with these parameters. ID is unique within
+// the search.
+type Create struct {
+	ID     string `json:"id"`
+	Params Params `json:"params"`
+}
+
+// Stop asks to stop a running trial gracefully (it checkpoints and reports
+// TrialFinished with OutcomeStopped).
+type Stop struct {
+	TrialID string `json:"trial_id"`
+}
+
+// Shutdown says the search is over: create nothing more.
+type Shutdown struct{}
+
+func (Create) action()   {}
+func (Stop) action()     {}
+func (Shutdown) action() {}
+
+func (a Create) String() string   { return fmt.Sprintf("create %s %v", a.ID, paramsString(a.Params)) }
+func (a Stop) String() string     { return "stop " + a.TrialID }
+func (a Shutdown) String() string { return "shutdown" }
+
+func paramsString(p Params) string {
+	s := "{"
+	for i, n := range p.Names() {
+		if i > 0 {
+			s += " "
+		}
+		s += n + "=" + p[n].String()
+	}
+	return s + "}"
+}
+
+// Config configures a searcher. It is not part of the snapshot: the caller
+// keeps it (the campaign spec) and passes it again to RestoreSearcher.
+type Config struct {
+	// Algorithm is one of the Algorithm constants.
+	Algorithm string `json:"algorithm"`
+	Space     Space  `json:"space"`
+	// Seed seeds the searcher's RNG.
+	Seed uint64 `json:"seed"`
+	// MaxTrials is how many trials the search creates in all.
+	MaxTrials int `json:"max_trials"`
+	// MaxConcurrent bounds the trials created but not yet ended.
+	MaxConcurrent int `json:"max_concurrent"`
+	// Mode is "min" or "max": the direction of the objective metric.
+	Mode string `json:"mode"`
+}
+
+// Validate checks the config; errors name the field.
+func (c Config) Validate() error {
+	switch {
+	case c.MaxTrials < 1:
+		return fmt.Errorf("max_trials: %d must be at least 1", c.MaxTrials)
+	case c.MaxConcurrent < 1:
+		return fmt.Errorf("max_concurrent: %d must be at least 1", c.MaxConcurrent)
+	case c.Mode != "min" && c.Mode != "max":
+		return fmt.Errorf("mode: %q is not one of min, max", c.Mode)
+	}
+	return c.Space.Validate()
+}
+
+// NewSearcher returns a fresh searcher for cfg.
+func NewSearcher(cfg Config) (Searcher, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	switch cfg.Algorithm {
+	case AlgorithmRandom:
+		return newRandom(cfg), nil
+	default:
+		return nil, fmt.Errorf("algorithm: %q is not one of %s", cfg.Algorithm, AlgorithmRandom)
+	}
+}
+
+// RestoreSearcher returns the searcher for cfg in the state of snapshot.
+// The snapshot's type must be cfg.Algorithm.
+func RestoreSearcher(cfg Config, snapshot []byte) (Searcher, error) {
+	s, err := NewSearcher(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Restore(snapshot); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// envelope is the type-tagged form of every snapshot.
+type envelope struct {
+	Type  string          `json:"type"`
+	State json.RawMessage `json:"state"`
+}
+
+func marshalSnapshot(typ string, state any) ([]byte, error) {
+	b, err := json.Marshal(state)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s searcher: %w", typ, err)
+	}
+	return json.Marshal(envelope{Type: typ, State: b})
+}
+
+func unmarshalSnapshot(typ string, snapshot []byte, state any) error {
+	var env envelope
+	if err := json.Unmarshal(snapshot, &env); err != nil {
+		return fmt.Errorf("restore %s searcher: %w", typ, err)
+	}
+	if env.Type != typ {
+		return fmt.Errorf("restore %s searcher: snapshot is of a %q searcher", typ, env.Type)
+	}
+	if err := json.Unmarshal(env.State, state); err != nil {
+		return fmt.Errorf("restore %s searcher: state: %w", typ, err)
+	}
+	return nil
+}

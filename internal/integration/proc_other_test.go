@@ -1,0 +1,7 @@
+//go:build !linux
+
+package integration_test
+
+import "syscall"
+
+func workerProcAttr() *syscall.SysProcAttr { return nil }

@@ -1,0 +1,346 @@
+"""Python side of Gleaner's trial protocol (docs/protocol.md); stdlib only.
+
+The same contract as the Go package ``trial``::
+
+    import gleaner_trial as gt
+
+    env = gt.env()                      # GLEANER_* variables, validated
+    p = gt.params()                     # the params file as a dict
+    rep = gt.Reporter()                 # appends to GLEANER_REPORT_FILE
+    gt.install_stop_handler()           # SIGTERM -> gt.stopping() is True
+    for step in ...:
+        if gt.stopping():
+            path = gt.save_checkpoint(gt.checkpoint_name(step, ".pt"),
+                                      lambda f: torch.save(state, f))
+            rep.report(step=step, samples=samples, checkpoint=path)
+            sys.exit(0)
+        ...
+        rep.report(samples=samples, step=step, metrics={"loss": loss})
+
+Errors about the environment name the variable at fault.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import json
+import math
+import os
+import signal
+import tempfile
+import threading
+import time
+from typing import Any, BinaryIO, Callable, Mapping, Optional
+
+ENV_TRIAL_ID = "GLEANER_TRIAL_ID"
+ENV_CAMPAIGN_ID = "GLEANER_CAMPAIGN_ID"
+ENV_PARAMS_FILE = "GLEANER_PARAMS_FILE"
+ENV_NODES = "GLEANER_NODES"
+ENV_HOSTFILE = "GLEANER_HOSTFILE"
+ENV_CHECKPOINT_DIR = "GLEANER_CHECKPOINT_DIR"
+ENV_RESUME_FROM = "GLEANER_RESUME_FROM"
+ENV_REPORT_FILE = "GLEANER_REPORT_FILE"
+
+MAX_REPORT_LINE = 64 << 10
+
+
+class EnvError(ValueError):
+    """The trial environment is missing or malformed; the message names the
+    variable."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Env:
+    trial_id: str
+    campaign_id: str
+    params_file: str
+    nodes: int
+    hostfile: str
+    hosts: list
+    checkpoint_dir: str
+    resume_from: str  # "" at first start
+    report_file: str
+    params: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def resuming(self) -> bool:
+        return self.resume_from != ""
+
+
+def env(environ: Optional[Mapping[str, str]] = None) -> Env:
+    """Read and check the GLEANER_* variables (from os.environ by default).
+
+    GLEANER_PARAMS_FILE, GLEANER_NODES, GLEANER_CHECKPOINT_DIR and
+    GLEANER_REPORT_FILE are required; GLEANER_HOSTFILE, when set, must list
+    exactly GLEANER_NODES hosts; GLEANER_RESUME_FROM, when set, must exist.
+    """
+    environ = os.environ if environ is None else environ
+
+    def get(name: str) -> str:
+        return (environ.get(name) or "").strip()
+
+    def required(name: str) -> str:
+        v = get(name)
+        if not v:
+            raise EnvError(f"{name}: not set; the trial launcher sets it (see docs/protocol.md)")
+        return v
+
+    params_file = required(ENV_PARAMS_FILE)
+    checkpoint_dir = required(ENV_CHECKPOINT_DIR)
+    report_file = required(ENV_REPORT_FILE)
+    nodes_s = required(ENV_NODES)
+    try:
+        nodes = int(nodes_s)
+    except ValueError:
+        nodes = 0
+    if nodes < 1:
+        raise EnvError(f"{ENV_NODES}: {nodes_s!r} is not a node count of at least 1")
+
+    try:
+        with open(params_file, "rb") as f:
+            p = json.load(f)
+    except OSError as e:
+        raise EnvError(f"{ENV_PARAMS_FILE}: {e}") from e
+    except ValueError as e:
+        raise EnvError(f"{ENV_PARAMS_FILE}: {params_file} is not a JSON object: {e}") from e
+    if not isinstance(p, dict):
+        raise EnvError(f"{ENV_PARAMS_FILE}: {params_file} is not a JSON object")
+
+    hostfile = get(ENV_HOSTFILE)
+    hosts: list = []
+    if hostfile:
+        try:
+            with open(hostfile, encoding="utf-8") as f:
+                hosts = [line.strip() for line in f if line.strip()]
+        except OSError as e:
+            raise EnvError(f"{ENV_HOSTFILE}: {e}") from e
+        if len(hosts) != nodes:
+            raise EnvError(f"{ENV_HOSTFILE}: {hostfile} lists {len(hosts)} hosts but {ENV_NODES} is {nodes}")
+
+    resume_from = get(ENV_RESUME_FROM)
+    if resume_from and not os.path.exists(resume_from):
+        raise EnvError(f"{ENV_RESUME_FROM}: {resume_from}: no such file")
+
+    return Env(
+        trial_id=get(ENV_TRIAL_ID),
+        campaign_id=get(ENV_CAMPAIGN_ID),
+        params_file=params_file,
+        nodes=nodes,
+        hostfile=hostfile,
+        hosts=hosts,
+        checkpoint_dir=checkpoint_dir,
+        resume_from=resume_from,
+        report_file=report_file,
+        params=p,
+    )
+
+
+def params(environ: Optional[Mapping[str, str]] = None) -> dict:
+    """The trial's parameters. Choice parameters arrive as strings; see
+    number() and flag()."""
+    return env(environ).params
+
+
+def number(p: Mapping[str, Any], name: str, default: float) -> float:
+    """p[name] as a float (accepting "64" as well as 64), or default."""
+    v = p.get(name)
+    if v is None:
+        return default
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise EnvError(f"{ENV_PARAMS_FILE}: parameter {name!r}: {v!r} is not a number") from None
+
+
+def flag(p: Mapping[str, Any], name: str, default: bool = False) -> bool:
+    """p[name] as a bool (true/false, "true"/"false", numbers), or default."""
+    v = p.get(name)
+    if v is None:
+        return default
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, (int, float)):
+        return v != 0
+    s = str(v).strip().lower()
+    if s in ("true", "t", "1"):
+        return True
+    if s in ("false", "f", "0"):
+        return False
+    raise EnvError(f"{ENV_PARAMS_FILE}: parameter {name!r}: {v!r} is not a boolean")
+
+
+def _finite_nonneg(v: float) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+
+
+def encode_report(
+    samples: Optional[float] = None,
+    step: Optional[int] = None,
+    epoch: Optional[float] = None,
+    metrics: Optional[Mapping[str, float]] = None,
+    checkpoint: Optional[str] = None,
+    time_s: Optional[float] = None,
+) -> bytes:
+    """One report line, newline included. Non-finite metrics become null;
+    non-finite or negative progress is a ValueError."""
+    line: dict = {}
+    for name, v in (("samples", samples), ("epoch", epoch), ("time", time_s)):
+        if v is None:
+            continue
+        if not _finite_nonneg(v):
+            raise ValueError(f"report: {name}: {v!r} must be finite and non-negative")
+        line[name] = v
+    if step is not None:
+        if isinstance(step, bool) or int(step) != step or step < 0:
+            raise ValueError(f"report: step: {step!r} must be a non-negative integer")
+        line["step"] = int(step)
+    if metrics:
+        m = {}
+        for k, v in metrics.items():
+            v = float(v)
+            m[str(k)] = v if math.isfinite(v) else None
+        line["metrics"] = m
+    if checkpoint:
+        line["checkpoint"] = str(checkpoint)
+    data = (json.dumps(line, allow_nan=False, separators=(",", ":")) + "\n").encode("utf-8")
+    if len(data) - 1 > MAX_REPORT_LINE:
+        raise ValueError(f"report: {len(data) - 1} bytes, more than {MAX_REPORT_LINE}")
+    return data
+
+
+class Reporter:
+    """Appends report lines to the report file, one os.write per line on a
+    descriptor opened with O_APPEND, so readers never see half a line.
+    Thread-safe. fsync=True syncs after every line."""
+
+    def __init__(self, path: Optional[str] = None, fsync: bool = False, clock: Callable[[], float] = time.time):
+        if path is None:
+            path = (os.environ.get(ENV_REPORT_FILE) or "").strip()
+            if not path:
+                raise EnvError(f"{ENV_REPORT_FILE}: not set; the trial launcher sets it (see docs/protocol.md)")
+        self.path = path
+        self.fsync = fsync
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._fd: Optional[int] = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def report(
+        self,
+        samples: Optional[float] = None,
+        step: Optional[int] = None,
+        epoch: Optional[float] = None,
+        metrics: Optional[Mapping[str, float]] = None,
+        checkpoint: Optional[str] = None,
+        time_s: Optional[float] = None,
+    ) -> None:
+        """Append one line. Pass checkpoint only once save_checkpoint has
+        returned its path."""
+        if time_s is None and self._clock is not None:
+            time_s = self._clock()
+        data = encode_report(samples, step, epoch, metrics, checkpoint, time_s)
+        with self._lock:
+            if self._fd is None:
+                raise ValueError(f"report to {self.path}: reporter closed")
+            n = os.write(self._fd, data)
+            if n != len(data):  # not expected for regular files
+                raise OSError(f"report to {self.path}: short write {n} of {len(data)} bytes")
+            if self.fsync:
+                os.fsync(self._fd)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    def __enter__(self) -> "Reporter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def save_checkpoint(name: str, write_fn: Callable[[BinaryIO], Any], directory: Optional[str] = None) -> str:
+    """Write a checkpoint atomically and return its absolute path.
+
+    write_fn gets a binary file in the checkpoint directory (default
+    GLEANER_CHECKPOINT_DIR); the file is flushed, fsynced and renamed onto
+    directory/name, so the name only ever holds a complete checkpoint.
+    Report the path only after this returns."""
+    if not name or name in (".", "..") or "/" in name or "\\" in name or name.startswith("."):
+        raise ValueError(f"checkpoint name {name!r}: must be a plain file name not starting with a dot")
+    if directory is None:
+        directory = (os.environ.get(ENV_CHECKPOINT_DIR) or "").strip()
+        if not directory:
+            raise EnvError(f"{ENV_CHECKPOINT_DIR}: not set; the trial launcher sets it (see docs/protocol.md)")
+    directory = os.path.abspath(directory)
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.tmp-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write_fn(f)
+            f.flush()
+            os.fsync(f.fileno())
+        final = os.path.join(directory, name)
+        os.replace(tmp, final)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:  # make the rename durable; not every filesystem can
+        dfd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+    return final
+
+
+def checkpoint_name(step: int, ext: str = "") -> str:
+    """A checkpoint file name whose lexical order is step order."""
+    return f"step-{int(step):012d}{ext}"
+
+
+def prune_checkpoints(pattern: str, keep: int, directory: Optional[str] = None) -> None:
+    """Remove all but the keep lexically greatest files matching pattern
+    (fnmatch syntax). Call only after the newest checkpoint was reported."""
+    if keep < 1:
+        raise ValueError(f"prune checkpoints: keep {keep} must be at least 1")
+    if directory is None:
+        directory = os.environ.get(ENV_CHECKPOINT_DIR, "")
+    names = sorted(n for n in os.listdir(directory) if fnmatch.fnmatch(n, pattern) and not n.startswith("."))
+    for n in names[: max(0, len(names) - keep)]:
+        try:
+            os.unlink(os.path.join(directory, n))
+        except FileNotFoundError:
+            pass
+
+
+_stop = threading.Event()
+_installed = False
+
+
+def install_stop_handler() -> threading.Event:
+    """Make SIGTERM (Gleaner's stop request, sent to the process group) and
+    SIGINT set a flag instead of killing the process. Call it from the main
+    thread before training; returns the Event that stopping() reads."""
+    global _installed
+    if not _installed:
+        handler = lambda signum, frame: _stop.set()  # noqa: E731
+        signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)
+        _installed = True
+    return _stop
+
+
+def stopping() -> bool:
+    """True once a stop signal arrived: checkpoint, report it, exit 0.
+    Installs the handler on first use when called from the main thread."""
+    if not _installed and threading.current_thread() is threading.main_thread():
+        install_stop_handler()
+    return _stop.is_set()

@@ -1,0 +1,158 @@
+package trial
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// envFixture writes a params file and a hostfile and returns the variables
+// a launcher would set for them.
+func envFixture(t *testing.T, params string, hosts string, nodes string) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	pf := filepath.Join(dir, "params.json")
+	hf := filepath.Join(dir, "hostfile")
+	if err := os.WriteFile(pf, []byte(params), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hf, []byte(hosts), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{
+		EnvTrialID:       "t-7",
+		EnvCampaignID:    "c-1",
+		EnvParamsFile:    pf,
+		EnvNodes:         nodes,
+		EnvHostfile:      hf,
+		EnvCheckpointDir: filepath.Join(dir, "ckpt"),
+		EnvResumeFrom:    "",
+		EnvReportFile:    filepath.Join(dir, "reports.jsonl"),
+	}
+}
+
+func lookupIn(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestLoadEnv(t *testing.T) {
+	vars := envFixture(t, `{"lr": 0.01, "hidden": 32, "batch": "64", "act": "relu", "fast": "true"}`, "node-a\n\n  node-b  \n", "2")
+	e, err := LoadEnvFrom(lookupIn(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.TrialID != "t-7" || e.CampaignID != "c-1" || e.Nodes != 2 || e.Resuming() {
+		t.Errorf("env = %+v", e)
+	}
+	if want := []string{"node-a", "node-b"}; !reflect.DeepEqual(e.Hosts, want) {
+		t.Errorf("hosts = %q, want %q", e.Hosts, want)
+	}
+	if len(e.Params) != 5 {
+		t.Errorf("params = %v", e.Params)
+	}
+
+	type hyper struct {
+		LR     Number `json:"lr"`
+		Hidden Number `json:"hidden"`
+		Batch  Number `json:"batch"`
+		Steps  Number `json:"steps"`
+		Act    string `json:"act"`
+		Fast   Flag   `json:"fast"`
+	}
+	h := hyper{Steps: 100}
+	if err := e.DecodeParams(&h); err != nil {
+		t.Fatal(err)
+	}
+	want := hyper{LR: 0.01, Hidden: 32, Batch: 64, Steps: 100, Act: "relu", Fast: true}
+	if h != want {
+		t.Errorf("params = %+v, want %+v", h, want)
+	}
+}
+
+func TestLoadEnvErrorsNameTheVariable(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(m map[string]string)
+		want   string
+	}{
+		{"no params file", func(m map[string]string) { delete(m, EnvParamsFile) }, EnvParamsFile},
+		{"missing params file", func(m map[string]string) { m[EnvParamsFile] += ".nope" }, EnvParamsFile},
+		{"no report file", func(m map[string]string) { m[EnvReportFile] = " " }, EnvReportFile},
+		{"no checkpoint dir", func(m map[string]string) { delete(m, EnvCheckpointDir) }, EnvCheckpointDir},
+		{"no nodes", func(m map[string]string) { delete(m, EnvNodes) }, EnvNodes},
+		{"zero nodes", func(m map[string]string) { m[EnvNodes] = "0" }, EnvNodes},
+		{"bad nodes", func(m map[string]string) { m[EnvNodes] = "two" }, EnvNodes},
+		{"hosts mismatch", func(m map[string]string) { m[EnvNodes] = "3" }, EnvHostfile},
+		{"missing hostfile", func(m map[string]string) { m[EnvHostfile] += ".nope" }, EnvHostfile},
+		{"missing resume", func(m map[string]string) { m[EnvResumeFrom] = "/nonexistent/ckpt" }, EnvResumeFrom},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			vars := envFixture(t, `{}`, "a\nb\n", "2")
+			c.change(vars)
+			_, err := LoadEnvFrom(lookupIn(vars))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error = %v, want one naming %s", err, c.want)
+			}
+		})
+	}
+}
+
+func TestLoadEnvParamsMustBeAnObject(t *testing.T) {
+	for _, body := range []string{`[1,2]`, `null`, `{"lr":`, ``} {
+		vars := envFixture(t, body, "a\n", "1")
+		if _, err := LoadEnvFrom(lookupIn(vars)); err == nil || !strings.Contains(err.Error(), EnvParamsFile) {
+			t.Errorf("params %q: error = %v, want one naming %s", body, err, EnvParamsFile)
+		}
+	}
+}
+
+func TestLoadEnvWithoutHostfile(t *testing.T) {
+	vars := envFixture(t, `{}`, "", "4")
+	delete(vars, EnvHostfile)
+	e, err := LoadEnvFrom(lookupIn(vars))
+	if err != nil || e.Nodes != 4 || e.Hosts != nil {
+		t.Fatalf("env = %+v, %v", e, err)
+	}
+}
+
+func TestDecodeParamsErrorNamesTheFile(t *testing.T) {
+	vars := envFixture(t, `{"hidden": "wide"}`, "a\n", "1")
+	e, err := LoadEnvFrom(lookupIn(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct {
+		Hidden Number `json:"hidden"`
+	}
+	if err := e.DecodeParams(&h); err == nil || !strings.Contains(err.Error(), EnvParamsFile) {
+		t.Errorf("error = %v, want one naming %s", err, EnvParamsFile)
+	}
+}
+
+func TestNumberAndFlag(t *testing.T) {
+	for in, want := range map[string]Number{`3`: 3, `"64"`: 64, `" 1e-3 "`: 1e-3, `-2.5`: -2.5} {
+		var n Number
+		if err := n.UnmarshalJSON([]byte(in)); err != nil || n != want {
+			t.Errorf("Number(%s) = %v, %v; want %v", in, n, err, want)
+		}
+	}
+	for _, in := range []string{`"x"`, `true`, `{}`} {
+		var n Number
+		if err := n.UnmarshalJSON([]byte(in)); err == nil {
+			t.Errorf("Number(%s) accepted", in)
+		}
+	}
+	for in, want := range map[string]Flag{`true`: true, `false`: false, `"True"`: true, `"false"`: false, `1`: true, `0`: false, `"1"`: true} {
+		var f Flag
+		if err := f.UnmarshalJSON([]byte(in)); err != nil || f != want {
+			t.Errorf("Flag(%s) = %v, %v; want %v", in, f, err, want)
+		}
+	}
+	var f Flag
+	if err := f.UnmarshalJSON([]byte(`"maybe"`)); err == nil {
+		t.Error(`Flag("maybe") accepted`)
+	}
+}

@@ -1,0 +1,174 @@
+package worker_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gleaner-hpc/gleaner/worker"
+	"github.com/gleaner-hpc/gleaner/workflows"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestDefaultConfigIsValid(t *testing.T) {
+	c := worker.DefaultConfig()
+	c.DataDir = t.TempDir()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("DefaultConfig().Validate() = %v", err)
+	}
+	if c.TaskQueue != workflows.TaskQueue {
+		t.Errorf("default task queue %q, want %q", c.TaskQueue, workflows.TaskQueue)
+	}
+	if c.UsesTLS() {
+		t.Error("DefaultConfig uses TLS, want plaintext to a local dev server")
+	}
+}
+
+func TestLoadEnv(t *testing.T) {
+	c := worker.DefaultConfig()
+	err := worker.LoadEnv(&c, env(map[string]string{
+		worker.EnvAddress:       "temporal.example.org:7233",
+		worker.EnvNamespace:     "science",
+		worker.EnvTaskQueue:     "gleaner-gpu",
+		worker.EnvAPIKey:        "secret-key",
+		worker.EnvTLSCA:         "/ca.pem",
+		worker.EnvTLSCert:       "/c.pem",
+		worker.EnvTLSKey:        "/k.pem",
+		worker.EnvTLSServerName: "temporal.internal",
+		worker.EnvDataDir:       "/scratch/gleaner",
+		worker.EnvNodeSource:    "replay:trace.csv,slots=8,factor=60,offset=1h",
+	}))
+	if err != nil {
+		t.Fatalf("LoadEnv: %v", err)
+	}
+	want := worker.Config{
+		HostPort: "temporal.example.org:7233", Namespace: "science", TaskQueue: "gleaner-gpu",
+		APIKey:  "secret-key",
+		TLS:     worker.TLSConfig{CAFile: "/ca.pem", CertFile: "/c.pem", KeyFile: "/k.pem", ServerName: "temporal.internal"},
+		DataDir: "/scratch/gleaner",
+		Nodes: worker.NodeSourceConfig{Kind: worker.NodeSourceReplay, Replay: worker.ReplayNodes{
+			File: "trace.csv", Slots: 8, Factor: 60, Offset: time.Hour}},
+		ConnectTimeout: worker.DefaultConnectTimeout, StopTimeout: worker.DefaultStopTimeout,
+	}
+	if c != want {
+		t.Errorf("LoadEnv:\n got %+v\nwant %+v", c, want)
+	}
+	if !c.UsesTLS() {
+		t.Error("UsesTLS() = false with an API key and TLS files")
+	}
+	if s := c.String(); strings.Contains(s, "secret-key") {
+		t.Errorf("String() leaks the API key: %s", s)
+	}
+}
+
+func TestLoadEnvKeepsDefaultsWhenUnset(t *testing.T) {
+	c := worker.DefaultConfig()
+	if err := worker.LoadEnv(&c, env(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if c != worker.DefaultConfig() {
+		t.Errorf("LoadEnv with an empty environment changed the config: %+v", c)
+	}
+}
+
+func TestLoadEnvErrorsNameTheVariable(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want []string
+	}{
+		{map[string]string{worker.EnvTLS: "yes please"}, []string{"--tls", worker.EnvTLS, "boolean"}},
+		{map[string]string{worker.EnvNodeSource: "static:zero"}, []string{"--nodes", worker.EnvNodeSource, "node count"}},
+	} {
+		c := worker.DefaultConfig()
+		err := worker.LoadEnv(&c, env(tc.env))
+		checkFieldError(t, err, tc.want...)
+	}
+}
+
+func TestValidateNamesTheField(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		modify func(*worker.Config)
+		want   []string
+	}{
+		{"empty address", func(c *worker.Config) { c.HostPort = "" }, []string{"--address", worker.EnvAddress, "must be set"}},
+		{"address without port", func(c *worker.Config) { c.HostPort = "temporal.example.org" }, []string{"--address", "temporal.example.org"}},
+		{"address bad port", func(c *worker.Config) { c.HostPort = "h:99999" }, []string{"--address", "1..65535"}},
+		{"address no host", func(c *worker.Config) { c.HostPort = ":7233" }, []string{"--address"}},
+		{"namespace", func(c *worker.Config) { c.Namespace = " " }, []string{"--namespace", worker.EnvNamespace}},
+		{"task queue", func(c *worker.Config) { c.TaskQueue = "" }, []string{"--task-queue", worker.EnvTaskQueue}},
+		{"cert without key", func(c *worker.Config) { c.TLS.CertFile = file }, []string{"--tls-key", "together"}},
+		{"key without cert", func(c *worker.Config) { c.TLS.KeyFile = file }, []string{"--tls-cert", "together"}},
+		{"missing CA", func(c *worker.Config) { c.TLS.CAFile = filepath.Join(dir, "nope.pem") }, []string{"--tls-ca", worker.EnvTLSCA, "nope.pem", "no such file"}},
+		{"CA is a dir", func(c *worker.Config) { c.TLS.CAFile = dir }, []string{"--tls-ca", "directory"}},
+		{"api key spaces", func(c *worker.Config) { c.APIKey = "key\n" }, []string{"--api-key", "white space"}},
+		{"data dir empty", func(c *worker.Config) { c.DataDir = "" }, []string{"--data-dir", worker.EnvDataDir}},
+		{"data dir is a file", func(c *worker.Config) { c.DataDir = file }, []string{"--data-dir", "not a directory"}},
+		{"no node source", func(c *worker.Config) { c.Nodes = worker.NodeSourceConfig{} }, []string{"--nodes", "must be set"}},
+		{"replay missing trace", func(c *worker.Config) {
+			c.Nodes = worker.NodeSourceConfig{Kind: worker.NodeSourceReplay, Replay: worker.ReplayNodes{File: filepath.Join(dir, "t.csv"), Slots: 2, Factor: 1}}
+		}, []string{"--nodes", "trace file", "no such file"}},
+		{"negative stop timeout", func(c *worker.Config) { c.StopTimeout = -time.Second }, []string{"--stop-timeout"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := worker.DefaultConfig()
+			c.DataDir = dir
+			tc.modify(&c)
+			checkFieldError(t, c.Validate(), tc.want...)
+		})
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	c := worker.Config{}
+	err := c.Validate()
+	for _, field := range []string{"--address", "--namespace", "--task-queue", "--data-dir", "--nodes"} {
+		if err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("Validate of an empty Config: %v; want it to name %s", err, field)
+		}
+	}
+}
+
+func TestValidateAcceptsExistingTraceAndTLSFiles(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "trace.csv")
+	if err := os.WriteFile(trace, []byte("t,node\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := worker.DefaultConfig()
+	c.DataDir = filepath.Join(dir, "not-yet-created")
+	c.Nodes = worker.NodeSourceConfig{Kind: worker.NodeSourceReplay, Replay: worker.ReplayNodes{File: trace, Slots: 2, Factor: 10}}
+	c.TLS = worker.TLSConfig{CAFile: trace, CertFile: trace, KeyFile: trace}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+}
+
+// checkFieldError checks that err is (or joins) a *worker.FieldError and
+// that its message contains every want.
+func checkFieldError(t *testing.T, err error, want ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("err = nil, want an error containing %q", want)
+	}
+	var fe *worker.FieldError
+	if !errors.As(err, &fe) {
+		t.Errorf("err = %v (%T), want a *worker.FieldError", err, err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("err = %q, want it to contain %q", err, w)
+		}
+	}
+}

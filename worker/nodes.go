@@ -1,0 +1,244 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// NodeSourceKind names a kind of node source.
+type NodeSourceKind string
+
+const (
+	// NodeSourceStatic is N local slots that never leave: "static:N".
+	NodeSourceStatic NodeSourceKind = "static"
+	// NodeSourceReplay replays an idle-node trace onto local slots:
+	// "replay:FILE,slots=K,factor=F,offset=S".
+	NodeSourceReplay NodeSourceKind = "replay"
+)
+
+// NodeSourceConfig is a parsed --nodes value. Of Static and Replay, only
+// the one of Kind is meaningful.
+type NodeSourceConfig struct {
+	Kind   NodeSourceKind
+	Static StaticNodes
+	Replay ReplayNodes
+	// NoGPUs ("gpus=none") makes the local slots plain CPU slots even on
+	// a host with GPUs; by default ("gpus=auto") each slot owns one GPU
+	// when the host has any, so there can be no more slots than GPUs.
+	NoGPUs bool
+}
+
+// StaticNodes is "static:N[,type=T][,gpus=none]".
+type StaticNodes struct {
+	Nodes int    // local slots, ≥ 1
+	Type  string // node type reported for every slot, optional
+}
+
+// ReplayNodes is
+// "replay:FILE[,slots=K][,factor=F][,offset=S][,loop=true][,type=T][,gpus=none]".
+type ReplayNodes struct {
+	// File is an idle-node trace (like ../shared/data/traces/summit-idle-*.csv).
+	File string
+	// Slots is how many local slots the trace's nodes map onto (default 4).
+	Slots int
+	// Factor compresses trace time: trace seconds per wall second
+	// (default 1; 60 replays an hour in a minute).
+	Factor float64
+	// Offset is where in the trace to start (trace time; default 0). In
+	// the spec: a Go duration ("90m") or seconds ("5400").
+	Offset time.Duration
+	// Loop restarts the trace after its end (default false: the state
+	// after the last event holds).
+	Loop bool
+	// Type is the node type reported for every slot, optional.
+	Type string
+}
+
+// DefaultReplaySlots is the slot count of a replay source without slots=.
+const DefaultReplaySlots = 4
+
+// ParseNodeSource parses a --nodes value. Errors are *FieldError for
+// field "nodes" and name the part that is wrong.
+func ParseNodeSource(spec string) (NodeSourceConfig, error) {
+	bad := func(format string, args ...any) (NodeSourceConfig, error) {
+		return NodeSourceConfig{}, fieldErr("nodes", "", spec, format, args...)
+	}
+	kind, rest, ok := strings.Cut(strings.TrimSpace(spec), ":")
+	if !ok || rest == "" {
+		return bad("want static:N or replay:FILE,slots=K,factor=F,offset=S")
+	}
+	parts := strings.Split(rest, ",")
+	opts := map[string]string{}
+	for _, p := range parts[1:] {
+		k, v, ok := strings.Cut(p, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !ok || k == "" || v == "" {
+			return bad("option %q: want key=value", p)
+		}
+		if _, dup := opts[k]; dup {
+			return bad("option %s given twice", k)
+		}
+		opts[k] = v
+	}
+	allow := func(keys ...string) error {
+		for k := range opts {
+			found := false
+			for _, a := range keys {
+				found = found || k == a
+			}
+			if !found {
+				return fmt.Errorf("unknown option %q for %s (want %s)", k, kind, strings.Join(keys, ", "))
+			}
+		}
+		return nil
+	}
+	first := strings.TrimSpace(parts[0])
+	var noGPUs bool
+	switch v, ok := opts["gpus"]; {
+	case !ok || v == "auto":
+	case v == "none":
+		noGPUs = true
+	default:
+		return bad("gpus %q: want auto or none", v)
+	}
+	switch NodeSourceKind(strings.ToLower(kind)) {
+	case NodeSourceStatic:
+		if err := allow("type", "gpus"); err != nil {
+			return bad("%v", err)
+		}
+		n, err := strconv.Atoi(first)
+		if err != nil || n < 1 {
+			return bad("node count %q: want an integer ≥ 1", first)
+		}
+		return NodeSourceConfig{Kind: NodeSourceStatic, Static: StaticNodes{Nodes: n, Type: opts["type"]}, NoGPUs: noGPUs}, nil
+	case NodeSourceReplay:
+		if err := allow("slots", "factor", "offset", "loop", "type", "gpus"); err != nil {
+			return bad("%v", err)
+		}
+		if first == "" {
+			return bad("trace file: missing")
+		}
+		r := ReplayNodes{File: first, Slots: DefaultReplaySlots, Factor: 1, Type: opts["type"]}
+		if v, ok := opts["slots"]; ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return bad("slots %q: want an integer ≥ 1", v)
+			}
+			r.Slots = n
+		}
+		if v, ok := opts["factor"]; ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(f > 0) || math.IsInf(f, 0) {
+				return bad("factor %q: want a number > 0 (trace seconds per wall second)", v)
+			}
+			r.Factor = f
+		}
+		if v, ok := opts["offset"]; ok {
+			d, err := parseSeconds(v)
+			if err != nil || d < 0 {
+				return bad("offset %q: want a duration ≥ 0 (\"90m\") or seconds (\"5400\")", v)
+			}
+			r.Offset = d
+		}
+		if v, ok := opts["loop"]; ok {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return bad("loop %q: want true or false", v)
+			}
+			r.Loop = b
+		}
+		return NodeSourceConfig{Kind: NodeSourceReplay, Replay: r, NoGPUs: noGPUs}, nil
+	default:
+		return bad("unknown source %q (want static or replay)", kind)
+	}
+}
+
+func parseSeconds(v string) (time.Duration, error) {
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		if math.IsNaN(f) || math.IsInf(f, 0) || f > math.MaxInt64/float64(time.Second) {
+			return 0, errors.New("out of range")
+		}
+		return time.Duration(f * float64(time.Second)), nil
+	}
+	return time.ParseDuration(v)
+}
+
+// String is the spec ParseNodeSource reads back.
+func (n NodeSourceConfig) String() string {
+	var s, typ string
+	switch n.Kind {
+	case NodeSourceStatic:
+		s, typ = fmt.Sprintf("static:%d", n.Static.Nodes), n.Static.Type
+	case NodeSourceReplay:
+		r := n.Replay
+		s = fmt.Sprintf("replay:%s,slots=%d,factor=%s,offset=%s", r.File, r.Slots,
+			strconv.FormatFloat(r.Factor, 'g', -1, 64), r.Offset)
+		if r.Loop {
+			s += ",loop=true"
+		}
+		typ = r.Type
+	default:
+		return string(n.Kind)
+	}
+	if typ != "" {
+		s += ",type=" + typ
+	}
+	if n.NoGPUs {
+		s += ",gpus=none"
+	}
+	return s
+}
+
+// Set and Type make *NodeSourceConfig a flag value (pflag.Value).
+func (n *NodeSourceConfig) Set(spec string) error {
+	v, err := ParseNodeSource(spec)
+	if err != nil {
+		return err
+	}
+	*n = v
+	return nil
+}
+
+// Type names the flag's value in help.
+func (n *NodeSourceConfig) Type() string { return "source" }
+
+// Validate checks a node source built in code (ParseNodeSource already
+// validates), and that a replay trace is readable.
+func (n NodeSourceConfig) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fieldErr("nodes", EnvNodeSource, n.String(), format, args...)
+	}
+	switch n.Kind {
+	case NodeSourceStatic:
+		if n.Static.Nodes < 1 {
+			return bad("node count must be ≥ 1")
+		}
+	case NodeSourceReplay:
+		r := n.Replay
+		switch {
+		case r.File == "":
+			return bad("trace file: missing")
+		case r.Slots < 1:
+			return bad("slots must be ≥ 1")
+		case !(r.Factor > 0):
+			return bad("factor must be > 0")
+		case r.Offset < 0:
+			return bad("offset must be ≥ 0")
+		}
+		if st, err := os.Stat(r.File); err != nil {
+			return bad("trace file: %v", errors.Unwrap(err))
+		} else if st.IsDir() {
+			return bad("trace file %s is a directory", r.File)
+		}
+	case "":
+		return fieldErr("nodes", EnvNodeSource, "", "must be set (static:N or replay:FILE,...)")
+	default:
+		return bad("unknown source %q (want static or replay)", n.Kind)
+	}
+	return nil
+}

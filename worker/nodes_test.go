@@ -1,0 +1,174 @@
+package worker_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gleaner-hpc/gleaner/worker"
+)
+
+func TestParseNodeSource(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		want worker.NodeSourceConfig
+	}{
+		{"static:4", worker.NodeSourceConfig{Kind: worker.NodeSourceStatic, Static: worker.StaticNodes{Nodes: 4}}},
+		{" static:1,type=v100 ", worker.NodeSourceConfig{Kind: worker.NodeSourceStatic, Static: worker.StaticNodes{Nodes: 1, Type: "v100"}}},
+		{"replay:traces/summit-idle-1.csv", worker.NodeSourceConfig{Kind: worker.NodeSourceReplay, Replay: worker.ReplayNodes{
+			File: "traces/summit-idle-1.csv", Slots: worker.DefaultReplaySlots, Factor: 1}}},
+		{"replay:t.csv,slots=8,factor=60,offset=3600", worker.NodeSourceConfig{Kind: worker.NodeSourceReplay, Replay: worker.ReplayNodes{
+			File: "t.csv", Slots: 8, Factor: 60, Offset: time.Hour}}},
+		{"replay:t.csv,offset=90m,factor=0.5,slots=2,type=a100", worker.NodeSourceConfig{Kind: worker.NodeSourceReplay, Replay: worker.ReplayNodes{
+			File: "t.csv", Slots: 2, Factor: 0.5, Offset: 90 * time.Minute, Type: "a100"}}},
+		{"static:4,gpus=none", worker.NodeSourceConfig{Kind: worker.NodeSourceStatic, Static: worker.StaticNodes{Nodes: 4}, NoGPUs: true}},
+		{"static:2,gpus=auto", worker.NodeSourceConfig{Kind: worker.NodeSourceStatic, Static: worker.StaticNodes{Nodes: 2}}},
+		{"replay:t.csv,loop=true,gpus=none", worker.NodeSourceConfig{Kind: worker.NodeSourceReplay, NoGPUs: true, Replay: worker.ReplayNodes{
+			File: "t.csv", Slots: worker.DefaultReplaySlots, Factor: 1, Loop: true}}},
+		{"replay:t.csv,offset=1.5", worker.NodeSourceConfig{Kind: worker.NodeSourceReplay, Replay: worker.ReplayNodes{
+			File: "t.csv", Slots: worker.DefaultReplaySlots, Factor: 1, Offset: 1500 * time.Millisecond}}},
+	} {
+		got, err := worker.ParseNodeSource(tc.spec)
+		if err != nil {
+			t.Errorf("ParseNodeSource(%q): %v", tc.spec, err)
+			continue
+		}
+		if got != tc.want {
+			t.Errorf("ParseNodeSource(%q) = %+v, want %+v", tc.spec, got, tc.want)
+		}
+		// String reads back.
+		again, err := worker.ParseNodeSource(got.String())
+		if err != nil || again != got {
+			t.Errorf("ParseNodeSource(%q.String() = %q) = %+v, %v; want %+v", tc.spec, got.String(), again, err, got)
+		}
+	}
+}
+
+func TestParseNodeSourceErrorsNameThePart(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		want string
+	}{
+		{"", "want static:N"},
+		{"static", "want static:N"},
+		{"static:", "want static:N"},
+		{"static:0", "node count"},
+		{"static:-2", "node count"},
+		{"static:four", "node count"},
+		{"static:4,slots=2", `unknown option "slots"`},
+		{"static:4,type", "option \"type\": want key=value"},
+		{"slurm:partition", `unknown source "slurm"`},
+		{"replay:", "want static:N"},
+		{"replay:,slots=2", "trace file"},
+		{"replay:t.csv,slots=0", "slots"},
+		{"replay:t.csv,slots=x", "slots"},
+		{"replay:t.csv,factor=0", "factor"},
+		{"replay:t.csv,factor=-1", "factor"},
+		{"replay:t.csv,factor=NaN", "factor"},
+		{"replay:t.csv,factor=Inf", "factor"},
+		{"replay:t.csv,offset=-5", "offset"},
+		{"replay:t.csv,offset=soon", "offset"},
+		{"replay:t.csv,slots=2,slots=3", "given twice"},
+		{"replay:t.csv,speed=2", `unknown option "speed"`},
+		{"replay:t.csv,loop=sometimes", "loop"},
+		{"static:2,gpus=some", "gpus"},
+		{"static:2,loop=true", `unknown option "loop"`},
+	} {
+		_, err := worker.ParseNodeSource(tc.spec)
+		checkFieldError(t, err, "--nodes", tc.want)
+	}
+}
+
+func TestNodeSourceConfigIsAFlagValue(t *testing.T) {
+	var n worker.NodeSourceConfig
+	if err := n.Set("static:3"); err != nil {
+		t.Fatal(err)
+	}
+	if n.Static.Nodes != 3 || n.Type() == "" {
+		t.Errorf("after Set(static:3): %+v, Type %q", n, n.Type())
+	}
+	if err := n.Set("static:0"); err == nil {
+		t.Error("Set(static:0) succeeded")
+	}
+	if n.Static.Nodes != 3 {
+		t.Errorf("a failed Set changed the value to %+v", n)
+	}
+}
+
+func TestNewLocalHostValidates(t *testing.T) {
+	_, err := worker.NewLocalHost(context.Background(), worker.NodeSourceConfig{Kind: worker.NodeSourceStatic})
+	checkFieldError(t, err, "--nodes", "≥ 1")
+}
+
+func TestNewResourcesStatic(t *testing.T) {
+	n, err := worker.ParseNodeSource("static:3,gpus=none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := worker.DefaultConfig()
+	cfg.Nodes, cfg.DataDir = n, t.TempDir()
+	res, err := worker.NewResources(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := res.Nodes.Idle(context.Background(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != 3 || res.Host.Slots != 3 || res.Launcher == nil || nodes[0].Type != "cpu" {
+		t.Errorf("static:3,gpus=none: host %+v, idle %+v", res.Host, nodes)
+	}
+
+	typed, err := worker.ParseNodeSource("static:2,gpus=none,type=a100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := worker.NewNodeSource(res.Host, typed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, _ = src.Idle(context.Background(), time.Now())
+	if len(nodes) != 3 || nodes[0].Type != "a100" {
+		t.Errorf("typed static source over a 3-slot host: %+v", nodes)
+	}
+}
+
+func TestNewResourcesReplay(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "trace.csv")
+	body := "unix_time,event,nodes\n1000,idle,n1 n2\n1010,busy,n1\n"
+	if err := os.WriteFile(trace, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n, err := worker.ParseNodeSource("replay:" + trace + ",slots=2,factor=1,gpus=none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := worker.DefaultConfig()
+	cfg.Nodes, cfg.DataDir = n, t.TempDir()
+	res, err := worker.NewResources(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	nodes, err := res.Nodes.Idle(context.Background(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != 2 {
+		t.Fatalf("replay at its start: idle %+v, want local-0 and local-1", nodes)
+	}
+	nodes, _ = res.Nodes.Idle(context.Background(), now.Add(15*time.Second))
+	if len(nodes) != 1 || nodes[0].ID != "local-1" {
+		t.Errorf("replay 15 s in: idle %+v, want local-1 only", nodes)
+	}
+
+	bad := cfg
+	bad.Nodes.Replay.File = filepath.Join(t.TempDir(), "garbage.csv")
+	if err := os.WriteFile(bad.Nodes.Replay.File, []byte("1000,wake,n1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = worker.NewResources(context.Background(), bad)
+	checkFieldError(t, err, "--nodes", "garbage.csv")
+}

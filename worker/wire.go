@@ -1,0 +1,126 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gleaner-hpc/gleaner/activities"
+	"github.com/gleaner-hpc/gleaner/workflows"
+
+	"github.com/gleaner-hpc/gleaner/cluster"
+)
+
+// Resources are what the activities work with, built from a Config: this
+// host's slots, the node source driving them, the launcher starting
+// trainers on them, and the data directory.
+type Resources struct {
+	Host     cluster.LocalHost
+	Nodes    cluster.NodeSource
+	Launcher *cluster.LocalLauncher
+	// DataDir holds checkpoints and run directories (absolute or relative
+	// to the worker's working directory, as configured).
+	DataDir string
+}
+
+// NewResources resolves the local host (detecting GPUs unless gpus=none),
+// the node source and the local launcher that cfg describes.
+func NewResources(ctx context.Context, cfg Config) (Resources, error) {
+	host, err := NewLocalHost(ctx, cfg.Nodes)
+	if err != nil {
+		return Resources{}, err
+	}
+	src, err := NewNodeSource(host, cfg.Nodes)
+	if err != nil {
+		return Resources{}, err
+	}
+	launcher, err := cluster.NewLocalLauncher(host)
+	if err != nil {
+		return Resources{}, fmt.Errorf("local launcher: %w", err)
+	}
+	return Resources{Host: host, Nodes: src, Launcher: launcher, DataDir: cfg.DataDir}, nil
+}
+
+// NewLocalHost resolves the local slots a node source drives: N for
+// static:N, K for replay slots=K, each owning one GPU on a host with GPUs
+// unless gpus=none.
+func NewLocalHost(ctx context.Context, n NodeSourceConfig) (cluster.LocalHost, error) {
+	if err := n.Validate(); err != nil {
+		return cluster.LocalHost{}, err
+	}
+	lc := cluster.LocalConfig{Slots: n.Static.Nodes}
+	if n.Kind == NodeSourceReplay {
+		lc.Slots = n.Replay.Slots
+	}
+	if n.NoGPUs {
+		lc.GPUs = []cluster.GPU{}
+	}
+	host, err := cluster.NewLocalHost(ctx, lc)
+	if err != nil {
+		return cluster.LocalHost{}, fieldErr("nodes", EnvNodeSource, n.String(), "%v (gpus=none makes CPU slots)", err)
+	}
+	return host, nil
+}
+
+// NewNodeSource builds the node source n describes over host's slots. A
+// node type given in n wins over the host's (its GPU model, or "cpu").
+func NewNodeSource(host cluster.LocalHost, n NodeSourceConfig) (cluster.NodeSource, error) {
+	if err := n.Validate(); err != nil {
+		return nil, err
+	}
+	switch n.Kind {
+	case NodeSourceStatic:
+		if n.Static.Type == "" {
+			return host.StaticSource(), nil
+		}
+		src, err := cluster.NewStaticSource(host.Slots, n.Static.Type)
+		if err != nil {
+			return nil, fieldErr("nodes", EnvNodeSource, n.String(), "%v", err)
+		}
+		return src, nil
+	case NodeSourceReplay:
+		r := n.Replay
+		typ := r.Type
+		if typ == "" && host.Slots > 0 {
+			typ = host.NodeType(0)
+		}
+		src, err := cluster.OpenReplaySource(r.File, cluster.ReplayOptions{
+			Slots: host.Slots, Factor: r.Factor, Offset: r.Offset, Loop: r.Loop, Type: typ,
+		})
+		if err != nil {
+			return nil, fieldErr("nodes", EnvNodeSource, n.String(), "%v", err)
+		}
+		return src, nil
+	}
+	return nil, fieldErr("nodes", EnvNodeSource, n.String(), "unknown source %q", n.Kind)
+}
+
+// Build constructs what a worker runs from cfg: its Resources, then the
+// activities and workflow functions (components). cleanup releases what
+// Build acquired; it is never nil.
+func Build(ctx context.Context, cfg Config) (comps Components, cleanup func(), err error) {
+	res, err := NewResources(ctx, cfg)
+	if err != nil {
+		return Components{}, func() {}, err
+	}
+	return components(res)
+}
+
+// components builds the workflow and activity components over res. The
+// activities get the worker's client in New.
+func components(res Resources) (Components, func(), error) {
+	acts := &activities.Activities{
+		Launcher: res.Launcher,
+		Default:  res.Nodes,
+		DataDir:  res.DataDir,
+	}
+	return Components{
+		CampaignWorkflow: workflows.CampaignWorkflow,
+		TrialWorkflow:    workflows.TrialWorkflow,
+		PoolWorkflow:     workflows.PoolWorkflow,
+		RunTrial:         acts.RunTrial,
+		Allocate:         acts.Allocate,
+		PollNodes:        acts.PollNodes,
+		RegisterTrial:    acts.RegisterTrial,
+		ActivityDeps:     acts,
+	}, func() {}, nil
+}

@@ -1,0 +1,827 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/gleaner-hpc/gleaner"
+	"github.com/gleaner-hpc/gleaner/hpo"
+)
+
+// SignalControl (CampaignWorkflow → TrialWorkflow) carries a Control.
+//
+// Workflows cannot send updates to other workflows, so the campaign passes
+// its pause, resume and stop on to its in-flight trials with this signal.
+// The trial's side of the contract:
+//   - pause: release its nodes gracefully (checkpoint) and wait at 0 nodes
+//     in TrialPaused until resume or stop; no final report;
+//   - resume: go back to waiting for nodes and running;
+//   - stop: stop gracefully (checkpoint), then send its final TrialReport
+//     with State TrialStopped (or TrialCompleted / TrialFailed if it ended
+//     otherwise first) and end.
+//
+// Controls are idempotent: a trial may get the same one twice, or a pause
+// after its trainer already finished, and must then do nothing. Every trial
+// sends exactly one TrialReport with Final set, to CampaignWorkflowID, waits
+// for that signal to be delivered, and only then ends; the campaign counts a
+// trial as in flight until that report arrives, and counts one whose
+// workflow closed without it as failed.
+const SignalControl = "gleaner.control"
+
+// ControlAction is what a Control asks of a trial.
+type ControlAction string
+
+const (
+	ControlPause  ControlAction = "pause"
+	ControlResume ControlAction = "resume"
+	ControlStop   ControlAction = "stop"
+)
+
+// Control is the payload of SignalControl.
+type Control struct {
+	Action ControlAction `json:"action"`
+	Reason string        `json:"reason,omitempty"`
+}
+
+// DefaultCampaignHistoryThreshold is the history length at which a campaign
+// continues as new unless CampaignInput says otherwise: a fifth of
+// Temporal's 51,200-event limit, leaving room for a burst of signals while
+// it drains.
+const DefaultCampaignHistoryThreshold = 10_000
+
+// LeaderboardSize is how many entries a campaign keeps.
+const LeaderboardSize = 100
+
+// CampaignInput starts a CampaignWorkflow.
+type CampaignInput struct {
+	Spec gleaner.CampaignSpec `json:"spec"`
+	// State is set when the workflow continues as new.
+	State *CampaignState `json:"state,omitempty"`
+	// HistoryThreshold is the history length that triggers continue-as-new
+	// (default DefaultCampaignHistoryThreshold); the server's suggestion
+	// triggers it too.
+	HistoryThreshold int `json:"history_threshold,omitempty"`
+}
+
+// CampaignPhase is where a campaign is in its life; it is also the value of
+// GleanerStatus on the campaign.
+type CampaignPhase string
+
+const (
+	CampaignRunning   CampaignPhase = "running"
+	CampaignPaused    CampaignPhase = "paused"   // creates no trials; its trials are paused
+	CampaignStopping  CampaignPhase = "stopping" // waits for its stopped trials' final reports
+	CampaignCompleted CampaignPhase = "completed"
+	CampaignStopped   CampaignPhase = "stopped" // by a person
+	CampaignFailed    CampaignPhase = "failed"  // budget.max_failures reached
+)
+
+// CampaignCounts counts a campaign's trials.
+type CampaignCounts struct {
+	Created   int `json:"created"`
+	Completed int `json:"completed"`
+	Stopped   int `json:"stopped"`
+	Failed    int `json:"failed"`
+}
+
+// Ended is how many trials have ended, whichever way.
+func (c CampaignCounts) Ended() int { return c.Completed + c.Stopped + c.Failed }
+
+// CampaignState is what a campaign carries across continue-as-new. It is
+// bounded: in-flight trials ≤ max_concurrent, pending creates ≤
+// max_concurrent, leaderboard ≤ LeaderboardSize, whatever the trial count.
+type CampaignState struct {
+	// Searcher is the searcher's snapshot (hpo.Searcher.Snapshot).
+	Searcher json.RawMessage `json:"searcher"`
+	// NextNumber is the number of the next trial (from 1).
+	NextNumber int `json:"next_number"`
+	// InFlight are the trials started and not yet reported final.
+	InFlight []InFlightTrial `json:"in_flight,omitempty"`
+	// Pending are creates the searcher asked for that wait for a slot or
+	// for the campaign to resume.
+	Pending     []hpo.Create       `json:"pending,omitempty"`
+	Counts      CampaignCounts     `json:"counts"`
+	Leaderboard []LeaderboardEntry `json:"leaderboard,omitempty"`
+	Paused      bool               `json:"paused,omitempty"`
+	// Stopping is set once the campaign has asked its trials to stop; it
+	// then ends as End when the last one has reported.
+	Stopping bool          `json:"stopping,omitempty"`
+	End      CampaignPhase `json:"end,omitempty"`
+	// Reason says why the campaign is paused, stopping or ended.
+	Reason string `json:"reason,omitempty"`
+	// SearchDone is set when the searcher has shut down.
+	SearchDone bool `json:"search_done,omitempty"`
+	// Runs counts continue-as-new.
+	Runs int `json:"runs,omitempty"`
+}
+
+// InFlightTrial is a trial the campaign has started and not yet heard the
+// end of.
+type InFlightTrial struct {
+	TrialID    string     `json:"trial_id"`
+	Number     int        `json:"number"`
+	WorkflowID string     `json:"workflow_id"`
+	Params     hpo.Params `json:"params"`
+	Samples    float64    `json:"samples,omitempty"`
+	Restarts   int        `json:"restarts,omitempty"`
+	// Started is set once its child workflow has started (always, across
+	// continue-as-new).
+	Started bool `json:"started,omitempty"`
+}
+
+// LeaderboardEntry is one trial's latest objective value. The leaderboard
+// holds running, completed and stopped trials that reported the objective,
+// best first (ties: lower number first); failed trials leave it.
+type LeaderboardEntry struct {
+	TrialID  string     `json:"trial_id"`
+	Number   int        `json:"number"`
+	Params   hpo.Params `json:"params"`
+	Score    float64    `json:"score"`
+	State    TrialState `json:"state"`
+	Samples  float64    `json:"samples"`
+	Restarts int        `json:"restarts,omitempty"`
+}
+
+// CampaignStatus answers QueryStatus on a CampaignWorkflow and is what the
+// pause, resume and stop updates return.
+type CampaignStatus struct {
+	Campaign string        `json:"campaign"`
+	State    CampaignPhase `json:"state"`
+	Reason   string        `json:"reason,omitempty"`
+	CampaignCounts
+	Running int `json:"running"`
+	// Pending counts creates waiting for a slot or for resume.
+	Pending       int               `json:"pending"`
+	MaxTrials     int               `json:"max_trials"`
+	MaxConcurrent int               `json:"max_concurrent"`
+	MaxFailures   int               `json:"max_failures"`
+	Progress      float64           `json:"progress"` // the searcher's, in [0, 1]
+	Objective     string            `json:"objective"`
+	Mode          string            `json:"mode"`
+	Best          *LeaderboardEntry `json:"best,omitempty"`
+	// Runs counts continue-as-new.
+	Runs int `json:"runs"`
+}
+
+// CampaignResult is what a campaign returns. A campaign that reaches
+// budget.max_failures fails with a non-retryable ApplicationError of type
+// ErrTypeMaxFailures whose details are its CampaignResult.
+type CampaignResult struct {
+	Campaign string        `json:"campaign"`
+	State    CampaignPhase `json:"state"`
+	Reason   string        `json:"reason,omitempty"`
+	CampaignCounts
+	Best *LeaderboardEntry `json:"best,omitempty"`
+	// Leaderboard is the top 10.
+	Leaderboard []LeaderboardEntry `json:"leaderboard"`
+}
+
+// Application error types of CampaignWorkflow.
+const (
+	ErrTypeInvalidSpec = "InvalidCampaignSpec"
+	ErrTypeBadState    = "InvalidCampaignState"
+	ErrTypeMaxFailures = "MaxFailuresReached"
+)
+
+// Leaderboard entries in CampaignResult and in the UI details.
+const (
+	resultLeaderboardN  = 10
+	detailsLeaderboardN = 10
+)
+
+// CampaignWorkflow runs a campaign: it asks its searcher for trials, starts
+// each as a child TrialWorkflow (at most max_concurrent in flight), feeds
+// the searcher what the trials report through SignalTrialReport, keeps the
+// leaderboard, and continues as new with a compact CampaignState long
+// before Temporal's history limits.
+func CampaignWorkflow(ctx workflow.Context, in CampaignInput) (CampaignResult, error) {
+	c, err := newCampaign(ctx, in)
+	if err != nil {
+		return CampaignResult{}, err
+	}
+	return c.run(ctx)
+}
+
+type campaign struct {
+	in        CampaignInput
+	spec      gleaner.CampaignSpec
+	wfID      string
+	threshold int
+	searcher  hpo.Searcher
+	fresh     bool
+	st        CampaignState
+	reports   workflow.ReceiveChannel
+	logger    interface{ Warn(string, ...interface{}) }
+
+	pendingStarts, pendingSignals int
+	draining, finished            bool
+	// dirty wakes the main loop after a handler or a goroutine changed state.
+	dirty bool
+	sa    *searchAttrValues
+}
+
+func newCampaign(ctx workflow.Context, in CampaignInput) (*campaign, error) {
+	spec := in.Spec.WithDefaults()
+	if err := spec.Validate(); err != nil {
+		return nil, temporal.NewNonRetryableApplicationError("invalid campaign spec: "+err.Error(), ErrTypeInvalidSpec, err)
+	}
+	cfg := hpo.Config{
+		Algorithm: spec.Search.Algorithm, Space: spec.Space, Seed: spec.Search.Seed,
+		MaxTrials: spec.Budget.MaxTrials, MaxConcurrent: spec.Budget.MaxConcurrent, Mode: spec.Objective.Mode,
+	}
+	c := &campaign{
+		in: in, spec: spec, wfID: workflow.GetInfo(ctx).WorkflowExecution.ID,
+		threshold: in.HistoryThreshold, logger: workflow.GetLogger(ctx),
+	}
+	if c.threshold <= 0 {
+		c.threshold = DefaultCampaignHistoryThreshold
+	}
+	var err error
+	if in.State == nil {
+		c.fresh = true
+		c.st.NextNumber = 1
+		c.searcher, err = hpo.NewSearcher(cfg)
+		if err != nil {
+			return nil, temporal.NewNonRetryableApplicationError("invalid campaign spec: search: "+err.Error(), ErrTypeInvalidSpec, err)
+		}
+		return c, nil
+	}
+	c.st = *in.State
+	c.searcher, err = hpo.RestoreSearcher(cfg, c.st.Searcher)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError("invalid campaign state: "+err.Error(), ErrTypeBadState, err)
+	}
+	return c, nil
+}
+
+func (c *campaign) run(ctx workflow.Context) (CampaignResult, error) {
+	if err := c.registerHandlers(ctx); err != nil {
+		return CampaignResult{}, err
+	}
+	c.reports = workflow.GetSignalChannel(ctx, SignalTrialReport)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var r TrialReport
+			c.reports.Receive(ctx, &r)
+			c.handleReport(ctx, r)
+		}
+	})
+	if c.fresh {
+		c.apply(ctx, c.searcher.Initial())
+	}
+	for {
+		c.dispatch(ctx)
+		c.publish(ctx)
+		if c.done() {
+			break
+		}
+		if c.shouldContinueAsNew(ctx) {
+			if err := c.drain(ctx); err != nil {
+				return CampaignResult{}, err
+			}
+			if !c.done() {
+				return CampaignResult{}, c.continueAsNew(ctx)
+			}
+			break
+		}
+		c.dirty = false
+		if err := workflow.Await(ctx, func() bool { return c.dirty || c.shouldContinueAsNew(ctx) }); err != nil {
+			return CampaignResult{}, err
+		}
+	}
+	if err := workflow.Await(ctx, func() bool { return c.pendingSignals == 0 && workflow.AllHandlersFinished(ctx) }); err != nil {
+		return CampaignResult{}, err
+	}
+	c.finished = true
+	if !c.st.Stopping {
+		c.st.End = CampaignCompleted
+		if !c.st.SearchDone {
+			c.st.Reason = "the searcher has nothing more to run"
+		}
+	}
+	c.publish(ctx)
+	res := c.result()
+	if res.State == CampaignFailed {
+		return CampaignResult{}, temporal.NewNonRetryableApplicationError(res.Reason, ErrTypeMaxFailures, nil, res)
+	}
+	return res, nil
+}
+
+func (c *campaign) registerHandlers(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (CampaignStatus, error) { return c.status(), nil }); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryLeaderboard, func() ([]LeaderboardEntry, error) {
+		return append([]LeaderboardEntry{}, c.st.Leaderboard...), nil
+	}); err != nil {
+		return err
+	}
+	type handler struct {
+		name     string
+		validate func() error
+		apply    func(workflow.Context, ControlRequest)
+	}
+	for _, h := range []handler{
+		{UpdatePause, c.validatePause, c.pause},
+		{UpdateResume, c.validateResume, c.resume},
+		{UpdateStop, c.validateStop, c.stop},
+	} {
+		err := workflow.SetUpdateHandlerWithOptions(ctx, h.name,
+			func(ctx workflow.Context, req ControlRequest) (CampaignStatus, error) {
+				h.apply(ctx, req)
+				c.dirty = true
+				return c.status(), nil
+			},
+			workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req ControlRequest) error { return h.validate() }})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *campaign) validatePause() error {
+	switch c.phase() {
+	case CampaignPaused:
+		return fmt.Errorf("campaign %s is already paused", c.spec.Name)
+	case CampaignRunning:
+		return nil
+	}
+	return fmt.Errorf("campaign %s cannot pause: it is %s", c.spec.Name, c.phase())
+}
+
+func (c *campaign) validateResume() error {
+	switch c.phase() {
+	case CampaignRunning:
+		return fmt.Errorf("campaign %s is not paused: it is running", c.spec.Name)
+	case CampaignPaused:
+		return nil
+	}
+	return fmt.Errorf("campaign %s cannot resume: it is %s", c.spec.Name, c.phase())
+}
+
+func (c *campaign) validateStop() error {
+	switch c.phase() {
+	case CampaignRunning, CampaignPaused:
+		return nil
+	case CampaignStopping:
+		return fmt.Errorf("campaign %s is already stopping", c.spec.Name)
+	}
+	return fmt.Errorf("campaign %s has already ended: it is %s", c.spec.Name, c.phase())
+}
+
+func (c *campaign) pause(ctx workflow.Context, req ControlRequest) {
+	c.st.Paused, c.st.Reason = true, reasonOr(req.Reason, "paused by request")
+	c.broadcast(ctx, Control{Action: ControlPause, Reason: c.st.Reason})
+}
+
+func (c *campaign) resume(ctx workflow.Context, req ControlRequest) {
+	c.st.Paused, c.st.Reason = false, ""
+	c.broadcast(ctx, Control{Action: ControlResume, Reason: req.Reason})
+}
+
+func (c *campaign) stop(ctx workflow.Context, req ControlRequest) {
+	c.beginStop(ctx, CampaignStopped, reasonOr(req.Reason, "stopped by request"))
+}
+
+func reasonOr(reason, def string) string {
+	if reason != "" {
+		return reason
+	}
+	return def
+}
+
+// beginStop stops every in-flight trial; the campaign ends as end once the
+// last has reported.
+func (c *campaign) beginStop(ctx workflow.Context, end CampaignPhase, reason string) {
+	if c.st.Stopping {
+		return
+	}
+	c.st.Stopping, c.st.Paused, c.st.End, c.st.Reason, c.st.Pending = true, false, end, reason, nil
+	c.broadcast(ctx, Control{Action: ControlStop, Reason: reason})
+}
+
+// broadcast sends ctl to every started in-flight trial; trials still
+// starting get the campaign's current control once they have started.
+func (c *campaign) broadcast(ctx workflow.Context, ctl Control) {
+	for _, t := range c.st.InFlight {
+		if t.Started {
+			c.signal(ctx, t.WorkflowID, ctl)
+		}
+	}
+}
+
+func (c *campaign) signal(ctx workflow.Context, workflowID string, ctl Control) {
+	c.pendingSignals++
+	f := workflow.SignalExternalWorkflow(ctx, workflowID, "", SignalControl, ctl)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		defer func() { c.pendingSignals--; c.dirty = true }()
+		err := f.Get(ctx, nil)
+		if err == nil {
+			return
+		}
+		// The trial's workflow has closed. A trial sends its final report
+		// before it closes, so that report is already here: handle what
+		// has arrived, and a trial still in flight after that is lost (it
+		// was terminated, or belonged to an earlier run and failed).
+		var r TrialReport
+		for c.reports.ReceiveAsync(&r) {
+			c.handleReport(ctx, r)
+			r = TrialReport{}
+		}
+		if c.find("", workflowID) >= 0 {
+			c.endTrial(ctx, workflowID, TrialReport{State: TrialFailed, Final: true,
+				Error: fmt.Sprintf("trial workflow closed without a final report (%s not delivered: %v)", ctl.Action, err)})
+		}
+	})
+}
+
+// apply carries out the searcher's actions.
+func (c *campaign) apply(ctx workflow.Context, acts []hpo.Action) {
+	for _, a := range acts {
+		switch a := a.(type) {
+		case hpo.Create:
+			if !c.st.Stopping && !c.st.SearchDone {
+				c.st.Pending = append(c.st.Pending, a)
+			}
+		case hpo.Stop:
+			if i := c.find(a.TrialID, ""); i >= 0 && c.st.InFlight[i].Started {
+				c.signal(ctx, c.st.InFlight[i].WorkflowID, Control{Action: ControlStop, Reason: "stopped by the searcher"})
+			}
+		case hpo.Shutdown:
+			c.st.SearchDone, c.st.Pending = true, nil
+			if len(c.st.InFlight) > 0 {
+				c.beginStop(ctx, CampaignCompleted, "the searcher shut down")
+			}
+		default:
+			panic(fmt.Sprintf("workflows: unknown searcher action %T", a))
+		}
+	}
+	c.dirty = true
+}
+
+// dispatch starts pending trials while the window has room.
+func (c *campaign) dispatch(ctx workflow.Context) {
+	for !c.draining && !c.st.Paused && !c.st.Stopping && len(c.st.Pending) > 0 &&
+		len(c.st.InFlight) < c.spec.Budget.MaxConcurrent {
+		cr := c.st.Pending[0]
+		c.st.Pending = c.st.Pending[1:]
+		if len(c.st.Pending) == 0 {
+			c.st.Pending = nil
+		}
+		c.startTrial(ctx, cr)
+	}
+}
+
+func (c *campaign) startTrial(ctx workflow.Context, cr hpo.Create) {
+	n := c.st.NextNumber
+	c.st.NextNumber++
+	c.st.Counts.Created++
+	t := InFlightTrial{TrialID: cr.ID, Number: n, WorkflowID: TrialWorkflowID(c.wfID, n), Params: cr.Params}
+	c.st.InFlight = append(c.st.InFlight, t)
+	s := c.spec
+	input := TrialInput{
+		TrialID: t.TrialID, Number: n, CampaignID: s.Name, CampaignWorkflowID: c.wfID, Pool: s.Pool,
+		Params: cr.Params, Command: s.Command, WorkDir: s.WorkDir, Env: s.Env,
+		MinNodes: s.Resources.MinNodes, MaxNodes: s.Resources.MaxNodes, NodeType: s.Resources.NodeType,
+		ObjectiveMetric: s.Objective.Metric, GracePeriod: s.Trial.GracePeriod.Std(), MaxRestarts: s.Trial.MaxRestarts,
+		RescaleUpCost: s.Trial.RescaleUpCost.Std(), RescaleDownCost: s.Trial.RescaleDownCost.Std(),
+	}
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID: t.WorkflowID,
+		// Trials outlive the run that started them: continue-as-new closes it.
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		StaticSummary:         fmt.Sprintf("%s trial %s: %s", s.Name, t.TrialID, formatParams(cr.Params)),
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			GleanerCampaign.ValueSet(s.Name), GleanerKind.ValueSet(KindTrial), GleanerTrial.ValueSet(t.TrialID),
+			GleanerPool.ValueSet(s.Pool), GleanerStatus.ValueSet(string(TrialPending))),
+	})
+	fut := workflow.ExecuteChildWorkflow(cctx, TrialWorkflowName, input)
+	c.pendingStarts++
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		err := fut.GetChildWorkflowExecution().Get(ctx, nil)
+		c.pendingStarts--
+		c.dirty = true
+		if err != nil {
+			c.endTrial(ctx, t.WorkflowID, TrialReport{State: TrialFailed, Final: true, Error: "could not start: " + err.Error()})
+			return
+		}
+		c.started(ctx, t.WorkflowID)
+		// Within this run, a trial that dies without its final report (it
+		// was terminated, or its workflow failed) still ends here.
+		if err := fut.Get(ctx, nil); err != nil {
+			c.endTrial(ctx, t.WorkflowID, TrialReport{State: TrialFailed, Final: true, Error: err.Error()})
+		}
+	})
+}
+
+func (c *campaign) started(ctx workflow.Context, workflowID string) {
+	i := c.find("", workflowID)
+	if i < 0 {
+		return
+	}
+	t := &c.st.InFlight[i]
+	t.Started = true
+	id := t.TrialID
+	switch {
+	case c.st.Stopping:
+		c.signal(ctx, workflowID, Control{Action: ControlStop, Reason: c.st.Reason})
+	case c.st.Paused:
+		c.signal(ctx, workflowID, Control{Action: ControlPause, Reason: c.st.Reason})
+	}
+	c.apply(ctx, c.searcher.TrialCreated(id))
+}
+
+// find returns the index of the in-flight trial with this workflow id (or,
+// when that is empty, trial id), or -1.
+func (c *campaign) find(trialID, workflowID string) int {
+	for i, t := range c.st.InFlight {
+		if (workflowID != "" && t.WorkflowID == workflowID) || (workflowID == "" && t.TrialID == trialID) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (c *campaign) handleReport(ctx workflow.Context, r TrialReport) {
+	c.dirty = true
+	if r.Final {
+		c.endTrial(ctx, r.WorkflowID, r)
+		return
+	}
+	i := c.find(r.TrialID, r.WorkflowID)
+	if i < 0 {
+		c.logger.Warn("report from a trial not in flight ignored", "trial", r.TrialID, "workflow", r.WorkflowID)
+		return
+	}
+	t := &c.st.InFlight[i]
+	t.Samples, t.Restarts = r.Samples, r.Restarts
+	if score, ok := c.score(r); ok {
+		state := r.State
+		if state == "" || state.Terminal() {
+			state = TrialRunning
+		}
+		c.rank(*t, score, state)
+		c.apply(ctx, c.searcher.TrialReported(t.TrialID, r.Samples, score))
+	}
+}
+
+// endTrial takes the trial out of flight on its final report (or its
+// workflow's failure); later news of it is ignored.
+func (c *campaign) endTrial(ctx workflow.Context, workflowID string, r TrialReport) {
+	i := c.find(r.TrialID, workflowID)
+	if i < 0 {
+		return
+	}
+	t := c.st.InFlight[i]
+	c.st.InFlight = append(c.st.InFlight[:i], c.st.InFlight[i+1:]...)
+	if len(c.st.InFlight) == 0 {
+		c.st.InFlight = nil
+	}
+	if r.Samples > t.Samples {
+		t.Samples = r.Samples
+	}
+	if r.Restarts > t.Restarts {
+		t.Restarts = r.Restarts
+	}
+	score, ok := c.score(r)
+	var acts []hpo.Action
+	switch r.State {
+	case TrialCompleted, TrialStopped:
+		outcome := hpo.OutcomeCompleted
+		if r.State == TrialStopped {
+			c.st.Counts.Stopped++
+			outcome = hpo.OutcomeStopped
+		} else {
+			c.st.Counts.Completed++
+		}
+		metric := math.NaN()
+		if ok {
+			metric = score
+			c.rank(t, score, r.State)
+		} else if j := c.ranked(t.TrialID); j >= 0 {
+			c.st.Leaderboard[j].State = r.State
+		}
+		acts = c.searcher.TrialFinished(t.TrialID, metric, outcome)
+	default: // TrialFailed, or a final report without a terminal state
+		c.st.Counts.Failed++
+		if j := c.ranked(t.TrialID); j >= 0 {
+			c.st.Leaderboard = append(c.st.Leaderboard[:j], c.st.Leaderboard[j+1:]...)
+		}
+		c.logger.Warn("trial failed", "trial", t.TrialID, "error", r.Error)
+		acts = c.searcher.TrialFailed(t.TrialID)
+	}
+	c.apply(ctx, acts)
+	if c.st.Counts.Failed >= c.spec.Budget.MaxFailures {
+		c.beginStop(ctx, CampaignFailed, fmt.Sprintf("budget.max_failures: %d trials failed (max %d)",
+			c.st.Counts.Failed, c.spec.Budget.MaxFailures))
+	}
+	c.dirty = true
+}
+
+func (c *campaign) score(r TrialReport) (float64, bool) {
+	v, ok := r.Metrics[c.spec.Objective.Metric]
+	return v, ok && !math.IsNaN(v) && !math.IsInf(v, 0)
+}
+
+func (c *campaign) ranked(trialID string) int {
+	for j, e := range c.st.Leaderboard {
+		if e.TrialID == trialID {
+			return j
+		}
+	}
+	return -1
+}
+
+// rank enters or updates the trial's score and keeps the top
+// LeaderboardSize, best first.
+func (c *campaign) rank(t InFlightTrial, score float64, state TrialState) {
+	e := LeaderboardEntry{TrialID: t.TrialID, Number: t.Number, Params: t.Params, Score: score,
+		State: state, Samples: t.Samples, Restarts: t.Restarts}
+	if j := c.ranked(t.TrialID); j >= 0 {
+		c.st.Leaderboard[j] = e
+	} else {
+		c.st.Leaderboard = append(c.st.Leaderboard, e)
+	}
+	lb, max := c.st.Leaderboard, c.spec.Objective.Mode == "max"
+	sort.SliceStable(lb, func(i, j int) bool {
+		if lb[i].Score != lb[j].Score {
+			return (lb[i].Score > lb[j].Score) == max
+		}
+		return lb[i].Number < lb[j].Number
+	})
+	if len(lb) > LeaderboardSize {
+		c.st.Leaderboard = lb[:LeaderboardSize]
+	}
+}
+
+func (c *campaign) done() bool {
+	return len(c.st.InFlight) == 0 && len(c.st.Pending) == 0 && c.pendingStarts == 0
+}
+
+func (c *campaign) phase() CampaignPhase {
+	switch {
+	case c.finished:
+		return c.st.End
+	case c.st.Stopping:
+		return CampaignStopping
+	case c.st.Paused:
+		return CampaignPaused
+	}
+	return CampaignRunning
+}
+
+func (c *campaign) shouldContinueAsNew(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= c.threshold
+}
+
+// drain gets the run ready to continue as new: no new children, every
+// child started, every control signal delivered, every handler finished and
+// every report received handled.
+func (c *campaign) drain(ctx workflow.Context) error {
+	c.draining = true
+	for {
+		if err := workflow.Await(ctx, func() bool {
+			return c.pendingStarts == 0 && c.pendingSignals == 0 && workflow.AllHandlersFinished(ctx)
+		}); err != nil {
+			return err
+		}
+		var r TrialReport
+		n := 0
+		for c.reports.ReceiveAsync(&r) {
+			c.handleReport(ctx, r)
+			r, n = TrialReport{}, n+1
+		}
+		if n == 0 && c.pendingSignals == 0 {
+			return nil
+		}
+	}
+}
+
+func (c *campaign) continueAsNew(ctx workflow.Context) error {
+	snap, err := c.searcher.Snapshot()
+	if err != nil {
+		return fmt.Errorf("continue-as-new: %w", err)
+	}
+	st := c.st
+	st.Searcher = snap
+	st.Runs++
+	in := c.in
+	in.State = &st
+	return workflow.NewContinueAsNewError(ctx, CampaignWorkflowName, in)
+}
+
+func (c *campaign) best() *LeaderboardEntry {
+	if len(c.st.Leaderboard) == 0 {
+		return nil
+	}
+	b := c.st.Leaderboard[0]
+	return &b
+}
+
+func (c *campaign) status() CampaignStatus {
+	b := c.spec.Budget
+	return CampaignStatus{
+		Campaign: c.spec.Name, State: c.phase(), Reason: c.st.Reason, CampaignCounts: c.st.Counts,
+		Running: len(c.st.InFlight), Pending: len(c.st.Pending),
+		MaxTrials: b.MaxTrials, MaxConcurrent: b.MaxConcurrent, MaxFailures: b.MaxFailures,
+		Progress: c.searcher.Progress(), Objective: c.spec.Objective.Metric, Mode: c.spec.Objective.Mode,
+		Best: c.best(), Runs: c.st.Runs,
+	}
+}
+
+func (c *campaign) result() CampaignResult {
+	lb := c.st.Leaderboard
+	if len(lb) > resultLeaderboardN {
+		lb = lb[:resultLeaderboardN]
+	}
+	return CampaignResult{Campaign: c.spec.Name, State: c.phase(), Reason: c.st.Reason,
+		CampaignCounts: c.st.Counts, Best: c.best(), Leaderboard: append([]LeaderboardEntry{}, lb...)}
+}
+
+// searchAttrValues are the campaign's search attributes as last upserted.
+type searchAttrValues struct {
+	status         string
+	best           float64
+	hasBest        bool
+	ended, running int64
+}
+
+// publish upserts the search attributes that changed (all of them once per
+// run) and refreshes the markdown details the UI shows.
+func (c *campaign) publish(ctx workflow.Context) {
+	now := searchAttrValues{status: string(c.phase()), ended: int64(c.st.Counts.Ended()), running: int64(len(c.st.InFlight))}
+	if b := c.best(); b != nil {
+		now.best, now.hasBest = b.Score, true
+	}
+	var ups []temporal.SearchAttributeUpdate
+	prev := c.sa
+	if prev == nil {
+		prev = &searchAttrValues{status: "\x00", ended: -1, running: -1}
+		ups = append(ups, GleanerCampaign.ValueSet(c.spec.Name), GleanerKind.ValueSet(KindCampaign))
+	}
+	if now.status != prev.status {
+		ups = append(ups, GleanerStatus.ValueSet(now.status))
+	}
+	if now.hasBest && (!prev.hasBest || now.best != prev.best) {
+		ups = append(ups, GleanerBestScore.ValueSet(now.best))
+	}
+	if now.ended != prev.ended {
+		ups = append(ups, GleanerTrialsDone.ValueSet(now.ended))
+	}
+	if now.running != prev.running {
+		ups = append(ups, GleanerTrialsRunning.ValueSet(now.running))
+	}
+	if len(ups) > 0 {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, ups...); err != nil {
+			c.logger.Warn("search attributes not upserted", "error", err)
+		}
+		c.sa = &now
+	}
+	// Details are workflow metadata, not history: refreshing them is free.
+	workflow.SetCurrentDetails(ctx, c.details())
+}
+
+// details is the markdown the Temporal UI shows for the campaign: one
+// summary line and the top of the leaderboard.
+func (c *campaign) details() string {
+	var b strings.Builder
+	s := c.status()
+	fmt.Fprintf(&b, "**%s** · %s · %d/%d trials ended (%d completed, %d stopped, %d failed) · %d running",
+		s.Campaign, s.State, s.Ended(), s.MaxTrials, s.Completed, s.Stopped, s.Failed, s.Running)
+	if s.Reason != "" {
+		fmt.Fprintf(&b, " · %s", s.Reason)
+	}
+	b.WriteString("\n\n")
+	if len(c.st.Leaderboard) == 0 {
+		b.WriteString("No trial has reported " + c.spec.Objective.Metric + " yet.\n")
+		return b.String()
+	}
+	fmt.Fprintf(&b, "| # | trial | %s (%s) | state | samples | params |\n|---:|---|---:|---|---:|---|\n",
+		c.spec.Objective.Metric, c.spec.Objective.Mode)
+	for i, e := range c.st.Leaderboard {
+		if i == detailsLeaderboardN {
+			break
+		}
+		fmt.Fprintf(&b, "| %d | %s | %.6g | %s | %.0f | %s |\n", i+1, e.TrialID, e.Score, e.State, e.Samples,
+			strings.ReplaceAll(formatParams(e.Params), "|", `\|`))
+	}
+	return b.String()
+}
+
+func formatParams(p hpo.Params) string {
+	parts := make([]string, 0, len(p))
+	for _, n := range p.Names() {
+		parts = append(parts, n+"="+p[n].String())
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,623 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	sdkpb "go.temporal.io/api/sdk/v1"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/gleaner-hpc/gleaner"
+	"github.com/gleaner-hpc/gleaner/hpo"
+)
+
+// fakeTrials is a TrialWorkflow stand-in registered under TrialWorkflowName:
+// it reports a scripted learning curve to its campaign by signal, honours
+// SignalControl, and records what it saw.
+type fakeTrials struct {
+	script func(TrialInput) fakeRun
+
+	mu         sync.Mutex
+	running    int
+	maxRunning int
+	inputs     []TrialInput
+	ids        []string                   // "workflow id < parent id" per trial
+	controls   map[string][]ControlAction // by trial id
+}
+
+// fakeRun is one trial's script: Reports non-final reports Every apart
+// (loss = Score + 1/step), then a final one: completed with loss = Score,
+// or failed.
+type fakeRun struct {
+	Reports int
+	Every   time.Duration
+	Score   float64
+	Fail    bool
+}
+
+func newFakeTrials(script func(TrialInput) fakeRun) *fakeTrials {
+	return &fakeTrials{script: script, controls: map[string][]ControlAction{}}
+}
+
+func (f *fakeTrials) enter(ctx workflow.Context, in TrialInput) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.running++
+	f.maxRunning = max(f.maxRunning, f.running)
+	f.inputs = append(f.inputs, in)
+	info := workflow.GetInfo(ctx)
+	f.ids = append(f.ids, info.WorkflowExecution.ID+" < "+info.ParentWorkflowExecution.ID)
+}
+
+func (f *fakeTrials) exit() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.running--
+}
+
+func (f *fakeTrials) control(in TrialInput, a ControlAction) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.controls[in.TrialID] = append(f.controls[in.TrialID], a)
+}
+
+func (f *fakeTrials) started() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.inputs)
+}
+
+func (f *fakeTrials) trial(ctx workflow.Context, in TrialInput) error {
+	f.enter(ctx, in)
+	defer f.exit() // after the final report has been delivered
+	run := f.script(in)
+	report := func(r TrialReport) error {
+		r.TrialID, r.WorkflowID, r.Number, r.Params = in.TrialID, workflow.GetInfo(ctx).WorkflowExecution.ID, in.Number, in.Params
+		return workflow.SignalExternalWorkflow(ctx, in.CampaignWorkflowID, "", SignalTrialReport, r).Get(ctx, nil)
+	}
+	ctrl := workflow.GetSignalChannel(ctx, SignalControl)
+	paused, stopped, step := false, false, 0
+	for step < run.Reports && !stopped {
+		tctx, cancel := workflow.WithCancel(ctx)
+		sel := workflow.NewSelector(ctx)
+		if !paused {
+			sel.AddFuture(workflow.NewTimer(tctx, run.Every), func(workflow.Future) {
+				step++
+				_ = report(TrialReport{State: TrialRunning, Samples: float64(100 * step),
+					Metrics: map[string]float64{"loss": run.Score + 1/float64(step)}})
+			})
+		}
+		sel.AddReceive(ctrl, func(ch workflow.ReceiveChannel, _ bool) {
+			var c Control
+			ch.Receive(ctx, &c)
+			f.control(in, c.Action)
+			switch c.Action {
+			case ControlPause:
+				paused = true
+			case ControlResume:
+				paused = false
+			case ControlStop:
+				stopped = true
+			}
+		})
+		sel.Select(ctx)
+		cancel()
+	}
+	final := TrialReport{Final: true, State: TrialCompleted, Samples: float64(100 * step),
+		Metrics: map[string]float64{"loss": run.Score}}
+	switch {
+	case stopped:
+		final.State = TrialStopped
+		if step == 0 {
+			final.Metrics = nil
+		} else {
+			final.Metrics["loss"] = run.Score + 1/float64(step)
+		}
+	case run.Fail:
+		final.State, final.Metrics, final.Error = TrialFailed, nil, "trainer exited 1"
+	}
+	return report(final)
+}
+
+func testSpace() hpo.Space {
+	return hpo.Space{
+		{Name: "x", Type: hpo.ParamFloat, Min: -5, Max: 5},
+		{Name: "layers", Type: hpo.ParamInt, Min: 1, Max: 4},
+		{Name: "opt", Type: hpo.ParamChoice, Choices: []string{"a", "b"}},
+	}
+}
+
+// scoreOf is the scripted final loss of a trial with params p.
+func scoreOf(p hpo.Params) float64 {
+	x := p["x"].Num
+	s := (x-1)*(x-1) + p["layers"].Num/10
+	if p["opt"].Str == "b" {
+		s += 0.5
+	}
+	return s
+}
+
+func testSpec(trials, concurrent int) gleaner.CampaignSpec {
+	return gleaner.CampaignSpec{
+		Name:      "mnist",
+		Command:   []string{"train"},
+		Space:     testSpace(),
+		Objective: gleaner.ObjectiveSpec{Metric: "loss"},
+		Budget:    gleaner.Budget{MaxTrials: trials, MaxConcurrent: concurrent},
+	}
+}
+
+// Trials take 2–5 reports 10 s apart, so they end out of order.
+func steadyScript(in TrialInput) fakeRun {
+	return fakeRun{Reports: 2 + in.Number%4, Every: 10 * time.Second, Score: scoreOf(in.Params)}
+}
+
+func newEnv(f *fakeTrials) *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(CampaignWorkflow, workflow.RegisterOptions{Name: CampaignWorkflowName})
+	env.RegisterWorkflowWithOptions(f.trial, workflow.RegisterOptions{Name: TrialWorkflowName})
+	return env
+}
+
+// recordSearchAttributes merges every upsert into one map and counts them.
+type recordedAttrs struct {
+	upserts int
+	vals    map[string]any
+}
+
+func recordSearchAttributes(env *testsuite.TestWorkflowEnvironment) *recordedAttrs {
+	r := &recordedAttrs{vals: map[string]any{}}
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Return(nil).Run(func(args mock.Arguments) {
+		r.upserts++
+		for k, v := range args.Get(0).(temporal.SearchAttributes).GetUntypedValues() {
+			r.vals[k.GetName()] = v
+		}
+	})
+	return r
+}
+
+// checkWindow queries the campaign every 5 s of workflow time and fails if
+// more than max trials are ever in flight.
+func checkWindow(t *testing.T, env *testsuite.TestWorkflowEnvironment, max int, until time.Duration) {
+	for d := 5 * time.Second; d < until; d += 5 * time.Second {
+		env.RegisterDelayedCallback(func() {
+			s := queryStatus(t, env)
+			if s.Running > max {
+				t.Errorf("at %v: %d trials in flight > max_concurrent %d", d, s.Running, max)
+			}
+		}, d)
+	}
+}
+
+func queryStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) CampaignStatus {
+	t.Helper()
+	v, err := env.QueryWorkflow(QueryStatus)
+	if err != nil {
+		t.Fatalf("query status: %v", err)
+	}
+	var s CampaignStatus
+	if err := v.Get(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// wantLeaderboard is the top n of the trials f ran, by scripted score.
+func wantLeaderboard(f *fakeTrials, skip func(TrialInput) bool, n int) []string {
+	type e struct {
+		id    string
+		num   int
+		score float64
+	}
+	var es []e
+	for _, in := range f.inputs {
+		if skip == nil || !skip(in) {
+			es = append(es, e{in.TrialID, in.Number, scoreOf(in.Params)})
+		}
+	}
+	sort.Slice(es, func(i, j int) bool {
+		if es[i].score != es[j].score {
+			return es[i].score < es[j].score
+		}
+		return es[i].num < es[j].num
+	})
+	var ids []string
+	for i := 0; i < n && i < len(es); i++ {
+		ids = append(ids, fmt.Sprintf("%s=%.6g", es[i].id, es[i].score))
+	}
+	return ids
+}
+
+func gotLeaderboard(lb []LeaderboardEntry) []string {
+	var ids []string
+	for _, e := range lb {
+		ids = append(ids, fmt.Sprintf("%s=%.6g", e.TrialID, e.Score))
+	}
+	return ids
+}
+
+func TestCampaignCompletesWithLeaderboard(t *testing.T) {
+	f := newFakeTrials(steadyScript)
+	env := newEnv(f)
+	attrs := recordSearchAttributes(env)
+	checkWindow(t, env, 5, 10*time.Minute)
+	env.ExecuteWorkflow(CampaignWorkflowName, CampaignInput{Spec: testSpec(24, 5)})
+
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res CampaignResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	want := CampaignCounts{Created: 24, Completed: 24}
+	if res.State != CampaignCompleted || res.CampaignCounts != want {
+		t.Errorf("result %s %+v, want completed %+v", res.State, res.CampaignCounts, want)
+	}
+	if got, want := strings.Join(gotLeaderboard(res.Leaderboard), " "), strings.Join(wantLeaderboard(f, nil, 10), " "); got != want {
+		t.Errorf("leaderboard\n got %s\nwant %s", got, want)
+	}
+	for _, e := range res.Leaderboard {
+		if e.State != TrialCompleted || e.Samples == 0 || len(e.Params) != 3 {
+			t.Errorf("entry %+v: want completed, with samples and params", e)
+		}
+	}
+	if res.Best == nil || res.Best.TrialID != res.Leaderboard[0].TrialID {
+		t.Errorf("best %+v, want the leaderboard's first", res.Best)
+	}
+	if f.maxRunning != 5 {
+		t.Errorf("at most %d trials ran at once, want max_concurrent 5 reached and never exceeded", f.maxRunning)
+	}
+	seen := map[string]bool{}
+	for i, in := range f.inputs {
+		if want := TrialWorkflowID(in.CampaignWorkflowID, in.Number) + " < " + in.CampaignWorkflowID; f.ids[i] != want {
+			t.Errorf("trial %s runs as %q, want %q", in.TrialID, f.ids[i], want)
+		}
+		if in.ObjectiveMetric != "loss" ||
+			in.Pool != "default" || in.MinNodes != 1 || in.MaxRestarts != 3 || in.GracePeriod != 30*time.Second {
+			t.Errorf("trial input %+v: want the campaign's id and the spec's defaults", in)
+		}
+		if seen[in.TrialID] {
+			t.Errorf("trial %s started twice", in.TrialID)
+		}
+		seen[in.TrialID] = true
+	}
+
+	s := queryStatus(t, env)
+	if s.State != CampaignCompleted || s.Running != 0 || s.Ended() != 24 || s.Progress != 1 {
+		t.Errorf("status after completion %+v", s)
+	}
+	v, err := env.QueryWorkflow(QueryLeaderboard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lb []LeaderboardEntry
+	if err := v.Get(&lb); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(gotLeaderboard(lb), " "), strings.Join(wantLeaderboard(f, nil, 24), " "); got != want {
+		t.Errorf("leaderboard query\n got %s\nwant %s", got, want)
+	}
+
+	wantAttrs := map[string]any{
+		"GleanerCampaign": "mnist", "GleanerKind": "campaign", "GleanerStatus": "completed",
+		"GleanerBestScore": res.Best.Score, "GleanerTrialsDone": int64(24), "GleanerTrialsRunning": int64(0),
+	}
+	for k, want := range wantAttrs {
+		if got := attrs.vals[k]; got != want {
+			t.Errorf("search attribute %s = %v, want %v", k, got, want)
+		}
+	}
+	// 24 trials send 24×(2..5) reports; upserts happen only on changes.
+	if attrs.upserts == 0 || attrs.upserts > 2*24+2 {
+		t.Errorf("%d upserts, want one per change (at most %d)", attrs.upserts, 2*24+2)
+	}
+
+	v, err = env.QueryWorkflow("__temporal_workflow_metadata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md sdkpb.WorkflowMetadata
+	if err := v.Get(&md); err != nil {
+		t.Fatal(err)
+	}
+	details := md.GetCurrentDetails()
+	if !strings.Contains(details, "**mnist** · completed · 24/24 trials ended") ||
+		!strings.Contains(details, "| 1 | "+res.Best.TrialID+" |") {
+		t.Errorf("details:\n%s", details)
+	}
+}
+
+func TestCampaignCountsFailedTrials(t *testing.T) {
+	failing := func(in TrialInput) bool { return in.Number%4 == 0 }
+	f := newFakeTrials(func(in TrialInput) fakeRun {
+		r := steadyScript(in)
+		r.Fail = failing(in)
+		return r
+	})
+	env := newEnv(f)
+	env.ExecuteWorkflow(CampaignWorkflowName, CampaignInput{Spec: testSpec(20, 4)})
+	var res CampaignResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	want := CampaignCounts{Created: 20, Completed: 15, Failed: 5}
+	if res.State != CampaignCompleted || res.CampaignCounts != want {
+		t.Errorf("result %s %+v, want completed %+v", res.State, res.CampaignCounts, want)
+	}
+	// Failed trials reported losses while running, but leave the board.
+	if got, want := strings.Join(gotLeaderboard(res.Leaderboard), " "), strings.Join(wantLeaderboard(f, failing, 10), " "); got != want {
+		t.Errorf("leaderboard\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestCampaignMaxFailuresEndsIt(t *testing.T) {
+	f := newFakeTrials(func(in TrialInput) fakeRun {
+		r := steadyScript(in)
+		r.Fail = in.Number%3 == 0
+		return r
+	})
+	env := newEnv(f)
+	spec := testSpec(30, 4)
+	spec.Budget.MaxFailures = 2
+	env.ExecuteWorkflow(CampaignWorkflowName, CampaignInput{Spec: spec})
+
+	var appErr *temporal.ApplicationError
+	if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != ErrTypeMaxFailures || !appErr.NonRetryable() {
+		t.Fatalf("error %v, want a non-retryable %s", err, ErrTypeMaxFailures)
+	}
+	var res CampaignResult
+	if err := appErr.Details(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.State != CampaignFailed || res.Failed < 2 || res.Created >= 30 || res.Ended() != res.Created ||
+		!strings.Contains(res.Reason, "budget.max_failures") {
+		t.Errorf("result %+v: want failed after 2 failures, every trial ended, budget unspent", res)
+	}
+	if f.running != 0 {
+		t.Errorf("%d fake trials still running", f.running)
+	}
+	if s := queryStatus(t, env); s.State != CampaignFailed {
+		t.Errorf("status %s, want failed", s.State)
+	}
+}
+
+// updateResult records what one update did.
+type updateResult struct {
+	accepted bool
+	err      error
+	status   CampaignStatus
+}
+
+func update(env *testsuite.TestWorkflowEnvironment, name string, r *updateResult) {
+	env.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
+		OnAccept: func() { r.accepted = true },
+		OnReject: func(err error) { r.err = err },
+		OnComplete: func(v interface{}, err error) {
+			if err != nil {
+				r.err = err
+				return
+			}
+			r.status = v.(CampaignStatus)
+		},
+	}, ControlRequest{Reason: "test"})
+}
+
+func TestCampaignPauseResumeStop(t *testing.T) {
+	f := newFakeTrials(func(in TrialInput) fakeRun {
+		return fakeRun{Reports: 3, Every: 10 * time.Second, Score: scoreOf(in.Params)}
+	})
+	env := newEnv(f)
+	checkWindow(t, env, 4, 5*time.Minute)
+	var (
+		pause, pauseAgain, resumeRunning, resume, resumeAgain, stop, stopAgain, pauseStopping updateResult
+		startedAtPause, startedDuringPause                                                    int
+		statusPaused                                                                          CampaignStatus
+	)
+	env.RegisterDelayedCallback(func() { update(env, UpdateResume, &resumeRunning) }, 5*time.Second)
+	env.RegisterDelayedCallback(func() {
+		update(env, UpdatePause, &pause)
+		update(env, UpdatePause, &pauseAgain)
+		startedAtPause = f.started()
+	}, 15*time.Second)
+	env.RegisterDelayedCallback(func() {
+		statusPaused = queryStatus(t, env)
+		startedDuringPause = f.started()
+		update(env, UpdateResume, &resume)
+		update(env, UpdateResume, &resumeAgain)
+	}, 3*time.Minute)
+	env.RegisterDelayedCallback(func() {
+		update(env, UpdateStop, &stop)
+		update(env, UpdateStop, &stopAgain)
+		update(env, UpdatePause, &pauseStopping)
+	}, 4*time.Minute)
+	env.ExecuteWorkflow(CampaignWorkflowName, CampaignInput{Spec: testSpec(100, 4)})
+
+	var res CampaignResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name     string
+		r        updateResult
+		rejected string // "" when it must be accepted
+		state    CampaignPhase
+	}{
+		{"resume while running", resumeRunning, "is not paused: it is running", ""},
+		{"pause", pause, "", CampaignPaused},
+		{"pause again", pauseAgain, "already paused", ""},
+		{"resume", resume, "", CampaignRunning},
+		{"resume again", resumeAgain, "is not paused", ""},
+		{"stop", stop, "", CampaignStopping},
+		{"stop again", stopAgain, "already stopping", ""},
+		{"pause while stopping", pauseStopping, "cannot pause: it is stopping", ""},
+	} {
+		switch {
+		case c.rejected == "" && (!c.r.accepted || c.r.err != nil || c.r.status.State != c.state):
+			t.Errorf("%s: accepted=%v err=%v state=%s, want accepted, state %s", c.name, c.r.accepted, c.r.err, c.r.status.State, c.state)
+		case c.rejected != "" && (c.r.accepted || c.r.err == nil || !strings.Contains(c.r.err.Error(), c.rejected)):
+			t.Errorf("%s: accepted=%v err=%v, want rejected with %q", c.name, c.r.accepted, c.r.err, c.rejected)
+		}
+	}
+	if statusPaused.State != CampaignPaused || statusPaused.Reason != "test" {
+		t.Errorf("status while paused %+v", statusPaused)
+	}
+	if startedDuringPause != startedAtPause {
+		t.Errorf("%d trials started while paused", startedDuringPause-startedAtPause)
+	}
+	paused, resumed, stopped := 0, 0, 0
+	for _, acts := range f.controls {
+		for _, a := range acts {
+			switch a {
+			case ControlPause:
+				paused++
+			case ControlResume:
+				resumed++
+			case ControlStop:
+				stopped++
+			}
+		}
+	}
+	if paused != 4 || resumed != 4 || stopped != 4 {
+		t.Errorf("controls sent: %d pause, %d resume, %d stop; want 4 each (the window)", paused, resumed, stopped)
+	}
+	if res.State != CampaignStopped || res.Stopped != 4 || res.Created >= 100 || res.Ended() != res.Created || res.Reason != "test" {
+		t.Errorf("result %+v: want stopped, 4 trials stopped, all ended", res)
+	}
+	if s := queryStatus(t, env); s.State != CampaignStopped || s.Running != 0 {
+		t.Errorf("status after stop %+v", s)
+	}
+}
+
+// continued runs the first part of a 24-trial campaign until it continues
+// as new, checks the carried input and returns it.
+func continued(t *testing.T) (CampaignInput, *fakeTrials) {
+	t.Helper()
+	spec := testSpec(24, 4)
+	f := newFakeTrials(steadyScript)
+	env := newEnv(f)
+	env.RegisterDelayedCallback(func() { env.SetCurrentHistoryLength(500) }, 35*time.Second)
+	env.ExecuteWorkflow(CampaignWorkflowName, CampaignInput{Spec: spec, HistoryThreshold: 400})
+
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("error %v, want continue-as-new", err)
+	}
+	if can.WorkflowType.Name != CampaignWorkflowName {
+		t.Errorf("continued as %q, want %q", can.WorkflowType.Name, CampaignWorkflowName)
+	}
+	var in CampaignInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
+		t.Fatal(err)
+	}
+	st := in.State
+	if st == nil || len(st.Searcher) == 0 || st.Runs != 1 || in.HistoryThreshold != 400 {
+		t.Fatalf("carried input %+v, want state with a searcher snapshot, runs 1, threshold 400", in)
+	}
+	if st.Counts.Created == 0 || st.Counts.Created >= 24 || len(st.InFlight) == 0 || len(st.InFlight) > 4 ||
+		st.NextNumber != st.Counts.Created+1 || st.Counts.Ended()+len(st.InFlight) != st.Counts.Created {
+		t.Fatalf("carried state %+v: want a partial, consistent campaign", st)
+	}
+	for _, tr := range st.InFlight {
+		if !tr.Started {
+			t.Errorf("in-flight trial %s carried before it started", tr.TrialID)
+		}
+	}
+	return in, f
+}
+
+func TestCampaignContinueAsNew(t *testing.T) {
+	in, f := continued(t)
+	st := in.State
+
+	// The next run: the abandoned in-flight trials of the first run report
+	// their end to it; new trials are numbered on.
+	f2 := newFakeTrials(steadyScript)
+	env2 := newEnv(f2)
+	for i, tr := range st.InFlight {
+		tr := tr
+		env2.RegisterDelayedCallback(func() {
+			env2.SignalWorkflow(SignalTrialReport, TrialReport{TrialID: tr.TrialID, WorkflowID: tr.WorkflowID, Number: tr.Number,
+				Params: tr.Params, State: TrialCompleted, Final: true, Samples: 500,
+				Metrics: map[string]float64{"loss": scoreOf(tr.Params)}})
+		}, time.Duration(i+1)*time.Second)
+	}
+	env2.ExecuteWorkflow(CampaignWorkflowName, in)
+	var res CampaignResult
+	if err := env2.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if want := (CampaignCounts{Created: 24, Completed: 24}); res.State != CampaignCompleted || res.CampaignCounts != want {
+		t.Errorf("result %s %+v, want completed %+v", res.State, res.CampaignCounts, want)
+	}
+	all := &fakeTrials{inputs: append(append([]TrialInput{}, f.inputs...), f2.inputs...)}
+	if got, want := strings.Join(gotLeaderboard(res.Leaderboard), " "), strings.Join(wantLeaderboard(all, nil, 10), " "); got != want {
+		t.Errorf("leaderboard across runs\n got %s\nwant %s", got, want)
+	}
+	sort.Slice(all.inputs, func(i, j int) bool { return all.inputs[i].Number < all.inputs[j].Number })
+	if len(all.inputs) != 24 {
+		t.Errorf("%d trials started across runs, want 24", len(all.inputs))
+	}
+	for i, in := range all.inputs {
+		if in.Number != i+1 || in.TrialID != fmt.Sprintf("t%05d", i+1) {
+			t.Errorf("trial %d: number %d id %s, want consecutive", i, in.Number, in.TrialID)
+		}
+	}
+	if s := queryStatus(t, env2); s.Runs != 1 || s.State != CampaignCompleted {
+		t.Errorf("status %+v, want completed in run 2", s)
+	}
+}
+
+func TestCampaignInvalidSpec(t *testing.T) {
+	for _, c := range []struct {
+		edit func(*gleaner.CampaignSpec)
+		want string
+	}{
+		{func(s *gleaner.CampaignSpec) { s.Budget.MaxTrials = 0 }, "budget.max_trials"},
+		{func(s *gleaner.CampaignSpec) { s.Objective.Metric = "" }, "objective.metric"},
+		{func(s *gleaner.CampaignSpec) { s.Search.Algorithm = "grid" }, "search.algorithm"},
+		{func(s *gleaner.CampaignSpec) { s.Space[0].Max = -10 }, `parameter "x"`},
+	} {
+		env := newEnv(newFakeTrials(steadyScript))
+		spec := testSpec(5, 2)
+		c.edit(&spec)
+		env.ExecuteWorkflow(CampaignWorkflowName, CampaignInput{Spec: spec})
+		var appErr *temporal.ApplicationError
+		err := env.GetWorkflowError()
+		if !errors.As(err, &appErr) || appErr.Type() != ErrTypeInvalidSpec || !appErr.NonRetryable() ||
+			!strings.Contains(err.Error(), c.want) {
+			t.Errorf("error %v, want a non-retryable %s naming %s", err, ErrTypeInvalidSpec, c.want)
+		}
+	}
+}
+
+// A trial of an earlier run that closed without its final report is found
+// out when a control to it fails, and counted as failed: stop still ends.
+func TestCampaignLostTrialsAfterContinueAsNew(t *testing.T) {
+	in, _ := continued(t)
+	env := newEnv(newFakeTrials(steadyScript))
+	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, SignalControl, mock.Anything).
+		Return(errors.New("unknown external workflow execution"))
+	var stop updateResult
+	env.RegisterDelayedCallback(func() { update(env, UpdateStop, &stop) }, time.Second)
+	env.ExecuteWorkflow(CampaignWorkflowName, in)
+	var res CampaignResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	want := in.State.Counts
+	want.Failed += len(in.State.InFlight)
+	if !stop.accepted || res.State != CampaignStopped || res.CampaignCounts != want {
+		t.Errorf("stop accepted=%v, result %s %+v, want stopped %+v", stop.accepted, res.State, res.CampaignCounts, want)
+	}
+}

@@ -1,0 +1,425 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/gleaner-hpc/gleaner/cluster"
+)
+
+// Pool defaults; PoolInput fields left at zero take these.
+const (
+	DefaultPollInterval          = 5 * time.Second
+	DefaultAllocatePeriod        = 30 * time.Second
+	DefaultDebounce              = 500 * time.Millisecond
+	DefaultLookahead             = 5 * time.Minute
+	DefaultPoolHistoryThreshold  = 10_000
+	defaultLocalActivityDeadline = time.Minute
+)
+
+// PoolInput starts (or continues) a PoolWorkflow.
+type PoolInput struct {
+	Name string `json:"name"`
+	// PollInterval is how often the node source is asked which nodes are
+	// idle (also on SignalPollNow).
+	PollInterval time.Duration `json:"poll_interval,omitempty"`
+	// AllocatePeriod is the longest time between two allocations, so new
+	// throughput measurements are used even when no node event happens.
+	AllocatePeriod time.Duration `json:"allocate_period,omitempty"`
+	// Debounce is how long after an event the pool waits for more events
+	// before it allocates.
+	Debounce time.Duration `json:"debounce,omitempty"`
+	// Lookahead is the allocator's T_fwd.
+	Lookahead time.Duration `json:"lookahead,omitempty"`
+	// Formulation is the allocator formulation ("" = compact).
+	Formulation string `json:"formulation,omitempty"`
+	// HistoryThreshold is the history length at which the pool continues
+	// as new.
+	HistoryThreshold int `json:"history_threshold,omitempty"`
+	// State is the pool's state carried over continue-as-new.
+	State *PoolState `json:"state,omitempty"`
+}
+
+func (in PoolInput) withDefaults() PoolInput {
+	set := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	set(&in.PollInterval, DefaultPollInterval)
+	set(&in.AllocatePeriod, DefaultAllocatePeriod)
+	set(&in.Debounce, DefaultDebounce)
+	set(&in.Lookahead, DefaultLookahead)
+	if in.HistoryThreshold <= 0 {
+		in.HistoryThreshold = DefaultPoolHistoryThreshold
+	}
+	return in
+}
+
+// PoolState is everything the pool knows, compact enough to carry across
+// continue-as-new.
+type PoolState struct {
+	Nodes  []cluster.Node `json:"nodes"`
+	Trials []PoolTrial    `json:"trials"` // sorted by TrialID
+	Epoch  int64          `json:"epoch"`
+	Solves int64          `json:"solves"`
+	Last   SolveSummary   `json:"last"`
+	// Resend lists trials that registered again and must hear their
+	// assignment again at the next allocation.
+	Resend []string `json:"resend,omitempty"`
+}
+
+// PoolTrial is one registered trial as the pool sees it.
+type PoolTrial struct {
+	Registration RegisterTrial  `json:"registration"`
+	Nodes        []string       `json:"nodes,omitempty"` // assigned now
+	NodeType     string         `json:"node_type,omitempty"`
+	Reason       string         `json:"reason,omitempty"`
+	Profile      []ProfilePoint `json:"profile,omitempty"`
+	// RescaleUpCost and RescaleDownCost are measured seconds, 0 until
+	// measured (the registration's priors are used then).
+	RescaleUpCost   float64 `json:"rescale_up_s,omitempty"`
+	RescaleDownCost float64 `json:"rescale_down_s,omitempty"`
+}
+
+// ProfilePoint is a measured throughput of a trial.
+type ProfilePoint struct {
+	Nodes      int     `json:"nodes"`
+	NodeType   string  `json:"node_type,omitempty"`
+	Throughput float64 `json:"throughput"`
+	Spread     float64 `json:"spread,omitempty"`
+}
+
+// SolveSummary describes one allocation.
+type SolveSummary struct {
+	At          time.Time `json:"at"`
+	Formulation string    `json:"formulation"`
+	Status      string    `json:"status"`
+	Objective   float64   `json:"objective"`
+	SolveMillis float64   `json:"solve_ms"`
+	Trials      int       `json:"trials"`
+	Nodes       int       `json:"nodes"`
+	NodesUsed   int       `json:"nodes_used"`
+	Changed     int       `json:"changed"` // trials whose nodes changed
+}
+
+// PoolStatus answers QueryStatus on a PoolWorkflow.
+type PoolStatus struct {
+	Name string `json:"name"`
+	PoolState
+}
+
+// PollNodesInput asks the worker's node source of a pool for idle nodes.
+type PollNodesInput struct {
+	Pool string `json:"pool"`
+}
+
+// AllocateInput is the Allocate activity's input: a snapshot of the pool.
+type AllocateInput struct {
+	Pool        string         `json:"pool"`
+	Nodes       []cluster.Node `json:"nodes"`
+	Trials      []PoolTrial    `json:"trials"`
+	Lookahead   time.Duration  `json:"lookahead"`
+	Formulation string         `json:"formulation,omitempty"`
+}
+
+// TrialAssignment is the Allocate activity's decision for one trial.
+type TrialAssignment struct {
+	TrialID  string   `json:"trial_id"`
+	Nodes    []string `json:"nodes"`
+	NodeType string   `json:"node_type,omitempty"`
+	Reason   string   `json:"reason,omitempty"`
+}
+
+// AllocateResult is the Allocate activity's output.
+type AllocateResult struct {
+	Assignments []TrialAssignment `json:"assignments"`
+	Summary     SolveSummary      `json:"summary"`
+}
+
+// PoolWorkflow owns one pool of idle nodes: it polls its node source,
+// keeps the registered trials and their measured throughput, runs the
+// Allocate activity after node and trial events (debounced) and every
+// AllocatePeriod, and signals each trial whose nodes changed. It never
+// ends by itself; it continues as new before its history grows large.
+func PoolWorkflow(ctx workflow.Context, in PoolInput) error {
+	if in.Name == "" {
+		return temporal.NewNonRetryableApplicationError("pool: name: empty", "InvalidPool", nil)
+	}
+	in = in.withDefaults()
+	p := &pool{in: in}
+	if in.State != nil {
+		p.st = *in.State
+	}
+	p.in.State = nil
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (PoolStatus, error) {
+		return PoolStatus{Name: in.Name, PoolState: p.st}, nil
+	}); err != nil {
+		return err
+	}
+	_ = workflow.UpsertTypedSearchAttributes(ctx, GleanerKind.ValueSet(KindPool), GleanerPool.ValueSet(in.Name))
+	return p.loop(ctx)
+}
+
+type pool struct {
+	in PoolInput
+	st PoolState
+	// dirty: an event happened since the last allocation; resend: trials
+	// that registered again and must hear their assignment again.
+	dirty  bool
+	resend map[string]bool
+}
+
+func (p *pool) trial(id string) (int, bool) {
+	i := sort.Search(len(p.st.Trials), func(i int) bool { return p.st.Trials[i].Registration.TrialID >= id })
+	return i, i < len(p.st.Trials) && p.st.Trials[i].Registration.TrialID == id
+}
+
+func (p *pool) loop(ctx workflow.Context) error {
+	regCh := workflow.GetSignalChannel(ctx, SignalRegisterTrial)
+	deregCh := workflow.GetSignalChannel(ctx, SignalDeregisterTrial)
+	profCh := workflow.GetSignalChannel(ctx, SignalProfile)
+	pollCh := workflow.GetSignalChannel(ctx, SignalPollNow)
+	p.resend = map[string]bool{}
+	for _, id := range p.st.Resend {
+		p.resend[id] = true
+	}
+	p.st.Resend = nil
+	p.dirty = len(p.resend) > 0
+
+	if err := p.poll(ctx); err != nil {
+		return err
+	}
+	pollTimer := workflow.NewTimer(ctx, p.in.PollInterval)
+	periodTimer := workflow.NewTimer(ctx, p.in.AllocatePeriod)
+	var debounce workflow.Future
+	for {
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(regCh, func(c workflow.ReceiveChannel, _ bool) {
+			var r RegisterTrial
+			c.Receive(ctx, &r)
+			p.register(r)
+		})
+		sel.AddReceive(deregCh, func(c workflow.ReceiveChannel, _ bool) {
+			var d DeregisterTrial
+			c.Receive(ctx, &d)
+			p.deregister(d.TrialID)
+		})
+		sel.AddReceive(profCh, func(c workflow.ReceiveChannel, _ bool) {
+			var r ProfileReport
+			c.Receive(ctx, &r)
+			p.profile(r)
+		})
+		var pollNow bool
+		sel.AddReceive(pollCh, func(c workflow.ReceiveChannel, _ bool) {
+			c.Receive(ctx, nil)
+			pollNow = true
+		})
+		var pollDue, periodDue, debounceDue bool
+		sel.AddFuture(pollTimer, func(workflow.Future) { pollDue = true })
+		sel.AddFuture(periodTimer, func(workflow.Future) { periodDue = true })
+		if debounce != nil {
+			sel.AddFuture(debounce, func(workflow.Future) { debounceDue = true })
+		}
+		sel.Select(ctx)
+
+		if pollDue || pollNow {
+			if err := p.poll(ctx); err != nil {
+				return err
+			}
+			if pollDue {
+				pollTimer = workflow.NewTimer(ctx, p.in.PollInterval)
+			}
+		}
+		if p.dirty && debounce == nil {
+			debounce = workflow.NewTimer(ctx, p.in.Debounce)
+		}
+		if debounceDue || periodDue {
+			debounce = nil
+			if err := p.allocate(ctx); err != nil {
+				return err
+			}
+			if periodDue {
+				periodTimer = workflow.NewTimer(ctx, p.in.AllocatePeriod)
+			}
+		}
+		info := workflow.GetInfo(ctx)
+		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > p.in.HistoryThreshold {
+			return p.continueAsNew(ctx, regCh, deregCh, profCh, pollCh)
+		}
+	}
+}
+
+func (p *pool) register(r RegisterTrial) {
+	i, found := p.trial(r.TrialID)
+	if found {
+		// Registered again (the trial continued as new, or resumed after a
+		// pause): keep what was measured, hear the assignment again.
+		p.st.Trials[i].Registration = r
+		p.resend[r.TrialID] = true
+	} else {
+		p.st.Trials = slices.Insert(p.st.Trials, i, PoolTrial{Registration: r})
+	}
+	p.dirty = true
+}
+
+func (p *pool) deregister(id string) {
+	if i, found := p.trial(id); found {
+		p.st.Trials = slices.Delete(p.st.Trials, i, i+1)
+		delete(p.resend, id)
+		p.dirty = true
+	}
+}
+
+func (p *pool) profile(r ProfileReport) {
+	i, found := p.trial(r.TrialID)
+	if !found || r.Nodes <= 0 || !(r.Throughput > 0) {
+		return
+	}
+	t := &p.st.Trials[i]
+	pt := ProfilePoint{Nodes: r.Nodes, NodeType: r.NodeType, Throughput: r.Throughput, Spread: r.Spread}
+	j := slices.IndexFunc(t.Profile, func(q ProfilePoint) bool { return q.Nodes == r.Nodes && q.NodeType == r.NodeType })
+	if j >= 0 {
+		t.Profile[j] = pt
+	} else {
+		t.Profile = append(t.Profile, pt)
+		sort.Slice(t.Profile, func(a, b int) bool {
+			if t.Profile[a].NodeType != t.Profile[b].NodeType {
+				return t.Profile[a].NodeType < t.Profile[b].NodeType
+			}
+			return t.Profile[a].Nodes < t.Profile[b].Nodes
+		})
+	}
+	if r.RescaleUpCost > 0 {
+		t.RescaleUpCost = r.RescaleUpCost
+	}
+	if r.RescaleDownCost > 0 {
+		t.RescaleDownCost = r.RescaleDownCost
+	}
+	// New measurements are used at the next periodic allocation: reacting
+	// to each would make trials chase noise.
+}
+
+func localActivity(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: defaultLocalActivityDeadline,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
+	})
+}
+
+// poll asks the node source which nodes are idle; a change is an event.
+func (p *pool) poll(ctx workflow.Context) error {
+	var nodes []cluster.Node
+	err := workflow.ExecuteLocalActivity(localActivity(ctx), PollNodesActivityName, PollNodesInput{Pool: p.in.Name}).Get(ctx, &nodes)
+	if err != nil {
+		// A node source that fails keeps the last known nodes; the next
+		// poll tries again.
+		workflow.GetLogger(ctx).Warn("polling nodes failed", "pool", p.in.Name, "error", err)
+		return nil
+	}
+	if !sameNodes(nodes, p.st.Nodes) {
+		p.st.Nodes = nodes
+		p.dirty = true
+	}
+	return nil
+}
+
+func sameNodes(a, b []cluster.Node) bool {
+	return slices.EqualFunc(a, b, func(x, y cluster.Node) bool {
+		return x.ID == y.ID && x.Type == y.Type && x.IdleUntil.Equal(y.IdleUntil)
+	})
+}
+
+// allocate runs the allocator and tells every trial whose nodes changed.
+func (p *pool) allocate(ctx workflow.Context) error {
+	p.dirty = false
+	if len(p.st.Trials) == 0 {
+		return nil
+	}
+	in := AllocateInput{Pool: p.in.Name, Nodes: p.st.Nodes, Trials: p.st.Trials, Lookahead: p.in.Lookahead, Formulation: p.in.Formulation}
+	var res AllocateResult
+	if err := workflow.ExecuteLocalActivity(localActivity(ctx), AllocateActivityName, in).Get(ctx, &res); err != nil {
+		workflow.GetLogger(ctx).Error("allocation failed; keeping the current one", "pool", p.in.Name, "error", err)
+		return nil
+	}
+	p.st.Epoch++
+	p.st.Solves++
+	changed := 0
+	for _, a := range res.Assignments {
+		i, found := p.trial(a.TrialID)
+		if !found {
+			continue // deregistered while the allocator ran
+		}
+		t := &p.st.Trials[i]
+		t.Reason = a.Reason
+		if slices.Equal(t.Nodes, a.Nodes) && t.NodeType == a.NodeType && !p.resend[a.TrialID] {
+			continue
+		}
+		if !slices.Equal(t.Nodes, a.Nodes) {
+			changed++
+		}
+		t.Nodes, t.NodeType = a.Nodes, a.NodeType
+		delete(p.resend, a.TrialID)
+		workflow.SignalExternalWorkflow(ctx, a.TrialID, "", SignalAssignment, Assignment{
+			Epoch: p.st.Epoch, Nodes: a.Nodes, NodeType: a.NodeType, Reason: a.Reason,
+		})
+	}
+	res.Summary.Changed = changed
+	p.st.Last = res.Summary
+	workflow.SetCurrentDetails(ctx, p.details())
+	return nil
+}
+
+// details is the markdown the Temporal UI shows for the pool.
+func (p *pool) details() string {
+	var b strings.Builder
+	l := p.st.Last
+	fmt.Fprintf(&b, "**Pool %s** — %d idle nodes, %d trials; last solve: %s %s in %.1f ms, %d nodes used, %d trials changed\n\n",
+		p.in.Name, len(p.st.Nodes), len(p.st.Trials), l.Formulation, l.Status, l.SolveMillis, l.NodesUsed, l.Changed)
+	b.WriteString("| trial | nodes | reason |\n|---|---|---|\n")
+	for i, t := range p.st.Trials {
+		if i == 50 {
+			fmt.Fprintf(&b, "| … %d more | | |\n", len(p.st.Trials)-50)
+			break
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s |\n", t.Registration.TrialID, len(t.Nodes), t.Reason)
+	}
+	return b.String()
+}
+
+// continueAsNew applies every signal still queued, waits for handlers,
+// and carries the state into a new run.
+func (p *pool) continueAsNew(ctx workflow.Context, regCh, deregCh, profCh, pollCh workflow.ReceiveChannel) error {
+	for {
+		var r RegisterTrial
+		var d DeregisterTrial
+		var pr ProfileReport
+		switch {
+		case regCh.ReceiveAsync(&r):
+			p.register(r)
+		case deregCh.ReceiveAsync(&d):
+			p.deregister(d.TrialID)
+		case profCh.ReceiveAsync(&pr):
+			p.profile(pr)
+		case pollCh.ReceiveAsync(nil):
+		default:
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+				return err
+			}
+			next := p.in
+			st := p.st
+			for id := range p.resend {
+				st.Resend = append(st.Resend, id)
+			}
+			sort.Strings(st.Resend)
+			next.State = &st
+			return workflow.NewContinueAsNewError(ctx, PoolWorkflowName, next)
+		}
+	}
+}

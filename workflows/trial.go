@@ -1,0 +1,628 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/gleaner-hpc/gleaner/jpa"
+)
+
+// Trial tuning. Variables, not constants, only so tests can shrink them.
+var (
+	// TrialHistoryThreshold is the history length at which a trial stops
+	// its trainer gracefully and continues as new (a long trial sends a
+	// progress signal every few seconds).
+	TrialHistoryThreshold = 20_000
+	// TrialReportInterval bounds how often a running trial reports its
+	// metrics to its campaign (the final report is always sent).
+	TrialReportInterval = 10 * time.Second
+	// TrialHeartbeatTimeout is how long RunTrial may go without a
+	// heartbeat before Temporal retries it elsewhere (a dead worker).
+	TrialHeartbeatTimeout = 20 * time.Second
+	// TrialStartToClose bounds one launch of a trainer.
+	TrialStartToClose = 7 * 24 * time.Hour
+)
+
+const (
+	// metricHistoryLen bounds TrialProgress.History; when full, every
+	// other point is dropped, so it spans the whole run at lower density.
+	metricHistoryLen = 256
+	// profileChange is the relative change of a throughput estimate that
+	// is worth telling the pool.
+	profileChange = 0.05
+	// ErrTypeInvalidTrial marks a trial that can never run.
+	ErrTypeInvalidTrial = "InvalidTrial"
+)
+
+// TrialWorkflow runs one trial to its end: it registers with its pool,
+// runs the trainer (RunTrial) on the nodes the pool assigns, relaunches it
+// from its last checkpoint whenever the assignment changes (a resize, a
+// preemption to 0 nodes and the resume after it), and reports metrics to
+// its campaign. It returns the final TrialReport, also sent to the
+// campaign. See docs/workflows.md.
+func TrialWorkflow(ctx workflow.Context, in TrialInput) (TrialReport, error) {
+	if err := in.validate(); err != nil {
+		return TrialReport{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidTrial, err)
+	}
+	t, err := newTrial(ctx, in)
+	if err != nil {
+		return TrialReport{}, err
+	}
+	if err := t.setHandlers(ctx); err != nil {
+		return TrialReport{}, err
+	}
+	t.upsertAttributes(ctx)
+	continueAsNew, err := t.loop(ctx)
+	if err != nil {
+		return TrialReport{}, err
+	}
+	if continueAsNew {
+		return TrialReport{}, t.continueAsNew(ctx)
+	}
+	return t.finish(ctx), nil
+}
+
+func (in TrialInput) validate() error {
+	switch {
+	case in.TrialID == "":
+		return errors.New("trial_id: empty")
+	case in.Pool == "":
+		return fmt.Errorf("trial %s: pool: empty", in.TrialID)
+	case len(in.Command) == 0 || in.Command[0] == "":
+		return fmt.Errorf("trial %s: command: empty", in.TrialID)
+	case in.MinNodes < 1:
+		return fmt.Errorf("trial %s: min_nodes: %d must be at least 1", in.TrialID, in.MinNodes)
+	case in.MaxNodes < in.MinNodes:
+		return fmt.Errorf("trial %s: min_nodes %d > max_nodes %d", in.TrialID, in.MinNodes, in.MaxNodes)
+	case in.MaxRestarts < 0:
+		return fmt.Errorf("trial %s: max_restarts: %d must not be negative", in.TrialID, in.MaxRestarts)
+	}
+	return nil
+}
+
+// trial is the workflow's state. Only p (TrialProgress) survives
+// continue-as-new; the rest is rebuilt (the pool re-sends the assignment
+// when the new run registers again).
+type trial struct {
+	in   TrialInput
+	wfID string
+	p    TrialProgress
+
+	epoch        int64    // newest assignment applied
+	assigned     []string // nodes the pool gives the trial now
+	assignedType string
+	reason       string // why the pool gives none
+
+	paused        bool // by a person or the campaign
+	registered    bool // the pool counts the trial as wanting nodes
+	stopRequested bool
+	continuing    bool // stopping the trainer to continue as new
+
+	run      int // launches so far (this workflow run)
+	active   *activeRun
+	attempts map[int]int // highest activity attempt seen per run
+
+	// pausedSince is set while the trial sits at 0 nodes; the next launch
+	// is then a start (after a pause), not a rescale.
+	atZero bool
+
+	profiler    *jpa.Profiler
+	sent        map[int]float64 // throughput last sent to the pool, per count
+	sentUp      float64
+	sentDown    float64
+	reportDirty bool
+	lastReport  time.Time
+	reportTimer bool
+
+	wake workflow.Channel // update handlers nudge the loop
+}
+
+// activeRun is one launch of the trainer.
+type activeRun struct {
+	run        int
+	nodes      []string
+	future     workflow.Future
+	cancel     workflow.CancelFunc
+	stopping   bool
+	afterPause bool
+	seen       bool // a progress of this run has arrived
+}
+
+func newTrial(ctx workflow.Context, in TrialInput) (*trial, error) {
+	prof, err := jpa.NewProfiler(nil)
+	if err != nil {
+		return nil, err
+	}
+	t := &trial{
+		in:       in,
+		wfID:     workflow.GetInfo(ctx).WorkflowExecution.ID,
+		p:        TrialProgress{State: TrialPending},
+		attempts: map[int]int{},
+		atZero:   true,
+		profiler: prof,
+		sent:     map[int]float64{},
+		wake:     workflow.NewBufferedChannel(ctx, 1),
+	}
+	if in.State != nil {
+		t.p = *in.State
+		t.p.Nodes = nil
+	}
+	t.paused = in.Paused
+	t.in.State, t.in.Paused = nil, false
+	return t, nil
+}
+
+func (t *trial) status() TrialStatus {
+	return TrialStatus{TrialID: t.in.TrialID, Params: t.in.Params, TrialProgress: t.p}
+}
+
+func (t *trial) nudge() { t.wake.SendAsync(struct{}{}) }
+
+func (t *trial) setHandlers(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (TrialStatus, error) {
+		return t.status(), nil
+	}); err != nil {
+		return err
+	}
+	control := func(name string, apply func(), valid func() error) error {
+		return workflow.SetUpdateHandlerWithOptions(ctx, name,
+			func(ctx workflow.Context, _ ControlRequest) (TrialStatus, error) {
+				apply()
+				t.nudge()
+				return t.status(), nil
+			},
+			workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, _ ControlRequest) error { return valid() }})
+	}
+	notTerminal := func(verb string) error {
+		if t.p.State.Terminal() || t.stopRequested {
+			return fmt.Errorf("trial %s is %s: cannot %s", t.in.TrialID, t.p.State, verb)
+		}
+		return nil
+	}
+	if err := control(UpdatePause, func() { t.paused = true }, func() error {
+		if err := notTerminal("pause"); err != nil {
+			return err
+		}
+		if t.paused {
+			return fmt.Errorf("trial %s is already paused", t.in.TrialID)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := control(UpdateResume, func() { t.paused = false }, func() error {
+		if err := notTerminal("resume"); err != nil {
+			return err
+		}
+		if !t.paused {
+			return fmt.Errorf("trial %s is not paused", t.in.TrialID)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return control(UpdateStop, func() { t.stopRequested = true }, func() error { return notTerminal("stop") })
+}
+
+// register tells the pool the trial wants nodes (starting the pool if it
+// is not running).
+func (t *trial) register(ctx workflow.Context) error {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
+	})
+	reg := RegisterTrial{
+		TrialID:         t.wfID,
+		CampaignID:      t.in.CampaignID,
+		MinNodes:        t.in.MinNodes,
+		MaxNodes:        t.in.MaxNodes,
+		NodeType:        t.in.NodeType,
+		RescaleUpCost:   t.in.RescaleUpCost,
+		RescaleDownCost: t.in.RescaleDownCost,
+	}
+	err := workflow.ExecuteActivity(actx, RegisterTrialActivityName, RegisterTrialInput{Pool: t.in.Pool, Registration: reg}).Get(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("registering trial %s with pool %s: %w", t.in.TrialID, t.in.Pool, err)
+	}
+	t.registered = true
+	return nil
+}
+
+// deregister gives the trial's nodes back to the pool for good (until it
+// registers again); assignments sent before are void.
+func (t *trial) deregister(ctx workflow.Context) {
+	t.registered = false
+	t.assigned, t.assignedType = nil, ""
+	f := workflow.SignalExternalWorkflow(ctx, PoolWorkflowID(t.in.Pool), "", SignalDeregisterTrial, DeregisterTrial{TrialID: t.wfID})
+	if err := f.Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Warn("deregistering from pool failed", "pool", t.in.Pool, "error", err)
+	}
+}
+
+// loop runs until the trial ends (false) or must continue as new (true).
+func (t *trial) loop(ctx workflow.Context) (bool, error) {
+	assignCh := workflow.GetSignalChannel(ctx, SignalAssignment)
+	progressCh := workflow.GetSignalChannel(ctx, SignalProgress)
+	controlCh := workflow.GetSignalChannel(ctx, SignalControl)
+	for {
+		if err := t.step(ctx); err != nil {
+			return false, err
+		}
+		if t.p.State.Terminal() {
+			return false, nil
+		}
+		if t.continuing && t.active == nil {
+			return true, nil
+		}
+		sel := workflow.NewSelector(ctx)
+		// Progress first: a run's last progress precedes its completion.
+		sel.AddReceive(progressCh, func(c workflow.ReceiveChannel, _ bool) {
+			var pr Progress
+			c.Receive(ctx, &pr)
+			t.onProgress(ctx, pr)
+		})
+		sel.AddReceive(assignCh, func(c workflow.ReceiveChannel, _ bool) {
+			var a Assignment
+			c.Receive(ctx, &a)
+			t.onAssignment(a)
+		})
+		sel.AddReceive(controlCh, func(c workflow.ReceiveChannel, _ bool) {
+			var ctl Control
+			c.Receive(ctx, &ctl)
+			t.onControl(ctl)
+		})
+		sel.AddReceive(t.wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
+		if t.active != nil {
+			run := t.active
+			sel.AddFuture(run.future, func(f workflow.Future) { t.onRunEnded(ctx, run, f) })
+		}
+		if t.reportDirty && !t.reportTimer {
+			t.reportTimer = true
+			wait := TrialReportInterval - workflow.Now(ctx).Sub(t.lastReport)
+			sel.AddFuture(workflow.NewTimer(ctx, max(wait, 0)), func(workflow.Future) {
+				t.reportTimer = false
+				t.reportToCampaign(ctx, false)
+			})
+		}
+		sel.Select(ctx)
+	}
+}
+
+// step brings the trainer, and the pool's view of the trial, in line
+// with what the trial should do now.
+func (t *trial) step(ctx workflow.Context) error {
+	if t.p.State.Terminal() {
+		return nil
+	}
+	info := workflow.GetInfo(ctx)
+	if !t.continuing && (info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > TrialHistoryThreshold) {
+		t.continuing = true
+	}
+	if a := t.active; a != nil {
+		if !a.stopping && (t.stopRequested || t.paused || t.continuing || !slices.Equal(a.nodes, t.assigned)) {
+			a.stopping = true
+			a.cancel()
+		}
+		return nil
+	}
+	wantNodes := !t.stopRequested && !t.continuing && !t.paused
+	if wantNodes && !t.registered {
+		if err := t.register(ctx); err != nil {
+			return err
+		}
+	}
+	if !wantNodes && t.registered && !t.continuing {
+		t.deregister(ctx)
+	}
+	switch {
+	case t.stopRequested:
+		t.setState(ctx, TrialStopped)
+	case t.continuing:
+	case t.paused:
+		t.setState(ctx, TrialPaused)
+	case len(t.assigned) >= t.in.MinNodes:
+		t.launch(ctx)
+	case t.run > 0 || t.p.Samples > 0:
+		t.setState(ctx, TrialPaused) // preempted to 0 nodes
+	default:
+		t.setState(ctx, TrialPending)
+	}
+	return nil
+}
+
+func (t *trial) launch(ctx workflow.Context) {
+	t.run++
+	if !t.atZero {
+		t.p.Rescales++
+	}
+	actx, cancel := workflow.WithCancel(ctx)
+	actx = workflow.WithActivityOptions(actx, workflow.ActivityOptions{
+		StartToCloseTimeout: TrialStartToClose,
+		HeartbeatTimeout:    TrialHeartbeatTimeout,
+		WaitForCancellation: true,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        30 * time.Second,
+			MaximumAttempts:        int32(t.in.MaxRestarts + 1),
+			NonRetryableErrorTypes: []string{ErrTypeInvalidTrial},
+		},
+	})
+	nodes := slices.Clone(t.assigned)
+	in := RunTrialInput{Trial: t.in, Run: t.run, Nodes: nodes, NodeType: t.assignedType, ResumeFrom: t.p.Checkpoint}
+	t.active = &activeRun{
+		run:        t.run,
+		nodes:      nodes,
+		future:     workflow.ExecuteActivity(actx, RunTrialActivityName, in),
+		cancel:     cancel,
+		afterPause: t.atZero,
+	}
+	t.atZero = false
+	t.p.Nodes = nodes
+	t.setState(ctx, TrialRunning)
+}
+
+func (t *trial) onAssignment(a Assignment) {
+	if a.Epoch <= t.epoch || !t.registered {
+		return // stale, or sent before the trial released its nodes
+	}
+	t.epoch = a.Epoch
+	t.assigned = slices.Clone(a.Nodes)
+	t.assignedType = a.NodeType
+	t.reason = a.Reason
+}
+
+func (t *trial) onControl(c Control) {
+	if t.p.State.Terminal() {
+		return
+	}
+	switch c.Action {
+	case ControlPause:
+		t.paused = true
+	case ControlResume:
+		t.paused = false
+	case ControlStop:
+		t.stopRequested = true
+	}
+}
+
+func (t *trial) onProgress(ctx workflow.Context, pr Progress) {
+	if pr.Attempt > t.attempts[pr.Run] {
+		if prev := t.attempts[pr.Run]; prev > 0 {
+			t.p.Restarts += pr.Attempt - prev
+		} else {
+			t.p.Restarts += pr.Attempt - 1
+		}
+		t.attempts[pr.Run] = pr.Attempt
+	}
+	t.absorb(pr.Samples, pr.Step, pr.Epoch, pr.Metrics, pr.Checkpoint)
+	t.p.MalformedReports = max(t.p.MalformedReports, pr.Malformed)
+	a := t.active
+	if a == nil || a.run != pr.Run || pr.Nodes <= 0 || pr.Time.IsZero() {
+		return
+	}
+	t.profiler.Ingest(jpa.Report{
+		TrialID:    t.wfID,
+		Nodes:      pr.Nodes,
+		NodeType:   t.assignedType,
+		Samples:    pr.Samples,
+		Time:       pr.Time,
+		Restart:    !a.seen,
+		AfterPause: !a.seen && a.afterPause,
+	})
+	a.seen = true
+	t.sendProfile(ctx, pr.Nodes)
+}
+
+// absorb keeps the newest progress: samples never go backwards (a late
+// signal from an older run is ignored), a checkpoint is kept once written.
+func (t *trial) absorb(samples float64, step int64, epoch float64, metrics map[string]float64, checkpoint string) {
+	if checkpoint != "" {
+		t.p.Checkpoint = checkpoint
+	}
+	if samples < t.p.Samples {
+		return
+	}
+	t.p.Samples, t.p.Step, t.p.Epoch = samples, step, epoch
+	if len(metrics) > 0 {
+		t.p.Metrics = metrics
+		if v, ok := metrics[t.in.ObjectiveMetric]; ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			t.p.History = appendBounded(t.p.History, MetricPoint{Samples: samples, Value: v})
+		}
+		t.reportDirty = true
+	}
+}
+
+func appendBounded(h []MetricPoint, p MetricPoint) []MetricPoint {
+	if len(h) >= metricHistoryLen {
+		kept := h[:0]
+		for i := 0; i < len(h); i += 2 {
+			kept = append(kept, h[i])
+		}
+		h = kept
+	}
+	return append(h, p)
+}
+
+// sendProfile tells the pool what the trial measured at n nodes when the
+// estimate is new or moved by more than profileChange.
+func (t *trial) sendProfile(ctx workflow.Context, n int) {
+	var est jpa.Estimate
+	found := false
+	for _, e := range t.profiler.Estimates(t.wfID) {
+		if e.Nodes == n && e.NodeType == t.assignedType {
+			est, found = e, true
+		}
+	}
+	up, down := t.profiler.RescaleCosts(t.wfID)
+	if !found || est.Throughput <= 0 {
+		return
+	}
+	old, had := t.sent[n]
+	costsMoved := up.Seconds != t.sentUp || down.Seconds != t.sentDown
+	if had && math.Abs(est.Throughput-old) <= profileChange*old && !costsMoved {
+		return
+	}
+	t.sent[n], t.sentUp, t.sentDown = est.Throughput, up.Seconds, down.Seconds
+	workflow.SignalExternalWorkflow(ctx, PoolWorkflowID(t.in.Pool), "", SignalProfile, ProfileReport{
+		TrialID:         t.wfID,
+		Nodes:           n,
+		NodeType:        t.assignedType,
+		Throughput:      est.Throughput,
+		Spread:          est.Spread,
+		RescaleUpCost:   up.Seconds,
+		RescaleDownCost: down.Seconds,
+	})
+}
+
+func (t *trial) onRunEnded(ctx workflow.Context, run *activeRun, f workflow.Future) {
+	t.active = nil
+	var res RunTrialResult
+	err := f.Get(ctx, &res)
+	var canceled *temporal.CanceledError
+	switch {
+	case err == nil:
+		t.absorb(res.Samples, res.Step, res.Epoch, res.Metrics, res.Checkpoint)
+		t.p.MalformedReports = max(t.p.MalformedReports, res.Malformed)
+		if res.Attempt > t.attempts[run.run] {
+			t.p.Restarts += res.Attempt - max(t.attempts[run.run], 1)
+			t.attempts[run.run] = res.Attempt
+		}
+		if res.Outcome == RunCompleted {
+			t.p.Nodes = nil
+			t.setState(ctx, TrialCompleted)
+			return
+		}
+	case errors.As(err, &canceled):
+		// Stopped before the trainer started: nothing ran.
+	default:
+		t.p.Error = errorMessage(err)
+		t.p.Nodes = nil
+		t.setState(ctx, TrialFailed)
+		return
+	}
+	// Stopped on purpose. A relaunch straight onto new nodes is a
+	// rescale; a wait at 0 nodes first makes the next launch a start.
+	t.p.Nodes = nil
+	t.atZero = t.paused || t.stopRequested || t.continuing || len(t.assigned) < t.in.MinNodes
+}
+
+func errorMessage(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Error()
+	}
+	return err.Error()
+}
+
+func (t *trial) setState(ctx workflow.Context, s TrialState) {
+	if t.p.State == s {
+		return
+	}
+	t.p.State = s
+	t.upsertAttributes(ctx)
+}
+
+func (t *trial) upsertAttributes(ctx workflow.Context) {
+	_ = workflow.UpsertTypedSearchAttributes(ctx,
+		GleanerKind.ValueSet(KindTrial),
+		GleanerCampaign.ValueSet(t.in.CampaignID),
+		GleanerTrial.ValueSet(t.in.TrialID),
+		GleanerPool.ValueSet(t.in.Pool),
+		GleanerStatus.ValueSet(string(t.p.State)),
+	)
+	workflow.SetCurrentDetails(ctx, t.details())
+}
+
+// details is the markdown the Temporal UI shows for the trial.
+func (t *trial) details() string {
+	s := fmt.Sprintf("**Trial %s** (%s) — %s\n\n| | |\n|---|---|\n| nodes | %d |\n| samples | %.0f |\n| step | %d |\n| restarts | %d |\n| rescales | %d |\n",
+		t.in.TrialID, t.in.CampaignID, t.p.State, len(t.p.Nodes), t.p.Samples, t.p.Step, t.p.Restarts, t.p.Rescales)
+	if v, ok := t.p.Metrics[t.in.ObjectiveMetric]; ok {
+		s += fmt.Sprintf("| %s | %.6g |\n", t.in.ObjectiveMetric, v)
+	}
+	if t.p.Checkpoint != "" {
+		s += fmt.Sprintf("| checkpoint | `%s` |\n", t.p.Checkpoint)
+	}
+	if t.p.Error != "" {
+		s += fmt.Sprintf("\nError: %s\n", t.p.Error)
+	}
+	return s
+}
+
+func (t *trial) report(final bool) TrialReport {
+	return TrialReport{
+		TrialID:    t.in.TrialID,
+		WorkflowID: t.wfID,
+		Number:     t.in.Number,
+		Params:     t.in.Params,
+		State:      t.p.State,
+		Final:      final,
+		Metrics:    t.p.Metrics,
+		Samples:    t.p.Samples,
+		Restarts:   t.p.Restarts,
+		Rescales:   t.p.Rescales,
+		Error:      t.p.Error,
+	}
+}
+
+func (t *trial) reportToCampaign(ctx workflow.Context, final bool) {
+	t.reportDirty = false
+	t.lastReport = workflow.Now(ctx)
+	workflow.SetCurrentDetails(ctx, t.details())
+	if t.in.CampaignWorkflowID == "" {
+		return
+	}
+	f := workflow.SignalExternalWorkflow(ctx, t.in.CampaignWorkflowID, "", SignalTrialReport, t.report(final))
+	if final {
+		// The campaign counts the trial in flight until this arrives.
+		if err := f.Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Warn("final report to campaign failed", "campaign", t.in.CampaignWorkflowID, "error", err)
+		}
+	}
+}
+
+// finish releases the trial's nodes and sends its final report.
+func (t *trial) finish(ctx workflow.Context) TrialReport {
+	if t.registered {
+		t.deregister(ctx)
+	}
+	t.reportToCampaign(ctx, true)
+	return t.report(true)
+}
+
+// continueAsNew carries the durable progress into a new run; signals not
+// yet handled are applied first so none is lost.
+func (t *trial) continueAsNew(ctx workflow.Context) error {
+	drain := func(name string, apply func(workflow.ReceiveChannel)) {
+		ch := workflow.GetSignalChannel(ctx, name)
+		for ch.Len() > 0 {
+			apply(ch)
+		}
+	}
+	drain(SignalProgress, func(c workflow.ReceiveChannel) {
+		var pr Progress
+		c.Receive(ctx, &pr)
+		t.absorb(pr.Samples, pr.Step, pr.Epoch, pr.Metrics, pr.Checkpoint)
+	})
+	drain(SignalControl, func(c workflow.ReceiveChannel) {
+		var ctl Control
+		c.Receive(ctx, &ctl)
+		t.onControl(ctl)
+	})
+	drain(SignalAssignment, func(c workflow.ReceiveChannel) { c.Receive(ctx, nil) }) // re-sent on register
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	next := t.in
+	st := t.p
+	st.Nodes = nil
+	next.State, next.Paused = &st, t.paused
+	return workflow.NewContinueAsNewError(ctx, TrialWorkflowName, next)
+}

@@ -131,8 +131,11 @@ type TrialProgress struct {
 	// History is a bounded window of the objective metric over samples.
 	History []MetricPoint `json:"history,omitempty"`
 	// MalformedReports counts report lines skipped.
-	MalformedReports int    `json:"malformed_reports,omitempty"`
-	Error            string `json:"error,omitempty"`
+	MalformedReports int `json:"malformed_reports,omitempty"`
+	// Killed counts runs that ignored SIGTERM for the whole grace period
+	// and were SIGKILLed (they resumed from their last periodic checkpoint).
+	Killed int    `json:"killed,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // MetricPoint is one sample of the objective metric.

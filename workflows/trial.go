@@ -488,6 +488,9 @@ func (t *trial) onRunEnded(ctx workflow.Context, run *activeRun, f workflow.Futu
 	var canceled *temporal.CanceledError
 	switch {
 	case err == nil:
+		if res.Exit.Killed {
+			t.p.Killed++
+		}
 		t.absorb(res.Samples, res.Step, res.Epoch, res.Metrics, res.Checkpoint)
 		t.p.MalformedReports = max(t.p.MalformedReports, res.Malformed)
 		if res.Attempt > t.attempts[run.run] {
@@ -549,6 +552,12 @@ func (t *trial) details() string {
 	}
 	if t.p.Checkpoint != "" {
 		s += fmt.Sprintf("| checkpoint | `%s` |\n", t.p.Checkpoint)
+	}
+	if t.p.MalformedReports > 0 {
+		s += fmt.Sprintf("| malformed report lines skipped | %d |\n", t.p.MalformedReports)
+	}
+	if t.p.Killed > 0 {
+		s += fmt.Sprintf("| runs killed after ignoring SIGTERM | %d |\n", t.p.Killed)
 	}
 	if t.p.Error != "" {
 		s += fmt.Sprintf("\nError: %s\n", t.p.Error)

@@ -168,8 +168,12 @@ func run(env trial.Env, stop <-chan struct{}, log io.Writer) int {
 			}
 		}
 		if h.StepMS > 0 {
+			cut := stop
+			if h.IgnoreSigterm {
+				cut = nil // a trainer that ignores SIGTERM keeps its pace too
+			}
 			select { // a stop cuts the sleep short
-			case <-stop:
+			case <-cut:
 			case <-time.After(time.Duration(float64(h.StepMS) * float64(time.Millisecond))):
 			}
 		}

@@ -40,6 +40,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 
 	bench := &cobra.Command{Use: "bench", Short: "Benchmark Gleaner's components"}
 	bench.AddCommand(newBenchAllocatorCmd())
+	bench.AddCommand(newBenchCampaignCmd())
+	bench.AddCommand(newBenchRescaleCmd())
 	root.AddCommand(bench)
 
 	jpaCmd := &cobra.Command{Use: "jpa", Short: "The Job Profiling Advisor: learn throughput curves online"}

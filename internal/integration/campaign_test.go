@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/gleaner-hpc/gleaner"
@@ -208,11 +210,12 @@ func (s *nodeSet) Idle(context.Context, time.Time) ([]cluster.Node, error) {
 	return slices.Clone(s.nodes), nil
 }
 
-// waitTrial polls a trial's status until cond holds.
+// waitTrial polls a trial's status until cond holds; on timeout it fails
+// t showing the last status seen.
 func waitTrial(t testing.TB, c client.Client, wfID string, timeout time.Duration, what string, cond func(workflows.TrialStatus) bool) workflows.TrialStatus {
 	t.Helper()
 	var last workflows.TrialStatus
-	waitFor(t, timeout, what, func() (bool, error) {
+	err := waitUntil(testContext(t, timeout), func() (bool, error) {
 		s, err := trialStatus(t, c, wfID)
 		if err != nil {
 			return false, nil // not started yet
@@ -220,7 +223,37 @@ func waitTrial(t testing.TB, c client.Client, wfID string, timeout time.Duration
 		last = s
 		return cond(s), nil
 	})
+	if err != nil {
+		t.Logf("history of %s:\n%s", wfID, historyDump(t, c, wfID))
+		t.Fatalf("waiting for %s: %v; last status: %+v", what, err, last)
+	}
 	return last
+}
+
+// historyDump lists a workflow's events (time, type, signal or activity
+// name) for failure messages.
+func historyDump(t testing.TB, c client.Client, wfID string) string {
+	var b strings.Builder
+	it := c.GetWorkflowHistory(testContext(t, 30*time.Second), wfID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			fmt.Fprintf(&b, "(%v)\n", err)
+			break
+		}
+		detail := ""
+		if a := e.GetWorkflowExecutionSignaledEventAttributes(); a != nil {
+			detail = a.GetSignalName()
+		}
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
+			detail = a.GetActivityType().GetName()
+		}
+		if a := e.GetActivityTaskFailedEventAttributes(); a != nil {
+			detail = a.GetFailure().GetMessage()
+		}
+		fmt.Fprintf(&b, "%s %3d %s %s\n", e.GetEventTime().AsTime().Format("15:04:05.000"), e.GetEventId(), e.GetEventType(), detail)
+	}
+	return b.String()
 }
 
 // (b) Nodes leave mid-trial: the trial checkpoints, waits at 0 nodes,

@@ -1,0 +1,381 @@
+package benchrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/gleaner-hpc/gleaner"
+	"github.com/gleaner-hpc/gleaner/hpo"
+	"github.com/gleaner-hpc/gleaner/workflows"
+)
+
+// Ray Tune's published figure for its own overhead: 10,000 trials of one
+// second each in 715 s on 16 CPUs.
+const (
+	RayTuneTrials  = 10_000
+	RayTuneSeconds = 715.0
+	RayTuneCPUs    = 16
+)
+
+// CampaignOptions configure RunCampaign.
+type CampaignOptions struct {
+	Trials     int     // trials in the campaign
+	Concurrent int     // max_concurrent
+	Seconds    float64 // about how long one trial trains
+	Nodes      int     // CPU slots of the static node source
+	// Steps is the trainer's step count per trial (default 20); each step
+	// sleeps Seconds/Steps.
+	Steps int
+	// ProgressEvery is how often a progress line goes to Log (default 5 s).
+	ProgressEvery time.Duration
+	RepoDir       string
+	Log           io.Writer
+}
+
+// CampaignReport is RunCampaign's result; its JSON keys are a stable
+// contract.
+type CampaignReport struct {
+	Trials       int     `json:"trials"`
+	Concurrent   int     `json:"concurrent"`
+	Nodes        int     `json:"nodes"`
+	TrialSeconds float64 `json:"trial_seconds"`
+	Steps        int     `json:"steps"`
+	StepMS       float64 `json:"step_ms"`
+	CPUs         int     `json:"cpus"`
+
+	State     string `json:"state"`
+	Completed int    `json:"completed"`
+	Stopped   int    `json:"stopped"`
+	Failed    int    `json:"failed"`
+
+	WallSeconds            float64 `json:"wall_seconds"`
+	TrialsPerSecond        float64 `json:"trials_per_second"`
+	TrialsPerSecondPerCore float64 `json:"trials_per_second_per_core"`
+	// TrialWallSeconds is each trial workflow's start→close time.
+	TrialWallSeconds Stats `json:"trial_wall_seconds"`
+
+	// EventsPerTrial is the history length of every trial workflow.
+	EventsPerTrial Stats `json:"events_per_trial"`
+	// TrialEventTypes breaks trial 1's history down by event type.
+	TrialEventTypes map[string]int `json:"trial_event_types"`
+
+	CampaignRuns           []RunInfo `json:"campaign_runs"`
+	CampaignContinuedAsNew int       `json:"campaign_continued_as_new"`
+	PoolRuns               []RunInfo `json:"pool_runs"`
+	PoolContinuedAsNew     int       `json:"pool_continued_as_new"`
+	// PeakHistory is the longest history of any run (campaign, pool or
+	// trial); PeakHistoryRun names it.
+	PeakHistory    int64   `json:"peak_history"`
+	PeakHistoryRun RunInfo `json:"peak_history_run"`
+	HistoryLimit   int     `json:"history_limit"`
+
+	RayTune RayTuneFigure `json:"ray_tune"`
+	// PerCoreVsRayTune is TrialsPerSecondPerCore / Ray Tune's.
+	PerCoreVsRayTune float64 `json:"per_core_vs_ray_tune"`
+}
+
+// RayTuneFigure is the figure compared with.
+type RayTuneFigure struct {
+	Trials                 int     `json:"trials"`
+	Seconds                float64 `json:"seconds"`
+	CPUs                   int     `json:"cpus"`
+	TrialsPerSecond        float64 `json:"trials_per_second"`
+	TrialsPerSecondPerCore float64 `json:"trials_per_second_per_core"`
+}
+
+func rayTune() RayTuneFigure {
+	tps := RayTuneTrials / RayTuneSeconds
+	return RayTuneFigure{Trials: RayTuneTrials, Seconds: RayTuneSeconds, CPUs: RayTuneCPUs,
+		TrialsPerSecond: tps, TrialsPerSecondPerCore: tps / RayTuneCPUs}
+}
+
+func (o *CampaignOptions) validate() error {
+	switch {
+	case o.Trials < 1:
+		return fmt.Errorf("--trials: %d must be at least 1", o.Trials)
+	case o.Concurrent < 1:
+		return fmt.Errorf("--concurrent: %d must be at least 1", o.Concurrent)
+	case o.Nodes < 1:
+		return fmt.Errorf("--nodes: %d must be at least 1", o.Nodes)
+	case !(o.Seconds > 0) || o.Seconds > 600:
+		return fmt.Errorf("--trial-seconds: %v must be in (0, 600]", o.Seconds)
+	}
+	if o.Steps <= 0 {
+		o.Steps = 20
+	}
+	if o.ProgressEvery <= 0 {
+		o.ProgressEvery = 5 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	return nil
+}
+
+// CampaignName is the benchmark campaign's (and pool's) name.
+const CampaignName = "bench-campaign"
+
+// RunCampaign runs one campaign of o.Trials go-mlp trials of about
+// o.Seconds each, o.Concurrent in flight, each on exactly one of o.Nodes
+// CPU slots, against a fresh dev server and an in-process worker, and
+// measures it.
+func RunCampaign(ctx context.Context, o CampaignOptions) (*CampaignReport, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	e, err := setup(ctx, envOptions{Slots: o.Nodes, RepoDir: o.RepoDir, Log: o.Log})
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+
+	stepMS := math.Round(o.Seconds*1000/float64(o.Steps)*1000) / 1000
+	rep := &CampaignReport{
+		Trials: o.Trials, Concurrent: o.Concurrent, Nodes: o.Nodes, TrialSeconds: o.Seconds,
+		Steps: o.Steps, StepMS: stepMS, CPUs: runtime.NumCPU(), HistoryLimit: HistoryLimit, RayTune: rayTune(),
+	}
+	spec := campaignSpec(e.trainer, o, stepMS)
+	wfID := workflows.CampaignWorkflowID(spec.Name)
+
+	fmt.Fprintf(o.Log, "bench: campaign of %d trials × %.3g s (%d steps of %g ms), %d in flight, %d nodes\n",
+		o.Trials, o.Seconds, o.Steps, stepMS, o.Concurrent, o.Nodes)
+	start := time.Now()
+	run, err := e.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wfID, TaskQueue: TaskQueue},
+		workflows.CampaignWorkflowName, workflows.CampaignInput{Spec: spec})
+	if err != nil {
+		return nil, fmt.Errorf("starting the campaign: %w", err)
+	}
+	stopProgress := progress(ctx, e.c, wfID, o.Trials, start, o.ProgressEvery, o.Log)
+	var res workflows.CampaignResult
+	err = run.Get(ctx, &res)
+	wall := time.Since(start)
+	stopProgress()
+	if err != nil {
+		return nil, fmt.Errorf("campaign %s: %w", wfID, err)
+	}
+	rep.WallSeconds = wall.Seconds()
+	rep.State = string(res.State)
+	rep.Completed, rep.Stopped, rep.Failed = res.Completed, res.Stopped, res.Failed
+	rep.TrialsPerSecond = float64(res.Ended()) / wall.Seconds()
+	rep.TrialsPerSecondPerCore = rep.TrialsPerSecond / float64(rep.CPUs)
+	rep.PerCoreVsRayTune = rep.TrialsPerSecondPerCore / rep.RayTune.TrialsPerSecondPerCore
+	fmt.Fprintf(o.Log, "bench: campaign %s in %.1f s (%d completed, %d failed); reading histories\n",
+		res.State, wall.Seconds(), res.Completed, res.Failed)
+
+	if err := rep.histories(ctx, e.c, wfID, spec.Pool, res.Created); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+func campaignSpec(trainer string, o CampaignOptions, stepMS float64) gleaner.CampaignSpec {
+	fixed := func(name, value string) hpo.Param {
+		return hpo.Param{Name: name, Type: hpo.ParamChoice, Choices: []string{value}}
+	}
+	return gleaner.CampaignSpec{
+		Name:    CampaignName,
+		Pool:    CampaignName,
+		Command: []string{trainer},
+		Space: hpo.Space{
+			{Name: "lr", Type: hpo.ParamFloat, Min: 0.01, Max: 0.5, Log: true},
+			{Name: "hidden", Type: hpo.ParamInt, Min: 4, Max: 32},
+			fixed("batch", "32"),
+			fixed("steps", fmt.Sprint(o.Steps)),
+			fixed("step_ms", fmt.Sprint(stepMS)),
+			fixed("report_every", "5"),
+			fixed("checkpoint_every", "10"),
+		},
+		Objective: gleaner.ObjectiveSpec{Metric: "val_loss", Mode: "min"},
+		Budget:    gleaner.Budget{MaxTrials: o.Trials, MaxConcurrent: o.Concurrent},
+		Resources: gleaner.Resources{MinNodes: 1, MaxNodes: 1},
+		Trial:     gleaner.TrialPolicy{GracePeriod: gleaner.Duration(5 * time.Second), MaxRestarts: 2},
+	}
+}
+
+// progress prints trials done / total every `every` until stopped.
+func progress(ctx context.Context, c client.Client, wfID string, total int, start time.Time, every time.Duration, w io.Writer) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			qctx, qcancel := context.WithTimeout(ctx, 10*time.Second)
+			v, err := c.QueryWorkflow(qctx, wfID, "", workflows.QueryStatus)
+			var st workflows.CampaignStatus
+			if err == nil {
+				err = v.Get(&st)
+			}
+			qcancel()
+			el := time.Since(start).Seconds()
+			if err != nil {
+				if ctx.Err() == nil {
+					fmt.Fprintf(w, "bench: %5.0f s  (status query: %v)\n", el, err)
+				}
+				continue
+			}
+			fmt.Fprintf(w, "bench: %5.0f s  %d/%d trials done, %d running, %d failed, %.2f trials/s, campaign run %d\n",
+				el, st.Ended(), total, st.Running, st.Failed, float64(st.Ended())/el, st.Runs+1)
+		}
+	}()
+	return func() { cancel(); wg.Wait() }
+}
+
+// histories measures the trial, campaign and pool histories.
+func (r *CampaignReport) histories(ctx context.Context, c client.Client, wfID, pool string, created int) error {
+	peak := func(ri RunInfo) {
+		if ri.HistoryLength > r.PeakHistory {
+			r.PeakHistory, r.PeakHistoryRun = ri.HistoryLength, ri
+		}
+	}
+	var err error
+	if r.CampaignRuns, err = runChain(ctx, c, wfID); err != nil {
+		return err
+	}
+	for _, ri := range r.CampaignRuns {
+		peak(ri)
+		if ri.Status == "continued-as-new" {
+			r.CampaignContinuedAsNew++
+		}
+	}
+	if r.PoolRuns, err = runChain(ctx, c, workflows.PoolWorkflowID(pool)); err != nil {
+		return err
+	}
+	for _, ri := range r.PoolRuns {
+		peak(ri)
+		if ri.Status == "continued-as-new" {
+			r.PoolContinuedAsNew++
+		}
+	}
+
+	// Every trial's runs (a trial continues as new only when very long,
+	// so usually one each), described in parallel.
+	type trialOut struct {
+		events int64
+		wall   float64
+		runs   []RunInfo
+		err    error
+	}
+	outs := make([]trialOut, created)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i := range outs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			id := workflows.TrialWorkflowID(wfID, i+1)
+			runs, err := runChain(ctx, c, id)
+			if err != nil {
+				outs[i].err = err
+				return
+			}
+			outs[i].runs = runs
+			for _, ri := range runs {
+				outs[i].events += ri.HistoryLength
+			}
+			d, err := c.DescribeWorkflowExecution(ctx, id, runs[0].RunID)
+			if err != nil {
+				outs[i].err = err
+				return
+			}
+			info := d.GetWorkflowExecutionInfo()
+			last, err := c.DescribeWorkflowExecution(ctx, id, runs[len(runs)-1].RunID)
+			if err != nil {
+				outs[i].err = err
+				return
+			}
+			if ct := last.GetWorkflowExecutionInfo().GetCloseTime(); ct != nil {
+				outs[i].wall = ct.AsTime().Sub(info.GetStartTime().AsTime()).Seconds()
+			}
+		}()
+	}
+	wg.Wait()
+	var events, walls []float64
+	var errs []error
+	for _, o := range outs {
+		if o.err != nil {
+			errs = append(errs, o.err)
+			continue
+		}
+		events = append(events, float64(o.events))
+		walls = append(walls, o.wall)
+		for _, ri := range o.runs {
+			peak(ri)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%d trial histories unreadable: %w", len(errs), errors.Join(errs[:min(3, len(errs))]...))
+	}
+	r.EventsPerTrial = summarize(events)
+	r.TrialWallSeconds = summarize(walls)
+	if created > 0 {
+		evs, err := history(ctx, c, workflows.TrialWorkflowID(wfID, 1), "")
+		if err != nil {
+			return err
+		}
+		r.TrialEventTypes = eventTypeCounts(evs)
+	}
+	return nil
+}
+
+// WriteText prints the report for people.
+func (r *CampaignReport) WriteText(w io.Writer) error {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("campaign: %d trials of ~%.3g s (go-mlp, %d steps × %g ms), %d in flight, min=max=1 of %d CPU slots, %d CPUs\n",
+		r.Trials, r.TrialSeconds, r.Steps, r.StepMS, r.Concurrent, r.Nodes, r.CPUs)
+	p("result:   %s — %d completed, %d stopped, %d failed\n", r.State, r.Completed, r.Stopped, r.Failed)
+	p("wall:     %.1f s  →  %.2f trials/s, %.3f trials/s per core\n", r.WallSeconds, r.TrialsPerSecond, r.TrialsPerSecondPerCore)
+	p("trial:    start→close %.2f s mean, p50 %.2f, p95 %.2f, max %.2f\n",
+		r.TrialWallSeconds.Mean, r.TrialWallSeconds.P50, r.TrialWallSeconds.P95, r.TrialWallSeconds.Max)
+	p("history:  %.1f events per trial (mean), max %.0f; peak of any run %d (%s %s), limit %d\n",
+		r.EventsPerTrial.Mean, r.EventsPerTrial.Max, r.PeakHistory, r.PeakHistoryRun.WorkflowID, r.PeakHistoryRun.Status, r.HistoryLimit)
+	p("runs:     campaign %d (%d continued-as-new), pool %d (%d continued-as-new)\n",
+		len(r.CampaignRuns), r.CampaignContinuedAsNew, len(r.PoolRuns), r.PoolContinuedAsNew)
+	for _, ri := range r.CampaignRuns {
+		p("          campaign run %s  %-16s %6d events\n", ri.RunID, ri.Status, ri.HistoryLength)
+	}
+	for _, ri := range r.PoolRuns {
+		p("          pool run     %s  %-16s %6d events\n", ri.RunID, ri.Status, ri.HistoryLength)
+	}
+	if len(r.TrialEventTypes) > 0 {
+		names := make([]string, 0, len(r.TrialEventTypes))
+		for n := range r.TrialEventTypes {
+			names = append(names, n)
+		}
+		sort.Slice(names, func(i, j int) bool {
+			a, b := r.TrialEventTypes[names[i]], r.TrialEventTypes[names[j]]
+			return a > b || (a == b && names[i] < names[j])
+		})
+		p("trial 1:  ")
+		for i, n := range names {
+			if i > 0 {
+				p(", ")
+			}
+			p("%s %d", n, r.TrialEventTypes[n])
+		}
+		p("\n")
+	}
+	rt := r.RayTune
+	p("Ray Tune: %d × 1 s trials in %.0f s on %d CPUs = %.1f trials/s, %.3f per core\n",
+		rt.Trials, rt.Seconds, rt.CPUs, rt.TrialsPerSecond, rt.TrialsPerSecondPerCore)
+	p("per core: %.2f× Ray Tune's (%.3f vs %.3f trials/s per core)\n", r.PerCoreVsRayTune, r.TrialsPerSecondPerCore, rt.TrialsPerSecondPerCore)
+	return nil
+}

@@ -1,0 +1,8 @@
+// Package benchrun runs Gleaner's Temporal benchmarks end to end: a real
+// dev server (internal/devserver) on free ports with a temporary database,
+// an in-process worker (worker.Build) and the go-mlp example trainer built
+// once. RunCampaign measures campaign throughput and history sizes;
+// RunRescale measures how long a trial takes to relaunch after its pool
+// changes its assignment. `gleaner bench campaign` and `gleaner bench
+// rescale` print their reports; docs/benchmarks.md has the numbers.
+package benchrun

@@ -38,6 +38,8 @@ const (
 	SignalProfile = "gleaner.profile"
 	// SignalPollNow (anyone → PoolWorkflow): poll the node source now; no payload.
 	SignalPollNow = "gleaner.poll-now"
+	// SignalReleased (TrialWorkflow → PoolWorkflow): Released.
+	SignalReleased = "gleaner.released"
 	// SignalAssignment (PoolWorkflow → TrialWorkflow): Assignment.
 	SignalAssignment = "gleaner.assignment"
 	// SignalProgress (RunTrial activity → TrialWorkflow): Progress.
@@ -172,6 +174,14 @@ type RegisterTrial struct {
 	RescaleUpCost   time.Duration `json:"rescale_up_cost"`
 	RescaleDownCost time.Duration `json:"rescale_down_cost"`
 	Weight          float64       `json:"weight,omitempty"`
+}
+
+// Released tells the pool that the trial's trainer no longer runs on any
+// node outside the assignment of Epoch: nodes taken from it by that
+// decision or an earlier one may go to other trials.
+type Released struct {
+	TrialID string `json:"trial_id"` // the trial's workflow id
+	Epoch   int64  `json:"epoch"`
 }
 
 // DeregisterTrial releases a trial's nodes for good.

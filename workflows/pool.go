@@ -20,6 +20,7 @@ const (
 	DefaultDebounce              = 500 * time.Millisecond
 	DefaultLookahead             = 5 * time.Minute
 	DefaultPoolHistoryThreshold  = 10_000
+	DefaultReleaseTimeout        = 2 * time.Minute
 	defaultLocalActivityDeadline = time.Minute
 )
 
@@ -42,6 +43,10 @@ type PoolInput struct {
 	// HistoryThreshold is the history length at which the pool continues
 	// as new.
 	HistoryThreshold int `json:"history_threshold,omitempty"`
+	// ReleaseTimeout is how long a node taken from one trial is held back
+	// from another while the first has not confirmed its trainer left it
+	// (a lost worker, a stuck trainer).
+	ReleaseTimeout time.Duration `json:"release_timeout,omitempty"`
 	// State is the pool's state carried over continue-as-new.
 	State *PoolState `json:"state,omitempty"`
 }
@@ -56,6 +61,7 @@ func (in PoolInput) withDefaults() PoolInput {
 	set(&in.AllocatePeriod, DefaultAllocatePeriod)
 	set(&in.Debounce, DefaultDebounce)
 	set(&in.Lookahead, DefaultLookahead)
+	set(&in.ReleaseTimeout, DefaultReleaseTimeout)
 	if in.HistoryThreshold <= 0 {
 		in.HistoryThreshold = DefaultPoolHistoryThreshold
 	}
@@ -73,15 +79,30 @@ type PoolState struct {
 	// Resend lists trials that registered again and must hear their
 	// assignment again at the next allocation.
 	Resend []string `json:"resend,omitempty"`
+	// Releasing are nodes taken from a trial whose trainer may still run
+	// on them: no other trial is told to use them until the trial confirms
+	// (Released) or ReleaseTimeout passes.
+	Releasing []Releasing `json:"releasing,omitempty"`
+}
+
+// Releasing is a node being vacated by a trial.
+type Releasing struct {
+	Node    string    `json:"node"`
+	TrialID string    `json:"trial_id"`
+	Epoch   int64     `json:"epoch"` // the decision that took it
+	Since   time.Time `json:"since"`
 }
 
 // PoolTrial is one registered trial as the pool sees it.
 type PoolTrial struct {
-	Registration RegisterTrial  `json:"registration"`
-	Nodes        []string       `json:"nodes,omitempty"` // assigned now
-	NodeType     string         `json:"node_type,omitempty"`
-	Reason       string         `json:"reason,omitempty"`
-	Profile      []ProfilePoint `json:"profile,omitempty"`
+	Registration RegisterTrial `json:"registration"`
+	Nodes        []string      `json:"nodes,omitempty"` // assigned now
+	NodeType     string        `json:"node_type,omitempty"`
+	// Sent is the assignment the trial was last told; it lags Nodes while
+	// nodes it is to get are still being vacated by another trial.
+	Sent    []string       `json:"sent,omitempty"`
+	Reason  string         `json:"reason,omitempty"`
+	Profile []ProfilePoint `json:"profile,omitempty"`
 	// RescaleUpCost and RescaleDownCost are measured seconds, 0 until
 	// measured (the registration's priors are used then).
 	RescaleUpCost   float64 `json:"rescale_up_s,omitempty"`
@@ -186,6 +207,7 @@ func (p *pool) loop(ctx workflow.Context) error {
 	deregCh := workflow.GetSignalChannel(ctx, SignalDeregisterTrial)
 	profCh := workflow.GetSignalChannel(ctx, SignalProfile)
 	pollCh := workflow.GetSignalChannel(ctx, SignalPollNow)
+	relCh := workflow.GetSignalChannel(ctx, SignalReleased)
 	p.resend = map[string]bool{}
 	for _, id := range p.st.Resend {
 		p.resend[id] = true
@@ -221,6 +243,17 @@ func (p *pool) loop(ctx workflow.Context) error {
 			c.Receive(ctx, nil)
 			pollNow = true
 		})
+		sel.AddReceive(relCh, func(c workflow.ReceiveChannel, _ bool) {
+			var r Released
+			c.Receive(ctx, &r)
+			p.released(ctx, r)
+		})
+		if len(p.st.Releasing) > 0 {
+			wait := p.in.ReleaseTimeout - workflow.Now(ctx).Sub(p.st.Releasing[0].Since)
+			sel.AddFuture(workflow.NewTimer(ctx, max(wait, time.Millisecond)), func(workflow.Future) {
+				p.expireReleases(ctx)
+			})
+		}
 		var pollDue, periodDue, debounceDue bool
 		sel.AddFuture(pollTimer, func(workflow.Future) { pollDue = true })
 		sel.AddFuture(periodTimer, func(workflow.Future) { periodDue = true })
@@ -251,7 +284,7 @@ func (p *pool) loop(ctx workflow.Context) error {
 		}
 		info := workflow.GetInfo(ctx)
 		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > p.in.HistoryThreshold {
-			return p.continueAsNew(ctx, regCh, deregCh, profCh, pollCh)
+			return p.continueAsNew(ctx, regCh, deregCh, profCh, pollCh, relCh)
 		}
 	}
 }
@@ -274,6 +307,33 @@ func (p *pool) deregister(id string) {
 		p.st.Trials = slices.Delete(p.st.Trials, i, i+1)
 		delete(p.resend, id)
 		p.dirty = true
+	}
+	// A trial deregisters once its trainer has stopped.
+	p.st.Releasing = slices.DeleteFunc(p.st.Releasing, func(r Releasing) bool { return r.TrialID == id })
+}
+
+// released frees the nodes a trial confirmed it left and tells the trials
+// waiting for them.
+func (p *pool) released(ctx workflow.Context, r Released) {
+	n := len(p.st.Releasing)
+	p.st.Releasing = slices.DeleteFunc(p.st.Releasing, func(x Releasing) bool {
+		return x.TrialID == r.TrialID && x.Epoch <= r.Epoch
+	})
+	if len(p.st.Releasing) != n {
+		p.flush(ctx, false)
+	}
+}
+
+// expireReleases stops waiting for confirmations older than ReleaseTimeout.
+func (p *pool) expireReleases(ctx workflow.Context) {
+	now := workflow.Now(ctx)
+	n := len(p.st.Releasing)
+	p.st.Releasing = slices.DeleteFunc(p.st.Releasing, func(x Releasing) bool {
+		return now.Sub(x.Since) >= p.in.ReleaseTimeout
+	})
+	if len(p.st.Releasing) != n {
+		workflow.GetLogger(ctx).Warn("nodes handed over without confirmation", "pool", p.in.Name, "count", n-len(p.st.Releasing))
+		p.flush(ctx, false)
 	}
 }
 
@@ -350,6 +410,7 @@ func (p *pool) allocate(ctx workflow.Context) error {
 	}
 	p.st.Epoch++
 	p.st.Solves++
+	now := workflow.Now(ctx)
 	changed := 0
 	for _, a := range res.Assignments {
 		i, found := p.trial(a.TrialID)
@@ -358,22 +419,55 @@ func (p *pool) allocate(ctx workflow.Context) error {
 		}
 		t := &p.st.Trials[i]
 		t.Reason = a.Reason
-		if slices.Equal(t.Nodes, a.Nodes) && t.NodeType == a.NodeType && !p.resend[a.TrialID] {
-			continue
-		}
 		if !slices.Equal(t.Nodes, a.Nodes) {
 			changed++
 		}
+		// Nodes the trial was told to use and now loses: its trainer may
+		// still run there until it confirms.
+		for _, n := range t.Sent {
+			if !slices.Contains(a.Nodes, n) {
+				p.st.Releasing = append(p.st.Releasing, Releasing{Node: n, TrialID: t.Registration.TrialID, Epoch: p.st.Epoch, Since: now})
+			}
+		}
 		t.Nodes, t.NodeType = a.Nodes, a.NodeType
-		delete(p.resend, a.TrialID)
-		workflow.SignalExternalWorkflow(ctx, a.TrialID, "", SignalAssignment, Assignment{
-			Epoch: p.st.Epoch, Nodes: a.Nodes, NodeType: a.NodeType, Reason: a.Reason,
-		})
 	}
+	p.flush(ctx, true)
 	res.Summary.Changed = changed
 	p.st.Last = res.Summary
 	workflow.SetCurrentDetails(ctx, p.details())
 	return nil
+}
+
+// flush tells every trial whose decided nodes differ from what it was last
+// told — unless a node it is to get is still being vacated by another
+// trial, in which case it hears once that node is released. Shrinks and
+// preemptions always go at once. withResend also re-sends to trials that
+// registered again (only right after an allocation, so the epoch is new).
+func (p *pool) flush(ctx workflow.Context, withResend bool) {
+	held := map[string]string{}
+	for _, r := range p.st.Releasing {
+		held[r.Node] = r.TrialID
+	}
+	for i := range p.st.Trials {
+		t := &p.st.Trials[i]
+		id := t.Registration.TrialID
+		resend := withResend && p.resend[id]
+		if slices.Equal(t.Sent, t.Nodes) && !resend {
+			continue
+		}
+		blocked := slices.ContainsFunc(t.Nodes, func(n string) bool {
+			owner, ok := held[n]
+			return ok && owner != id
+		})
+		if blocked {
+			continue
+		}
+		t.Sent = slices.Clone(t.Nodes)
+		delete(p.resend, id)
+		workflow.SignalExternalWorkflow(ctx, id, "", SignalAssignment, Assignment{
+			Epoch: p.st.Epoch, Nodes: t.Nodes, NodeType: t.NodeType, Reason: t.Reason,
+		})
+	}
 }
 
 // details is the markdown the Temporal UI shows for the pool.
@@ -395,12 +489,15 @@ func (p *pool) details() string {
 
 // continueAsNew applies every signal still queued, waits for handlers,
 // and carries the state into a new run.
-func (p *pool) continueAsNew(ctx workflow.Context, regCh, deregCh, profCh, pollCh workflow.ReceiveChannel) error {
+func (p *pool) continueAsNew(ctx workflow.Context, regCh, deregCh, profCh, pollCh, relCh workflow.ReceiveChannel) error {
 	for {
 		var r RegisterTrial
 		var d DeregisterTrial
 		var pr ProfileReport
+		var rel Released
 		switch {
+		case relCh.ReceiveAsync(&rel):
+			p.released(ctx, rel)
 		case regCh.ReceiveAsync(&r):
 			p.register(r)
 		case deregCh.ReceiveAsync(&d):

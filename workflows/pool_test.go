@@ -84,6 +84,25 @@ func (e *poolEnv) last(id string) wf.Assignment {
 
 func (e *poolEnv) at(d time.Duration, f func()) { e.RegisterDelayedCallback(f, d) }
 
+// confirmReleases plays the trials' side of the node handover: every
+// 250 ms until `until`, each trial confirms the newest assignment it got
+// (its trainer has left the nodes taken from it).
+func (e *poolEnv) confirmReleases(until time.Duration) {
+	for d := 250 * time.Millisecond; d < until; d += 250 * time.Millisecond {
+		e.at(d, func() {
+			e.mu.Lock()
+			var rel []wf.Released
+			for id, got := range e.got {
+				rel = append(rel, wf.Released{TrialID: id, Epoch: got[len(got)-1].Epoch})
+			}
+			e.mu.Unlock()
+			for _, r := range rel {
+				e.SignalWorkflow(wf.SignalReleased, r)
+			}
+		})
+	}
+}
+
 func reg(id string, min, max int) wf.RegisterTrial {
 	return wf.RegisterTrial{TrialID: id, CampaignID: "c", MinNodes: min, MaxNodes: max, RescaleUpCost: 20 * time.Second, RescaleDownCost: 10 * time.Second}
 }
@@ -189,6 +208,7 @@ func TestPoolUsesProfiles(t *testing.T) {
 		assert.Len(t, e.last("scales").Nodes, 4, "the scaling trial gets its max")
 		assert.Len(t, e.last("flat").Nodes, 1, "the flat one keeps one node")
 	})
+	e.confirmReleases(16 * time.Second)
 	e.endAt(16 * time.Second)
 	e.ExecuteWorkflow(wf.PoolWorkflowName, poolInput())
 	e.carried(t)
@@ -235,3 +255,43 @@ func intersect(a, b []string) []string {
 }
 
 var _ = fmt.Sprint
+
+// A node moving from a shrinking trial to a growing one is granted only
+// once the shrinking trial confirms its trainer left it; without a
+// confirmation, after ReleaseTimeout.
+func TestPoolHandsNodesOverOnRelease(t *testing.T) {
+	e := newPoolEnv(t, "old", "new", "new2")
+	e.nodes.set("n1", "n2")
+	in := poolInput()
+	in.ReleaseTimeout = 30 * time.Second
+	e.at(time.Second, func() { e.SignalWorkflow(wf.SignalRegisterTrial, reg("old", 1, 2)) })
+	e.at(3*time.Second, func() {
+		assert.Len(t, e.last("old").Nodes, 2)
+		// A second trial arrives: the allocator gives it one of old's nodes.
+		e.SignalWorkflow(wf.SignalRegisterTrial, reg("new", 1, 2))
+	})
+	e.at(5*time.Second, func() {
+		assert.Len(t, e.last("old").Nodes, 1, "the shrink goes at once")
+		assert.Empty(t, e.last("new").Nodes, "the grant waits for old to leave the node")
+		e.SignalWorkflow(wf.SignalReleased, wf.Released{TrialID: "old", Epoch: e.last("old").Epoch})
+	})
+	e.at(6*time.Second, func() {
+		a, b := e.last("old"), e.last("new")
+		assert.Len(t, b.Nodes, 1, "granted once released")
+		assert.Empty(t, intersect(a.Nodes, b.Nodes))
+		// The next move is never confirmed: it happens after the timeout.
+		e.SignalWorkflow(wf.SignalDeregisterTrial, wf.DeregisterTrial{TrialID: "new"})
+		e.SignalWorkflow(wf.SignalRegisterTrial, reg("new2", 2, 2))
+	})
+	e.at(20*time.Second, func() {
+		assert.Empty(t, e.last("new2").Nodes, "old has not confirmed: new2 waits")
+	})
+	e.at(45*time.Second, func() {
+		assert.Len(t, e.last("new2").Nodes, 2, "handed over after ReleaseTimeout")
+	})
+	e.endAt(50 * time.Second)
+	e.ExecuteWorkflow(wf.PoolWorkflowName, in)
+	next := e.carried(t)
+	require.Len(t, next.State.Trials, 2)
+	require.Empty(t, next.State.Releasing)
+}

@@ -270,7 +270,7 @@ func (t *trial) loop(ctx workflow.Context) (bool, error) {
 		sel.AddReceive(assignCh, func(c workflow.ReceiveChannel, _ bool) {
 			var a Assignment
 			c.Receive(ctx, &a)
-			t.onAssignment(a)
+			t.onAssignment(ctx, a)
 		})
 		sel.AddReceive(controlCh, func(c workflow.ReceiveChannel, _ bool) {
 			var ctl Control
@@ -368,7 +368,7 @@ func (t *trial) launch(ctx workflow.Context) {
 	t.setState(ctx, TrialRunning)
 }
 
-func (t *trial) onAssignment(a Assignment) {
+func (t *trial) onAssignment(ctx workflow.Context, a Assignment) {
 	if a.Epoch <= t.epoch || !t.registered {
 		return // stale, or sent before the trial released its nodes
 	}
@@ -376,6 +376,18 @@ func (t *trial) onAssignment(a Assignment) {
 	t.assigned = slices.Clone(a.Nodes)
 	t.assignedType = a.NodeType
 	t.reason = a.Reason
+	if t.active == nil {
+		t.released(ctx) // nothing runs: no node outside the assignment is used
+	}
+}
+
+// released tells the pool the trainer uses no node outside the newest
+// assignment, so nodes taken from the trial can go to others.
+func (t *trial) released(ctx workflow.Context) {
+	if t.epoch == 0 {
+		return
+	}
+	workflow.SignalExternalWorkflow(ctx, PoolWorkflowID(t.in.Pool), "", SignalReleased, Released{TrialID: t.wfID, Epoch: t.epoch})
 }
 
 func (t *trial) onControl(c Control) {
@@ -483,6 +495,7 @@ func (t *trial) sendProfile(ctx workflow.Context, n int) {
 
 func (t *trial) onRunEnded(ctx workflow.Context, run *activeRun, f workflow.Future) {
 	t.active = nil
+	defer t.released(ctx)
 	var res RunTrialResult
 	err := f.Get(ctx, &res)
 	var canceled *temporal.CanceledError

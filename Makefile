@@ -58,6 +58,9 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzDecodeProblem -fuzztime=$(FUZZTIME) ./allocator
 	$(GO) test -run='^$$' -fuzz=FuzzIngest -fuzztime=$(FUZZTIME) ./jpa
 	$(GO) test -run='^$$' -fuzz=FuzzReadScaling -fuzztime=$(FUZZTIME) ./internal/dataset
+	$(GO) test -run='^$$' -fuzz=FuzzParseReport -fuzztime=$(FUZZTIME) ./trial
+	$(GO) test -run='^$$' -fuzz=FuzzReplayParse -fuzztime=$(FUZZTIME) ./cluster
+	$(GO) test -run='^$$' -fuzz=FuzzSpaceSample -fuzztime=$(FUZZTIME) ./hpo
 
 ## bench: the allocator benchmark on real curves (see docs/benchmarks.md).
 bench:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -62,12 +63,13 @@ func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (
 	}
 	proc, err := a.Launcher.Launch(ctx, spec)
 	if err != nil {
+		// The message carries the whole chain; no cause is attached, so the
+		// UI shows it once.
+		msg := fmt.Sprintf("trial %s: %v (working directory %s)", in.Trial.TrialID, err, spec.WorkDir)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-			return workflows.RunTrialResult{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("trial %s: launching %q: %v", in.Trial.TrialID, in.Trial.Command[0], err), workflows.ErrTypeInvalidTrial, err)
+			return workflows.RunTrialResult{}, temporal.NewNonRetryableApplicationError(msg, workflows.ErrTypeInvalidTrial, nil)
 		}
-		return workflows.RunTrialResult{}, temporal.NewApplicationErrorWithCause(
-			fmt.Sprintf("trial %s: launch: %v", in.Trial.TrialID, err), ErrTypeLaunchFailed, err)
+		return workflows.RunTrialResult{}, temporal.NewApplicationError(msg, ErrTypeLaunchFailed)
 	}
 	return r.follow(ctx, proc)
 }
@@ -101,11 +103,19 @@ func (r *runner) spec(resume string) (cluster.LaunchSpec, error) {
 		params = []byte("{}")
 	}
 	dir := filepath.Join(r.a.DataDir, safeName(t.CampaignID), safeName(t.TrialID))
+	workDir := t.WorkDir
+	if workDir == "" {
+		// The spec's default: the worker's directory, so a command like
+		// bin/go-mlp means the same as in the shell that started it.
+		if workDir, err = os.Getwd(); err != nil {
+			return cluster.LaunchSpec{}, fmt.Errorf("trial %s: workdir: %w", t.TrialID, err)
+		}
+	}
 	return cluster.LaunchSpec{
 		TrialID:       t.TrialID,
 		CampaignID:    t.CampaignID,
 		Command:       t.Command,
-		WorkDir:       t.WorkDir,
+		WorkDir:       workDir,
 		Env:           maps.Clone(t.Env),
 		Params:        params,
 		Nodes:         r.in.Nodes,

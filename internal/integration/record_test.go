@@ -1,0 +1,100 @@
+package integration_test
+
+import (
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
+
+	"github.com/gleaner-hpc/gleaner/internal/devserver"
+	"github.com/gleaner-hpc/gleaner/workflows"
+)
+
+// TestRecordHistories records real histories of a campaign with a
+// preemption and a resize — the campaign, one trial and the pool — into
+// workflows/testdata/histories, which workflows/replay_test.go replays
+// against the current workflow code: a change that breaks determinism for
+// running workflows then fails there. It runs only with
+// GLEANER_RECORD_HISTORIES=1 (after an intended, versioned change to the
+// workflows).
+func TestRecordHistories(t *testing.T) {
+	if os.Getenv("GLEANER_RECORD_HISTORIES") != "1" {
+		t.Skip("set GLEANER_RECORD_HISTORIES=1 to record workflows/testdata/histories")
+	}
+	srv := startServer(t, devserver.Options{})
+	nodes := newNodeSet(2)
+	inProcessWorker(t, srv, "record", nodes)
+	spec := mlpSpec(t, "recorded", 3, 2, 300, 20)
+	spec.Resources.MaxNodes = 4
+	run := startCampaign(t, srv.Client(), "record", spec)
+	first := workflows.TrialWorkflowID(run.GetID(), 1)
+	waitTrial(t, srv.Client(), first, time.Minute, "the first trial to run", func(s workflows.TrialStatus) bool {
+		return s.State == workflows.TrialRunning && s.Step >= 20
+	})
+	nodes.set(0)
+	waitTrial(t, srv.Client(), first, time.Minute, "the trial to be preempted", func(s workflows.TrialStatus) bool {
+		return s.State == workflows.TrialPaused
+	})
+	nodes.set(4)
+	campaignResult(t, run, 3*time.Minute)
+
+	dir := filepath.Join("..", "..", "workflows", "testdata", "histories")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, id := range map[string]string{
+		"campaign.json": run.GetID(),
+		"trial.json":    first,
+		"pool.json":     workflows.PoolWorkflowID(spec.Pool),
+	} {
+		writeHistory(t, srv.Client(), id, filepath.Join(dir, name))
+	}
+}
+
+func writeHistory(t *testing.T, c client.Client, wfID, path string) {
+	t.Helper()
+	h := &historypb.History{}
+	it := c.GetWorkflowHistory(testContext(t, time.Minute), wfID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatalf("history of %s: %v", wfID, err)
+		}
+		h.Events = append(h.Events, e)
+	}
+	b, err := temporalproto.CustomJSONMarshalOptions{Indent: " "}.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, scrubPaths(b), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recorded %d events of %s in %s", len(h.Events), wfID, path)
+}
+
+var (
+	payloadData = regexp.MustCompile(`"data":\s*"([A-Za-z0-9+/=]+)"`)
+	tempPath    = regexp.MustCompile(`/tmp/[A-Za-z0-9_.-]+(/[0-9]+)?`)
+)
+
+// scrubPaths replaces this machine's temporary directories inside the
+// (base64) payloads with a neutral one: the recorded histories are test
+// data, and replay does not depend on the paths.
+func scrubPaths(b []byte) []byte {
+	return payloadData.ReplaceAllFunc(b, func(m []byte) []byte {
+		enc := payloadData.FindSubmatch(m)[1]
+		raw, err := base64.StdEncoding.DecodeString(string(enc))
+		if err != nil {
+			return m
+		}
+		clean := tempPath.ReplaceAll(raw, []byte("/var/lib/gleaner"))
+		return []byte(`"data": "` + base64.StdEncoding.EncodeToString(clean) + `"`)
+	})
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/gleaner-hpc/gleaner/cluster"
@@ -47,7 +48,7 @@ type runState struct {
 // workflow's retry policy.
 func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (workflows.RunTrialResult, error) {
 	info := activity.GetInfo(ctx)
-	r := &runner{a: a, in: in, attempt: int(info.Attempt), wfID: info.WorkflowExecution.ID}
+	r := &runner{a: a, in: in, attempt: int(info.Attempt), wfID: info.WorkflowExecution.ID, log: activity.GetLogger(ctx)}
 	if activity.HasHeartbeatDetails(ctx) {
 		if err := activity.GetHeartbeatDetails(ctx, &r.st); err != nil {
 			return workflows.RunTrialResult{}, fmt.Errorf("reading heartbeat details: %w", err)
@@ -79,6 +80,7 @@ type runner struct {
 	in      workflows.RunTrialInput
 	attempt int
 	wfID    string
+	log     log.Logger
 	st      runState
 
 	tail     *cluster.ReportTailer
@@ -173,7 +175,9 @@ func (r *runner) follow(ctx context.Context, proc cluster.Process) (workflows.Ru
 		case <-beat.C:
 			r.poll()
 			r.heartbeat(ctx)
-			if r.unsent && r.a.now().Sub(r.sentAt) >= r.a.progressInterval() {
+			// A heartbeat's response may have just cancelled ctx: the
+			// ctx.Done branch then sends the last progress, detached.
+			if ctx.Err() == nil && r.unsent && r.a.now().Sub(r.sentAt) >= r.a.progressInterval() {
 				r.sendProgress(ctx, false)
 			}
 		}
@@ -184,7 +188,7 @@ func (r *runner) follow(ctx context.Context, proc cluster.Process) (workflows.Ru
 func (r *runner) poll() {
 	reports, err := r.tail.Poll()
 	if err != nil {
-		activity.GetLogger(context.Background()).Warn("reading reports", "trial", r.in.Trial.TrialID, "error", err)
+		r.log.Warn("reading reports", "trial", r.in.Trial.TrialID, "error", err)
 	}
 	now := r.a.now()
 	for _, rep := range reports {
@@ -251,7 +255,7 @@ func (r *runner) sendProgress(ctx context.Context, final bool) {
 	}
 	r.sentAt, r.unsent = r.a.now(), false
 	if err := r.a.Client.SignalWorkflow(ctx, r.wfID, "", workflows.SignalProgress, r.progress()); err != nil {
-		activity.GetLogger(context.Background()).Warn("forwarding progress", "trial", r.in.Trial.TrialID, "error", err)
+		r.log.Warn("forwarding progress", "trial", r.in.Trial.TrialID, "error", err)
 	}
 }
 

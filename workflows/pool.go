@@ -193,8 +193,9 @@ type pool struct {
 	st PoolState
 	// dirty: an event happened since the last allocation; resend: trials
 	// that registered again and must hear their assignment again.
-	dirty  bool
-	resend map[string]bool
+	dirty     bool
+	resend    map[string]bool
+	lastAlloc time.Time
 }
 
 func (p *pool) trial(id string) (int, bool) {
@@ -261,6 +262,11 @@ func (p *pool) loop(ctx workflow.Context) error {
 			sel.AddFuture(debounce, func(workflow.Future) { debounceDue = true })
 		}
 		sel.Select(ctx)
+		// Handle every signal already waiting before deciding: a burst of
+		// registrations becomes one allocation.
+		for sel.HasPending() {
+			sel.Select(ctx)
+		}
 
 		if pollDue || pollNow {
 			if err := p.poll(ctx); err != nil {
@@ -270,14 +276,20 @@ func (p *pool) loop(ctx workflow.Context) error {
 				pollTimer = workflow.NewTimer(ctx, p.in.PollInterval)
 			}
 		}
-		if p.dirty && debounce == nil {
-			debounce = workflow.NewTimer(ctx, p.in.Debounce)
+		// Allocate at once when the last allocation is at least Debounce
+		// old; else wait out the rest. (Servers fire timers no sooner than
+		// about a second after they are set, so a short debounce timer
+		// alone would hold every decision back that long.)
+		since := workflow.Now(ctx).Sub(p.lastAlloc)
+		if p.dirty && debounce == nil && since < p.in.Debounce {
+			debounce = workflow.NewTimer(ctx, p.in.Debounce-since)
 		}
-		if debounceDue || periodDue {
+		if debounceDue || periodDue || (p.dirty && debounce == nil) {
 			debounce = nil
 			if err := p.allocate(ctx); err != nil {
 				return err
 			}
+			p.lastAlloc = workflow.Now(ctx)
 			if periodDue {
 				periodTimer = workflow.NewTimer(ctx, p.in.AllocatePeriod)
 			}

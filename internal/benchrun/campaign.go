@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/gleaner-hpc/gleaner"
@@ -39,6 +40,8 @@ type CampaignOptions struct {
 	ProgressEvery time.Duration
 	RepoDir       string
 	Log           io.Writer
+	// ServerConfig are dynamic config values (KEY=VALUE) for the dev server.
+	ServerConfig []string
 }
 
 // CampaignReport is RunCampaign's result; its JSON keys are a stable
@@ -51,6 +54,8 @@ type CampaignReport struct {
 	Steps        int     `json:"steps"`
 	StepMS       float64 `json:"step_ms"`
 	CPUs         int     `json:"cpus"`
+	// ServerConfig are the dev server's dynamic config overrides.
+	ServerConfig []string `json:"server_config"`
 
 	State     string `json:"state"`
 	Completed int    `json:"completed"`
@@ -65,6 +70,12 @@ type CampaignReport struct {
 
 	// EventsPerTrial is the history length of every trial workflow.
 	EventsPerTrial Stats `json:"events_per_trial"`
+	// TrialPhases is where the trial workflows' time goes.
+	TrialPhases TrialPhases `json:"trial_phases"`
+	// CampaignTasks and PoolTasks are the workflow task latencies of the
+	// campaign's and the pool's runs.
+	CampaignTasks WorkflowTaskLatency `json:"campaign_tasks"`
+	PoolTasks     WorkflowTaskLatency `json:"pool_tasks"`
 	// TrialEventTypes breaks trial 1's history down by event type.
 	TrialEventTypes map[string]int `json:"trial_event_types"`
 
@@ -132,7 +143,7 @@ func RunCampaign(ctx context.Context, o CampaignOptions) (*CampaignReport, error
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	e, err := setup(ctx, envOptions{Slots: o.Nodes, RepoDir: o.RepoDir, Log: o.Log})
+	e, err := setup(ctx, envOptions{Slots: o.Nodes, RepoDir: o.RepoDir, Log: o.Log, ServerConfig: o.ServerConfig})
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +152,7 @@ func RunCampaign(ctx context.Context, o CampaignOptions) (*CampaignReport, error
 	stepMS := math.Round(o.Seconds*1000/float64(o.Steps)*1000) / 1000
 	rep := &CampaignReport{
 		Trials: o.Trials, Concurrent: o.Concurrent, Nodes: o.Nodes, TrialSeconds: o.Seconds,
-		Steps: o.Steps, StepMS: stepMS, CPUs: runtime.NumCPU(), HistoryLimit: HistoryLimit, RayTune: rayTune(),
+		Steps: o.Steps, StepMS: stepMS, CPUs: runtime.NumCPU(), ServerConfig: o.ServerConfig, HistoryLimit: HistoryLimit, RayTune: rayTune(),
 	}
 	spec := campaignSpec(e.trainer, o, stepMS)
 	wfID := workflows.CampaignWorkflowID(spec.Name)
@@ -266,7 +277,14 @@ func (r *CampaignReport) histories(ctx context.Context, c client.Client, wfID, p
 
 	// Every trial's runs (a trial continues as new only when very long,
 	// so usually one each), described in parallel.
+	if r.CampaignTasks, err = taskLatency(ctx, c, r.CampaignRuns); err != nil {
+		return err
+	}
+	if r.PoolTasks, err = taskLatency(ctx, c, r.PoolRuns); err != nil {
+		return err
+	}
 	type trialOut struct {
+		evs    []*historypb.HistoryEvent
 		events int64
 		wall   float64
 		runs   []RunInfo
@@ -305,12 +323,19 @@ func (r *CampaignReport) histories(ctx context.Context, c client.Client, wfID, p
 			if ct := last.GetWorkflowExecutionInfo().GetCloseTime(); ct != nil {
 				outs[i].wall = ct.AsTime().Sub(info.GetStartTime().AsTime()).Seconds()
 			}
+			if len(runs) == 1 {
+				outs[i].evs, outs[i].err = history(ctx, c, id, runs[0].RunID)
+			}
 		}()
 	}
 	wg.Wait()
 	var events, walls []float64
 	var errs []error
+	var phases phaseSamples
 	for _, o := range outs {
+		if o.evs != nil {
+			phases.addTrial(o.evs)
+		}
 		if o.err != nil {
 			errs = append(errs, o.err)
 			continue
@@ -326,12 +351,9 @@ func (r *CampaignReport) histories(ctx context.Context, c client.Client, wfID, p
 	}
 	r.EventsPerTrial = summarize(events)
 	r.TrialWallSeconds = summarize(walls)
-	if created > 0 {
-		evs, err := history(ctx, c, workflows.TrialWorkflowID(wfID, 1), "")
-		if err != nil {
-			return err
-		}
-		r.TrialEventTypes = eventTypeCounts(evs)
+	r.TrialPhases = phases.stats()
+	if created > 0 && outs[0].evs != nil {
+		r.TrialEventTypes = eventTypeCounts(outs[0].evs)
 	}
 	return nil
 }
@@ -341,6 +363,9 @@ func (r *CampaignReport) WriteText(w io.Writer) error {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p("campaign: %d trials of ~%.3g s (go-mlp, %d steps × %g ms), %d in flight, min=max=1 of %d CPU slots, %d CPUs\n",
 		r.Trials, r.TrialSeconds, r.Steps, r.StepMS, r.Concurrent, r.Nodes, r.CPUs)
+	if len(r.ServerConfig) > 0 {
+		p("server:   %v\n", r.ServerConfig)
+	}
 	p("result:   %s — %d completed, %d stopped, %d failed\n", r.State, r.Completed, r.Stopped, r.Failed)
 	p("wall:     %.1f s  →  %.2f trials/s, %.3f trials/s per core\n", r.WallSeconds, r.TrialsPerSecond, r.TrialsPerSecondPerCore)
 	p("trial:    start→close %.2f s mean, p50 %.2f, p95 %.2f, max %.2f\n",
@@ -355,6 +380,12 @@ func (r *CampaignReport) WriteText(w io.Writer) error {
 	for _, ri := range r.PoolRuns {
 		p("          pool run     %s  %-16s %6d events\n", ri.RunID, ri.Status, ri.HistoryLength)
 	}
+	ph := r.TrialPhases
+	p("trial phases (s, p50/p95/mean): register %s · wait for assignment %s · assignment→run started %s · run %s · run done→closed %s\n",
+		pp(ph.Register), pp(ph.Assignment), pp(ph.Launch), pp(ph.Run), pp(ph.Finish))
+	p("workflow tasks (ms, p50/p95/max): campaign queue %s, processing %s, child start %s (%d tasks); pool queue %s, processing %s (%d tasks)\n",
+		pp(r.CampaignTasks.Queue), pp(r.CampaignTasks.Processing), pp(r.CampaignTasks.ChildStart), r.CampaignTasks.Tasks,
+		pp(r.PoolTasks.Queue), pp(r.PoolTasks.Processing), r.PoolTasks.Tasks)
 	if len(r.TrialEventTypes) > 0 {
 		names := make([]string, 0, len(r.TrialEventTypes))
 		for n := range r.TrialEventTypes {
@@ -378,4 +409,11 @@ func (r *CampaignReport) WriteText(w io.Writer) error {
 		rt.Trials, rt.Seconds, rt.CPUs, rt.TrialsPerSecond, rt.TrialsPerSecondPerCore)
 	p("per core: %.2f× Ray Tune's (%.3f vs %.3f trials/s per core)\n", r.PerCoreVsRayTune, r.TrialsPerSecondPerCore, rt.TrialsPerSecondPerCore)
 	return nil
+}
+
+func pp(s Stats) string {
+	if s.N == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3g/%.3g/%.3g", s.P50, s.P95, s.Mean)
 }

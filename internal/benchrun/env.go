@@ -42,6 +42,9 @@ type envOptions struct {
 	RepoDir string
 	// Log receives progress lines and the SDK's warnings.
 	Log io.Writer
+	// ServerConfig are dynamic config values (KEY=VALUE) for the dev
+	// server, e.g. history.timerProcessorMaxTimeShift=10ms.
+	ServerConfig []string
 }
 
 // env is a running dev server with an in-process worker and the go-mlp
@@ -88,10 +91,15 @@ func setup(ctx context.Context, o envOptions) (_ *env, err error) {
 		return nil, err
 	}
 	fmt.Fprintf(o.Log, "bench: starting the Temporal dev server (%s)\n", cli)
+	var extra []string
+	for _, kv := range o.ServerConfig {
+		extra = append(extra, "--dynamic-config-value", kv)
+	}
 	e.srv, err = devserver.Start(ctx, devserver.Options{
-		CLIPath: cli,
-		DBFile:  filepath.Join(dir, "temporal.db"),
-		Logger:  log.NewStructuredLogger(slog.New(slog.NewTextHandler(o.Log, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+		CLIPath:   cli,
+		ExtraArgs: extra,
+		DBFile:    filepath.Join(dir, "temporal.db"),
+		Logger:    log.NewStructuredLogger(slog.New(slog.NewTextHandler(o.Log, &slog.HandlerOptions{Level: slog.LevelWarn}))),
 	})
 	if err != nil {
 		return nil, err

@@ -36,6 +36,8 @@ type RescaleOptions struct {
 	Timeout time.Duration
 	RepoDir string
 	Log     io.Writer
+	// ServerConfig are dynamic config values (KEY=VALUE) for the dev server.
+	ServerConfig []string
 }
 
 // RescaleReport is RunRescale's result; its JSON keys are a stable
@@ -126,7 +128,7 @@ func RunRescale(ctx context.Context, o RescaleOptions) (*RescaleReport, error) {
 	}
 	nodes := &nodeSet{}
 	nodes.set(2)
-	e, err := setup(ctx, envOptions{Slots: 4, Source: nodes, RepoDir: o.RepoDir, Log: o.Log})
+	e, err := setup(ctx, envOptions{Slots: 4, Source: nodes, RepoDir: o.RepoDir, Log: o.Log, ServerConfig: o.ServerConfig})
 	if err != nil {
 		return nil, err
 	}

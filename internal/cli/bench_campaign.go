@@ -52,6 +52,7 @@ stderr; --json prints one object on stdout.`,
 	f.IntVar(&o.Nodes, "nodes", 50, "CPU slots of the worker's static node source")
 	f.DurationVar(&o.ProgressEvery, "progress-every", 0, "how often progress goes to stderr (default 5s)")
 	f.StringVar(&o.RepoDir, "repo", "", "the gleaner checkout to build go-mlp from (default: go list -m)")
+	f.StringArrayVar(&o.ServerConfig, "server-config", nil, "dev server dynamic config KEY=VALUE (repeatable), e.g. history.timerProcessorMaxTimeShift=10ms")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
 }
@@ -94,6 +95,7 @@ stderr; --json prints one object on stdout.`,
 	f.Float64Var(&o.StepMS, "step-ms", 10, "the trainer's step length in milliseconds (it reports every step)")
 	f.DurationVar(&o.Timeout, "timeout", 0, "how long to wait for each rescale (default 2m)")
 	f.StringVar(&o.RepoDir, "repo", "", "the gleaner checkout to build go-mlp from (default: go list -m)")
+	f.StringArrayVar(&o.ServerConfig, "server-config", nil, "dev server dynamic config KEY=VALUE (repeatable), e.g. history.timerProcessorMaxTimeShift=10ms")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
 }

@@ -1,0 +1,435 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	tclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/gleaner-hpc/gleaner"
+	"github.com/gleaner-hpc/gleaner/workflows"
+)
+
+// Options say where Gleaner's workflows run. The zero value suits a local
+// dev server.
+type Options struct {
+	// TaskQueue is where campaigns are started (default workflows.TaskQueue,
+	// "gleaner"); a Gleaner worker must poll it.
+	TaskQueue string
+	// UIBase is the Temporal web UI's address, for links (default
+	// http://localhost:8233); "-" means there is no UI: links are "".
+	UIBase string
+	// Namespace is the Temporal client's namespace (default "default"). It
+	// is only used in links: set it to the namespace the client was dialled
+	// with.
+	Namespace string
+}
+
+func (o Options) withDefaults() Options {
+	if o.TaskQueue == "" {
+		o.TaskQueue = workflows.TaskQueue
+	}
+	if o.UIBase == "" {
+		o.UIBase = "http://localhost:8233"
+	}
+	o.UIBase = strings.TrimRight(o.UIBase, "/")
+	if o.Namespace == "" {
+		o.Namespace = "default"
+	}
+	return o
+}
+
+// Client submits and steers campaigns.
+type Client struct {
+	tc   tclient.Client
+	opts Options
+}
+
+// New wraps a Temporal client. worker.Dial makes one from a worker.Config
+// (address, namespace, TLS or mTLS, API key); so does go.temporal.io's
+// client.Dial. The Client does not own tc: close it yourself.
+func New(tc tclient.Client, opts Options) *Client {
+	return &Client{tc: tc, opts: opts.withDefaults()}
+}
+
+// Temporal returns the underlying Temporal client.
+func (c *Client) Temporal() tclient.Client { return c.tc }
+
+// Errors, for errors.Is.
+var (
+	// ErrNotFound: no campaign (or pool) of that name.
+	ErrNotFound = errors.New("not found")
+	// ErrExists: a campaign of that name exists already (running or ended:
+	// names are never reused).
+	ErrExists = errors.New("already exists")
+	// ErrInvalidSpec: Submit was given a spec that does not validate;
+	// nothing was started.
+	ErrInvalidSpec = errors.New("invalid campaign spec")
+	// ErrRejected: the campaign refused a Pause, Resume or Stop in its
+	// current state (already paused, not paused, already ended, …).
+	ErrRejected = errors.New("rejected")
+)
+
+// Campaign identifies a submitted campaign.
+type Campaign struct {
+	Name       string `json:"name"`
+	WorkflowID string `json:"workflow_id"`
+	RunID      string `json:"run_id"`
+	// UIURL opens the campaign in the Temporal web UI.
+	UIURL string `json:"ui_url,omitempty"`
+}
+
+// Submit validates spec (after its defaults) and starts the campaign. An
+// invalid spec is an ErrInvalidSpec naming the field, and nothing is
+// started; a name in use (by a running or an ended campaign) is ErrExists.
+func (c *Client) Submit(ctx context.Context, spec gleaner.CampaignSpec) (Campaign, error) {
+	spec = spec.WithDefaults()
+	if err := spec.Validate(); err != nil {
+		return Campaign{}, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
+	}
+	id := workflows.CampaignWorkflowID(spec.Name)
+	run, err := c.tc.ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                c.opts.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		// Without this the SDK answers a duplicate with the existing run.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		StaticSummary:                            fmt.Sprintf("%s campaign %s: %d trials, %s %s", spec.Kind, spec.Name, spec.Budget.MaxTrials, spec.Objective.Mode, spec.Objective.Metric),
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			workflows.GleanerCampaign.ValueSet(spec.Name),
+			workflows.GleanerKind.ValueSet(workflows.KindCampaign),
+		),
+	}, workflows.CampaignWorkflowName, workflows.CampaignInput{Spec: spec})
+	if err != nil {
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if errors.As(err, &started) {
+			return Campaign{}, fmt.Errorf("campaign %q: %w (names are unique; pick another)", spec.Name, ErrExists)
+		}
+		return Campaign{}, fmt.Errorf("starting campaign %q: %w", spec.Name, err)
+	}
+	return Campaign{Name: spec.Name, WorkflowID: id, RunID: run.GetRunID(), UIURL: c.WorkflowURL(id)}, nil
+}
+
+// WorkflowURL is the web UI's page of a workflow, or "" with UIBase "-".
+func (c *Client) WorkflowURL(workflowID string) string {
+	if c.opts.UIBase == "-" {
+		return ""
+	}
+	return fmt.Sprintf("%s/namespaces/%s/workflows/%s", c.opts.UIBase, url.PathEscape(c.opts.Namespace), url.PathEscape(workflowID))
+}
+
+func isNotFound(err error) bool {
+	var nf *serviceerror.NotFound
+	return errors.As(err, &nf)
+}
+
+// query runs a query on the latest run of a workflow; what names it in
+// errors ("campaign \"x\"").
+func (c *Client) query(ctx context.Context, workflowID, what, query string, out any) error {
+	v, err := c.tc.QueryWorkflow(ctx, workflowID, "", query)
+	if err != nil {
+		if isNotFound(err) {
+			return fmt.Errorf("%s: %w", what, ErrNotFound)
+		}
+		return fmt.Errorf("querying %s: %w", what, err)
+	}
+	if err := v.Get(out); err != nil {
+		return fmt.Errorf("querying %s: %w", what, err)
+	}
+	return nil
+}
+
+// Status is the campaign's progress: counts, best so far, state. A query
+// is answered by a worker, also once the campaign has ended.
+func (c *Client) Status(ctx context.Context, name string) (workflows.CampaignStatus, error) {
+	var s workflows.CampaignStatus
+	err := c.query(ctx, workflows.CampaignWorkflowID(name), fmt.Sprintf("campaign %q", name), workflows.QueryStatus, &s)
+	return s, err
+}
+
+// Leaderboard is the campaign's trials that reported the objective, best
+// first (at most workflows.LeaderboardSize).
+func (c *Client) Leaderboard(ctx context.Context, name string) ([]workflows.LeaderboardEntry, error) {
+	var l []workflows.LeaderboardEntry
+	err := c.query(ctx, workflows.CampaignWorkflowID(name), fmt.Sprintf("campaign %q", name), workflows.QueryLeaderboard, &l)
+	return l, err
+}
+
+// Trials is the state of every trial the campaign has started, by trial
+// id: queried from each trial workflow, or, for an ended trial whose query
+// fails, read from its result (which lacks nodes, step and checkpoint). It
+// finds trials through visibility (the GleanerCampaign and GleanerKind
+// search attributes), which lags a moment behind new trials.
+func (c *Client) Trials(ctx context.Context, name string) ([]workflows.TrialStatus, error) {
+	q := fmt.Sprintf("%s = %q AND %s = %q", workflows.GleanerCampaign.GetName(), name, workflows.GleanerKind.GetName(), workflows.KindTrial)
+	// A trial that continued as new is listed once per run: keep its
+	// workflow id once, open if any run is.
+	open := map[string]bool{}
+	var ids []string
+	var token []byte
+	for {
+		resp, err := c.tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, NextPageToken: token})
+		if err != nil {
+			return nil, fmt.Errorf("listing the trials of campaign %q: %w", name, err)
+		}
+		for _, e := range resp.GetExecutions() {
+			id := e.GetExecution().GetWorkflowId()
+			if _, seen := open[id]; !seen {
+				ids = append(ids, id)
+			}
+			open[id] = open[id] || e.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			break
+		}
+	}
+	if len(ids) == 0 {
+		// No trials yet, or no campaign: tell the two apart.
+		if _, err := c.describe(ctx, name); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]workflows.TrialStatus, 0, len(ids))
+	for _, id := range ids {
+		var s workflows.TrialStatus
+		err := c.query(ctx, id, "trial "+id, workflows.QueryStatus, &s)
+		if err != nil && !open[id] {
+			s, err = c.trialFromResult(ctx, id)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].TrialID < out[j].TrialID })
+	return out, nil
+}
+
+// trialFromResult is an ended trial's status as its result tells it.
+func (c *Client) trialFromResult(ctx context.Context, workflowID string) (workflows.TrialStatus, error) {
+	var r workflows.TrialReport
+	if err := c.tc.GetWorkflow(ctx, workflowID, "").Get(ctx, &r); err != nil {
+		return workflows.TrialStatus{}, fmt.Errorf("reading the result of trial %s: %w", workflowID, err)
+	}
+	return workflows.TrialStatus{TrialID: r.TrialID, Params: r.Params, TrialProgress: workflows.TrialProgress{
+		State: r.State, Samples: r.Samples, Metrics: r.Metrics, Restarts: r.Restarts, Rescales: r.Rescales, Error: r.Error,
+	}}, nil
+}
+
+// describe returns the latest run of a campaign's workflow, or ErrNotFound.
+func (c *Client) describe(ctx context.Context, name string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+	d, err := c.tc.DescribeWorkflowExecution(ctx, workflows.CampaignWorkflowID(name), "")
+	if err != nil {
+		if isNotFound(err) {
+			return nil, fmt.Errorf("campaign %q: %w", name, ErrNotFound)
+		}
+		return nil, fmt.Errorf("describing campaign %q: %w", name, err)
+	}
+	return d, nil
+}
+
+// rejectedError is a refused Pause, Resume or Stop: errors.Is(err,
+// ErrRejected), with the campaign's reason as the message.
+type rejectedError struct {
+	reason string
+	cause  error
+}
+
+func (e *rejectedError) Error() string        { return "rejected: " + e.reason }
+func (e *rejectedError) Is(target error) bool { return target == ErrRejected }
+func (e *rejectedError) Unwrap() error        { return e.cause }
+
+// control sends a pause, resume or stop update (verb names it in errors)
+// and returns the status after.
+func (c *Client) control(ctx context.Context, name, verb, update, reason string) (workflows.CampaignStatus, error) {
+	h, err := c.tc.UpdateWorkflow(ctx, tclient.UpdateWorkflowOptions{
+		WorkflowID:   workflows.CampaignWorkflowID(name),
+		UpdateName:   update,
+		Args:         []any{workflows.ControlRequest{Reason: reason}},
+		WaitForStage: tclient.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		var s workflows.CampaignStatus
+		if err = h.Get(ctx, &s); err == nil {
+			return s, nil
+		}
+	}
+	var app *temporal.ApplicationError
+	switch {
+	case errors.As(err, &app):
+		// The campaign's validator refused: its message says why.
+		return workflows.CampaignStatus{}, fmt.Errorf("%s campaign %q: %w", verb, name, &rejectedError{reason: app.Message(), cause: err})
+	case isNotFound(err):
+		// Updates find no ended workflow: say which of the two it is.
+		d, derr := c.describe(ctx, name)
+		if derr != nil {
+			return workflows.CampaignStatus{}, fmt.Errorf("%s: %w", verb, derr)
+		}
+		if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			// The campaign's own state says more than its workflow's.
+			state := "its workflow is " + strings.ToLower(st.String())
+			if s, serr := c.Status(ctx, name); serr == nil {
+				state = "it is " + string(s.State)
+			}
+			why := fmt.Sprintf("campaign %s has already ended: %s", name, state)
+			return workflows.CampaignStatus{}, fmt.Errorf("%s campaign %q: %w", verb, name, &rejectedError{reason: why, cause: err})
+		}
+	}
+	return workflows.CampaignStatus{}, fmt.Errorf("%s campaign %q: %w", verb, name, err)
+}
+
+// Pause stops creating trials and pauses the running ones at a checkpoint
+// (they give their nodes back). reason is shown in the status and the UI.
+// A campaign that is not running refuses with ErrRejected.
+func (c *Client) Pause(ctx context.Context, name, reason string) (workflows.CampaignStatus, error) {
+	return c.control(ctx, name, "pause", workflows.UpdatePause, reason)
+}
+
+// Resume undoes Pause; a campaign that is not paused refuses with
+// ErrRejected.
+func (c *Client) Resume(ctx context.Context, name, reason string) (workflows.CampaignStatus, error) {
+	return c.control(ctx, name, "resume", workflows.UpdateResume, reason)
+}
+
+// Stop stops every trial at a checkpoint and ends the campaign as stopped
+// once they have reported (Wait returns then). The returned status is
+// "stopping"; an ended campaign refuses with ErrRejected.
+func (c *Client) Stop(ctx context.Context, name, reason string) (workflows.CampaignStatus, error) {
+	return c.control(ctx, name, "stop", workflows.UpdateStop, reason)
+}
+
+// Wait blocks until the campaign ends (following continue-as-new) and
+// returns its result. A campaign that failed (budget.max_failures reached)
+// returns its result and an error.
+func (c *Client) Wait(ctx context.Context, name string) (workflows.CampaignResult, error) {
+	var res workflows.CampaignResult
+	err := c.tc.GetWorkflow(ctx, workflows.CampaignWorkflowID(name), "").Get(ctx, &res)
+	if err != nil {
+		if isNotFound(err) {
+			return res, fmt.Errorf("campaign %q: %w", name, ErrNotFound)
+		}
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) && app.HasDetails() {
+			_ = app.Details(&res)
+		}
+		return res, fmt.Errorf("campaign %q: %w", name, err)
+	}
+	return res, nil
+}
+
+// Progress is one observation of a watched campaign.
+type Progress struct {
+	Status workflows.CampaignStatus
+	Pool   *workflows.PoolStatus // nil if the pool could not be read
+	Err    error                 // a query failed (the watch goes on)
+}
+
+// Done reports whether the campaign has ended.
+func (p Progress) Done() bool {
+	switch p.Status.State {
+	case workflows.CampaignCompleted, workflows.CampaignStopped, workflows.CampaignFailed:
+		return true
+	}
+	return false
+}
+
+// Watch sends the campaign's status (and its pool's) at once and then
+// every `every` (default 2s) until the campaign has ended (the last value
+// is Done), is not found (the last value's Err is ErrNotFound) or ctx is
+// done; then it closes the channel. Other query errors are sent and the
+// watch goes on. Read until the channel closes, or cancel ctx.
+func (c *Client) Watch(ctx context.Context, name string, every time.Duration) <-chan Progress {
+	if every <= 0 {
+		every = 2 * time.Second
+	}
+	out := make(chan Progress)
+	go func() {
+		defer close(out)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		pool := ""
+		for {
+			var p Progress
+			p.Status, p.Err = c.Status(ctx, name)
+			if p.Err == nil {
+				if pool == "" {
+					pool = c.poolOf(ctx, name)
+				}
+				if ps, err := c.PoolStatus(ctx, pool); err == nil {
+					p.Pool = &ps
+				}
+			}
+			select {
+			case out <- p:
+			case <-ctx.Done():
+				return
+			}
+			if p.Done() || errors.Is(p.Err, ErrNotFound) {
+				return
+			}
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// poolOf is the pool a campaign runs in (from its start input), "default"
+// when it cannot be read.
+func (c *Client) poolOf(ctx context.Context, name string) string {
+	var in workflows.CampaignInput
+	if err := c.startInput(ctx, workflows.CampaignWorkflowID(name), &in); err != nil || in.Spec.Pool == "" {
+		return "default"
+	}
+	return in.Spec.Pool
+}
+
+// PoolStatus is a pool's nodes, trials and last allocation.
+func (c *Client) PoolStatus(ctx context.Context, pool string) (workflows.PoolStatus, error) {
+	var s workflows.PoolStatus
+	err := c.query(ctx, workflows.PoolWorkflowID(pool), fmt.Sprintf("pool %q", pool), workflows.QueryStatus, &s)
+	return s, err
+}
+
+// startInput decodes the input of a workflow's latest run.
+func (c *Client) startInput(ctx context.Context, workflowID string, out any) error {
+	it := c.tc.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !it.HasNext() {
+		return fmt.Errorf("%s: %w", workflowID, ErrNotFound)
+	}
+	e, err := it.Next()
+	if err != nil {
+		if isNotFound(err) {
+			return fmt.Errorf("%s: %w", workflowID, ErrNotFound)
+		}
+		return fmt.Errorf("reading the history of %s: %w", workflowID, err)
+	}
+	attrs := e.GetWorkflowExecutionStartedEventAttributes()
+	if attrs == nil {
+		return fmt.Errorf("%s: first event is %s", workflowID, e.GetEventType())
+	}
+	return converter.GetDefaultDataConverter().FromPayloads(attrs.GetInput(), out)
+}
+
+// Spec returns the spec a campaign runs with (its defaults applied).
+func (c *Client) Spec(ctx context.Context, name string) (gleaner.CampaignSpec, error) {
+	var in workflows.CampaignInput
+	if err := c.startInput(ctx, workflows.CampaignWorkflowID(name), &in); err != nil {
+		return gleaner.CampaignSpec{}, fmt.Errorf("campaign %q: %w", name, err)
+	}
+	return in.Spec, nil
+}

@@ -196,6 +196,7 @@ type pool struct {
 	dirty     bool
 	resend    map[string]bool
 	lastAlloc time.Time
+	out       outbox
 }
 
 func (p *pool) trial(id string) (int, bool) {
@@ -476,7 +477,7 @@ func (p *pool) flush(ctx workflow.Context, withResend bool) {
 		}
 		t.Sent = slices.Clone(t.Nodes)
 		delete(p.resend, id)
-		workflow.SignalExternalWorkflow(ctx, id, "", SignalAssignment, Assignment{
+		p.out.send(ctx, id, SignalAssignment, Assignment{
 			Epoch: p.st.Epoch, Nodes: t.Nodes, NodeType: t.NodeType, Reason: t.Reason,
 		})
 	}
@@ -520,6 +521,13 @@ func (p *pool) continueAsNew(ctx workflow.Context, regCh, deregCh, profCh, pollC
 		default:
 			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 				return err
+			}
+			// Assignments still in flight would be lost with this run.
+			if err := p.out.drain(ctx); err != nil {
+				workflow.GetLogger(ctx).Warn("an assignment could not be delivered", "pool", p.in.Name, "error", err)
+			}
+			if regCh.Len()+deregCh.Len()+profCh.Len()+pollCh.Len()+relCh.Len() > 0 {
+				continue // more arrived while draining
 			}
 			next := p.in
 			st := p.st

@@ -121,6 +121,7 @@ type trial struct {
 	reportTimer bool
 
 	wake workflow.Channel // update handlers nudge the loop
+	out  outbox           // signals to the pool, drained before the run closes
 }
 
 // activeRun is one launch of the trainer.
@@ -387,7 +388,7 @@ func (t *trial) released(ctx workflow.Context) {
 	if t.epoch == 0 {
 		return
 	}
-	workflow.SignalExternalWorkflow(ctx, PoolWorkflowID(t.in.Pool), "", SignalReleased, Released{TrialID: t.wfID, Epoch: t.epoch})
+	t.out.send(ctx, PoolWorkflowID(t.in.Pool), SignalReleased, Released{TrialID: t.wfID, Epoch: t.epoch})
 }
 
 func (t *trial) onControl(c Control) {
@@ -482,7 +483,7 @@ func (t *trial) sendProfile(ctx workflow.Context, n int) {
 		return
 	}
 	t.sent[n], t.sentUp, t.sentDown = est.Throughput, up.Seconds, down.Seconds
-	workflow.SignalExternalWorkflow(ctx, PoolWorkflowID(t.in.Pool), "", SignalProfile, ProfileReport{
+	t.out.send(ctx, PoolWorkflowID(t.in.Pool), SignalProfile, ProfileReport{
 		TrialID:         t.wfID,
 		Nodes:           n,
 		NodeType:        t.assignedType,
@@ -612,6 +613,9 @@ func (t *trial) reportToCampaign(ctx workflow.Context, final bool) {
 
 // finish releases the trial's nodes and sends its final report.
 func (t *trial) finish(ctx workflow.Context) TrialReport {
+	if err := t.out.drain(ctx); err != nil {
+		workflow.GetLogger(ctx).Warn("a signal to the pool was not delivered", "pool", t.in.Pool, "error", err)
+	}
 	if t.registered {
 		t.deregister(ctx)
 	}
@@ -641,6 +645,9 @@ func (t *trial) continueAsNew(ctx workflow.Context) error {
 	drain(SignalAssignment, func(c workflow.ReceiveChannel) { c.Receive(ctx, nil) }) // re-sent on register
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
+	}
+	if err := t.out.drain(ctx); err != nil {
+		workflow.GetLogger(ctx).Warn("a signal to the pool was not delivered", "pool", t.in.Pool, "error", err)
 	}
 	next := t.in
 	st := t.p

@@ -8,7 +8,7 @@ FUZZTIME ?= 30s
 TEMPORAL_CLI_VERSION ?= v1.5.1
 GOBIN_DIR := $(or $(shell $(GO) env GOBIN 2>/dev/null),$(firstword $(subst :, ,$(shell $(GO) env GOPATH 2>/dev/null)))/bin)
 
-.PHONY: all build test vet fmt-check unit integration temporal devserver fuzz bench bench-go jpa-eval clean
+.PHONY: all build test vet fmt-check unit integration temporal devserver demo fuzz bench bench-go jpa-eval clean compose-check ui-test
 
 all: build
 
@@ -49,6 +49,16 @@ devserver: temporal
 	$${TEMPORAL_CLI:-$$(command -v temporal || echo $(GOBIN_DIR)/temporal)} server start-dev \
 	  --db-filename $(DEVSERVER_DB) $(addprefix --search-attribute ,$(GLEANER_SEARCH_ATTRIBUTES))
 
+## demo: the whole idea on this machine in one command (docs/demo.md): a
+## Temporal dev server (web UI on http://localhost:8233, state in bin/dev/),
+## a worker on a replayed Summit idle-node trace, and the example HPO campaign
+## with live progress, its leaderboard and the UI queries. Ctrl-C stops it all.
+## Flags go in DEMO_FLAGS, e.g. make demo DEMO_FLAGS="--exit-when-done --port 7300 --ui-port 8300".
+## (bin/gleaner rather than `go run`: go run exits 1 on Ctrl-C whatever the
+## program does, and make would then report an error after a clean stop.)
+demo: temporal build
+	./bin/gleaner dev $(DEMO_FLAGS)
+
 ## integration: only the end-to-end tests (dev server, worker processes, trainers).
 integration: temporal
 	$(GO) test -count=1 -v ./internal/integration/...
@@ -74,3 +84,14 @@ jpa-eval:
 
 clean:
 	rm -rf bin
+
+## compose-check: validate docker-compose.yml (no Docker engine needed; CI runs it).
+compose-check:
+	docker-compose -f docker-compose.yml config -q
+	$(GO) test -count=1 -run 'Compose' ./internal/uitest
+
+## ui-test: the Temporal web UI in headless Chromium (Debian's chromium): a real
+## campaign on a dev server, found by its search attribute, shows its summary.
+## UI_SCREENSHOT=1 also refreshes docs/ui-campaign.png and docs/ui-campaign-list.png.
+ui-test: temporal
+	GLEANER_UI_SCREENSHOT=$(UI_SCREENSHOT) $(GO) test -count=1 -v -run 'TestTemporalUI' ./internal/uitest

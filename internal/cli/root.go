@@ -9,10 +9,10 @@ import (
 )
 
 // Execute runs the CLI with the process's arguments and streams and exits
-// non-zero on error.
+// with ExitCode of its error (docs/cli.md).
 func Execute() {
 	if err := Run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		os.Exit(1)
+		os.Exit(ExitCode(err))
 	}
 }
 
@@ -48,5 +48,13 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	jpaCmd.AddCommand(newJPAEvalCmd())
 	root.AddCommand(jpaCmd)
 	root.AddCommand(newWorkerCmd())
+	root.AddCommand(newDevCmd())
+	root.AddCommand(newSetupCmd())
+	root.AddCommand(newSubmitCmd())
+	root.AddCommand(newStatusCmd())
+	root.AddCommand(newLeaderboardCmd())
+	root.AddCommand(newTrialsCmd())
+	root.AddCommand(newControlCmds()...)
+	root.AddCommand(newPoolCmd())
 	return root
 }

@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/gleaner-hpc/gleaner/hpo"
+	"github.com/gleaner-hpc/gleaner/workflows"
+)
+
+type leaderboardOptions struct {
+	conn connectOptions
+	json bool
+	top  int
+}
+
+func newLeaderboardCmd() *cobra.Command {
+	o := &leaderboardOptions{}
+	cmd := &cobra.Command{
+		Use:   "leaderboard CAMPAIGN",
+		Short: "Show a campaign's best trials, best first",
+		Long: `Prints the campaign's leaderboard: its running, completed and stopped trials
+that have reported the objective, best first (ties: the earlier trial
+first), with rank, trial, score, parameters, samples trained and restarts
+after failures. Failed trials leave the leaderboard.
+
+--json prints one JSON array of entries, best first.`,
+		Example: `  gleaner leaderboard go-mlp-spirals
+  gleaner leaderboard go-mlp-spirals --top 3
+  gleaner leaderboard go-mlp-spirals --json | jq '.[0].params'`,
+		Args: exactArgs(1, "one CAMPAIGN name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd.Context(), cmd.Flags(), args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	cmd.SetFlagErrorFunc(flagError)
+	f := cmd.Flags()
+	f.BoolVar(&o.json, "json", false, "print JSON")
+	f.IntVar(&o.top, "top", 0, "print only the best N entries (0: all)")
+	o.conn.addFlags(f)
+	return cmd
+}
+
+func (o *leaderboardOptions) validate(name string) error {
+	if strings.TrimSpace(name) == "" {
+		return usageErrorf("CAMPAIGN: empty name")
+	}
+	if o.top < 0 {
+		return usageErrorf("--top %d: must not be negative", o.top)
+	}
+	return nil
+}
+
+func (o *leaderboardOptions) run(ctx context.Context, flags *pflag.FlagSet, name string, stdout, stderr io.Writer) error {
+	if err := o.validate(name); err != nil {
+		return err
+	}
+	c, closeClient, err := o.conn.connect(ctx, flags, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeClient()
+	l, err := c.Leaderboard(ctx, name)
+	if err != nil {
+		return campaignErr(name, err)
+	}
+	l = topN(l, o.top)
+	if o.json {
+		if l == nil {
+			l = []workflows.LeaderboardEntry{}
+		}
+		return writeJSON(stdout, l)
+	}
+	if len(l) == 0 {
+		fmt.Fprintf(stdout, "campaign %s: no trial has reported the objective yet\n", name)
+		return nil
+	}
+	writeLeaderboard(stdout, l)
+	return nil
+}
+
+// topN is the first n entries (all for n = 0).
+func topN(l []workflows.LeaderboardEntry, n int) []workflows.LeaderboardEntry {
+	if n > 0 && len(l) > n {
+		return l[:n]
+	}
+	return l
+}
+
+// writeLeaderboard prints entries, best first, as a table.
+func writeLeaderboard(w io.Writer, l []workflows.LeaderboardEntry) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RANK\tTRIAL\tSCORE\tSTATE\tSAMPLES\tRESTARTS\tPARAMS")
+	for i, e := range l {
+		fmt.Fprintf(tw, "%d\t%s\t%.6g\t%s\t%s\t%d\t%s\n",
+			i+1, e.TrialID, e.Score, e.State, formatCount(e.Samples), e.Restarts, formatParams(e.Params))
+	}
+	_ = tw.Flush()
+}
+
+// formatParams is "a=1 b=x lr=0.01234", by name, numbers to 4 significant
+// digits (--json has them in full).
+func formatParams(p hpo.Params) string {
+	parts := make([]string, 0, len(p))
+	for _, n := range p.Names() {
+		v := p[n].Str
+		if !p[n].IsStr {
+			v = strconv.FormatFloat(p[n].Num, 'g', 4, 64)
+		}
+		parts = append(parts, n+"="+v)
+	}
+	return strings.Join(parts, " ")
+}
+
+// formatCount is a sample count for people: 950, 12.3k, 4.5M.
+func formatCount(v float64) string {
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.1fG", v/1e9)
+	case v >= 1e6:
+		return fmt.Sprintf("%.1fM", v/1e6)
+	case v >= 1e4:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	default:
+		return fmt.Sprintf("%.0f", v)
+	}
+}

@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/gleaner-hpc/gleaner/workflows"
+)
+
+type trialsOptions struct {
+	conn connectOptions
+	json bool
+}
+
+func newTrialsCmd() *cobra.Command {
+	o := &trialsOptions{}
+	cmd := &cobra.Command{
+		Use:   "trials CAMPAIGN",
+		Short: "List a campaign's trials: state, nodes, samples, restarts, checkpoint",
+		Long: `Prints every trial of the campaign, by number: its state (pending, running,
+paused, completed, stopped, failed), the nodes it runs on now, the samples
+it has trained, its restarts after failures and rescales (relaunches for a
+new node count, a preemption or a resume), its latest checkpoint and its
+latest value of the campaign's objective metric.
+
+--json prints one JSON array of trial statuses (with the full checkpoint
+path, every metric and the parameters).`,
+		Example: `  gleaner trials go-mlp-spirals
+  gleaner trials go-mlp-spirals --json | jq '.[] | select(.state == "failed") | .error'`,
+		Args: exactArgs(1, "one CAMPAIGN name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd.Context(), cmd.Flags(), args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	cmd.SetFlagErrorFunc(flagError)
+	f := cmd.Flags()
+	f.BoolVar(&o.json, "json", false, "print JSON")
+	o.conn.addFlags(f)
+	return cmd
+}
+
+func (o *trialsOptions) run(ctx context.Context, flags *pflag.FlagSet, name string, stdout, stderr io.Writer) error {
+	if strings.TrimSpace(name) == "" {
+		return usageErrorf("CAMPAIGN: empty name")
+	}
+	c, closeClient, err := o.conn.connect(ctx, flags, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeClient()
+	// The spec says which metric is the objective; reading it also tells
+	// an unknown campaign (exit 3) from one without trials yet.
+	spec, err := c.Spec(ctx, name)
+	if err != nil {
+		return campaignErr(name, err)
+	}
+	trials, err := c.Trials(ctx, name)
+	if err != nil {
+		return campaignErr(name, err)
+	}
+	if o.json {
+		if trials == nil {
+			trials = []workflows.TrialStatus{}
+		}
+		return writeJSON(stdout, trials)
+	}
+	if len(trials) == 0 {
+		fmt.Fprintf(stdout, "campaign %s has no trials yet\n", name)
+		return nil
+	}
+	writeTrials(stdout, trials, spec.Objective.Metric)
+	return nil
+}
+
+func writeTrials(w io.Writer, trials []workflows.TrialStatus, metric string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "TRIAL\tSTATE\tNODES\tSAMPLES\tRESTARTS\tRESCALES\tCHECKPOINT\t%s\n", strings.ToUpper(metric))
+	for _, t := range trials {
+		score := "-"
+		if v, ok := t.Metrics[metric]; ok && !math.IsNaN(v) {
+			score = fmt.Sprintf("%.6g", v)
+		}
+		ckpt := "-"
+		if t.Checkpoint != "" {
+			ckpt = filepath.Base(t.Checkpoint)
+		}
+		state := string(t.State)
+		if t.Error != "" && t.State == workflows.TrialFailed {
+			state += " (" + firstLine(t.Error, 40) + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\n",
+			t.TrialID, state, len(t.Nodes), formatCount(t.Samples), t.Restarts, t.Rescales, ckpt, score)
+	}
+	_ = tw.Flush()
+}
+
+// firstLine is s's first line, cut to n runes.
+func firstLine(s string, n int) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

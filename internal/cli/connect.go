@@ -50,18 +50,53 @@ var connectionFlags = map[string]bool{
 func (o *connectOptions) addFlags(f *pflag.FlagSet) {
 	o.flags = worker.DefaultConfig()
 	o.flags.ConnectTimeout = defaultClientConnectTimeout
-	c := &o.flags
+	bindConnectionFlags(f, &o.flags, &o.apiKey, "task queue Gleaner's workers poll")
+	f.StringVar(&o.ui, "ui", "", "Temporal web UI base address for links, - for none (default http://localhost:8233) ["+EnvUI+"]")
+}
+
+// bindConnectionFlags defines the flags every command that talks to
+// Temporal shares (gleaner worker too), bound to c and apiKey, with c's
+// values as defaults.
+func bindConnectionFlags(f *pflag.FlagSet, c *worker.Config, apiKey *string, taskQueueHelp string) {
 	f.StringVar(&c.HostPort, "address", c.HostPort, "Temporal frontend host:port ["+worker.EnvAddress+"]")
 	f.StringVar(&c.Namespace, "namespace", c.Namespace, "Temporal namespace ["+worker.EnvNamespace+"]")
-	f.StringVar(&c.TaskQueue, "task-queue", c.TaskQueue, "task queue Gleaner's workers poll ["+worker.EnvTaskQueue+"]")
+	f.StringVar(&c.TaskQueue, "task-queue", c.TaskQueue, taskQueueHelp+" ["+worker.EnvTaskQueue+"]")
 	f.BoolVar(&c.TLS.Enabled, "tls", false, "use TLS with the system's roots (implied by the other --tls-* flags and --api-key) ["+worker.EnvTLS+"]")
 	f.StringVar(&c.TLS.CAFile, "tls-ca", "", "PEM file of the CA certificates to trust ["+worker.EnvTLSCA+"]")
 	f.StringVar(&c.TLS.CertFile, "tls-cert", "", "PEM client certificate for mTLS ["+worker.EnvTLSCert+"]")
 	f.StringVar(&c.TLS.KeyFile, "tls-key", "", "PEM client key for mTLS ["+worker.EnvTLSKey+"]")
 	f.StringVar(&c.TLS.ServerName, "tls-server-name", "", "name to verify in the server's certificate ["+worker.EnvTLSServerName+"]")
-	f.StringVar(&o.apiKey, "api-key", "", "Temporal Cloud API key; prefer the environment variable ["+worker.EnvAPIKey+"]")
+	f.StringVar(apiKey, "api-key", "", "Temporal Cloud API key; prefer the environment variable ["+worker.EnvAPIKey+"]")
 	f.DurationVar(&c.ConnectTimeout, "connect-timeout", c.ConnectTimeout, "how long to retry an unreachable server")
-	f.StringVar(&o.ui, "ui", "", "Temporal web UI base address for links, - for none (default http://localhost:8233) ["+EnvUI+"]")
+}
+
+// applyConnectionFlags copies into dst the connection flags given on the
+// command line (bound to src and apiKey): a flag wins over the environment.
+func applyConnectionFlags(flags *pflag.FlagSet, dst *worker.Config, src worker.Config, apiKey string) {
+	flags.Visit(func(f *pflag.Flag) {
+		switch f.Name {
+		case "address":
+			dst.HostPort = src.HostPort
+		case "namespace":
+			dst.Namespace = src.Namespace
+		case "task-queue":
+			dst.TaskQueue = src.TaskQueue
+		case "tls":
+			dst.TLS.Enabled = src.TLS.Enabled
+		case "tls-ca":
+			dst.TLS.CAFile = src.TLS.CAFile
+		case "tls-cert":
+			dst.TLS.CertFile = src.TLS.CertFile
+		case "tls-key":
+			dst.TLS.KeyFile = src.TLS.KeyFile
+		case "tls-server-name":
+			dst.TLS.ServerName = src.TLS.ServerName
+		case "api-key":
+			dst.APIKey = apiKey
+		case "connect-timeout":
+			dst.ConnectTimeout = src.ConnectTimeout
+		}
+	})
 }
 
 // config is the environment with the flags given on the command line on
@@ -74,30 +109,7 @@ func (o *connectOptions) config(flags *pflag.FlagSet) (worker.Config, error) {
 	cfg := worker.DefaultConfig()
 	cfg.ConnectTimeout = defaultClientConnectTimeout
 	envErr := worker.LoadEnv(&cfg, getenv)
-	flags.Visit(func(f *pflag.Flag) {
-		switch f.Name {
-		case "address":
-			cfg.HostPort = o.flags.HostPort
-		case "namespace":
-			cfg.Namespace = o.flags.Namespace
-		case "task-queue":
-			cfg.TaskQueue = o.flags.TaskQueue
-		case "tls":
-			cfg.TLS.Enabled = o.flags.TLS.Enabled
-		case "tls-ca":
-			cfg.TLS.CAFile = o.flags.TLS.CAFile
-		case "tls-cert":
-			cfg.TLS.CertFile = o.flags.TLS.CertFile
-		case "tls-key":
-			cfg.TLS.KeyFile = o.flags.TLS.KeyFile
-		case "tls-server-name":
-			cfg.TLS.ServerName = o.flags.TLS.ServerName
-		case "api-key":
-			cfg.APIKey = o.apiKey
-		case "connect-timeout":
-			cfg.ConnectTimeout = o.flags.ConnectTimeout
-		}
-	})
+	applyConnectionFlags(flags, &cfg, o.flags, o.apiKey)
 	// The worker-only fields (data dir, node source) are not the client's:
 	// a GLEANER_NODE_SOURCE meant for a worker must not break `status`.
 	def := worker.DefaultConfig()

@@ -62,18 +62,9 @@ Node sources (--nodes):
 	}
 	f := cmd.Flags()
 	c := &o.cfg
-	f.StringVar(&c.HostPort, "address", c.HostPort, "Temporal frontend host:port ["+worker.EnvAddress+"]")
-	f.StringVar(&c.Namespace, "namespace", c.Namespace, "Temporal namespace ["+worker.EnvNamespace+"]")
-	f.StringVar(&c.TaskQueue, "task-queue", c.TaskQueue, "task queue to poll ["+worker.EnvTaskQueue+"]")
-	f.BoolVar(&c.TLS.Enabled, "tls", false, "use TLS with the system's roots (implied by the other --tls-* flags and --api-key) ["+worker.EnvTLS+"]")
-	f.StringVar(&c.TLS.CAFile, "tls-ca", "", "PEM file of the CA certificates to trust ["+worker.EnvTLSCA+"]")
-	f.StringVar(&c.TLS.CertFile, "tls-cert", "", "PEM client certificate for mTLS ["+worker.EnvTLSCert+"]")
-	f.StringVar(&c.TLS.KeyFile, "tls-key", "", "PEM client key for mTLS ["+worker.EnvTLSKey+"]")
-	f.StringVar(&c.TLS.ServerName, "tls-server-name", "", "name to verify in the server's certificate ["+worker.EnvTLSServerName+"]")
-	f.StringVar(&o.apiKey, "api-key", "", "Temporal Cloud API key; prefer the environment variable ["+worker.EnvAPIKey+"]")
+	bindConnectionFlags(f, c, &o.apiKey, "task queue to poll")
 	f.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for checkpoints and run directories ["+worker.EnvDataDir+"]")
 	f.Var(&c.Nodes, "nodes", "node source: static:N or replay:FILE,slots=K,factor=F,offset=S ["+worker.EnvNodeSource+"]")
-	f.DurationVar(&c.ConnectTimeout, "connect-timeout", c.ConnectTimeout, "how long to retry an unreachable server at start")
 	f.DurationVar(&c.StopTimeout, "stop-timeout", c.StopTimeout, "how long running activities may finish after SIGINT/SIGTERM")
 	f.StringVar(&o.logLevel, "log-level", "info", "SDK log level: debug, info, warn or error (to stderr)")
 	return cmd
@@ -85,32 +76,13 @@ func (o *workerOptions) config(flags *pflag.FlagSet) (worker.Config, error) {
 	if err := worker.LoadEnv(&cfg, o.getenv); err != nil {
 		return cfg, err
 	}
+	applyConnectionFlags(flags, &cfg, o.cfg, o.apiKey)
 	flags.Visit(func(f *pflag.Flag) {
 		switch f.Name {
-		case "address":
-			cfg.HostPort = o.cfg.HostPort
-		case "namespace":
-			cfg.Namespace = o.cfg.Namespace
-		case "task-queue":
-			cfg.TaskQueue = o.cfg.TaskQueue
-		case "tls":
-			cfg.TLS.Enabled = o.cfg.TLS.Enabled
-		case "tls-ca":
-			cfg.TLS.CAFile = o.cfg.TLS.CAFile
-		case "tls-cert":
-			cfg.TLS.CertFile = o.cfg.TLS.CertFile
-		case "tls-key":
-			cfg.TLS.KeyFile = o.cfg.TLS.KeyFile
-		case "tls-server-name":
-			cfg.TLS.ServerName = o.cfg.TLS.ServerName
-		case "api-key":
-			cfg.APIKey = o.apiKey
 		case "data-dir":
 			cfg.DataDir = o.cfg.DataDir
 		case "nodes":
 			cfg.Nodes = o.cfg.Nodes
-		case "connect-timeout":
-			cfg.ConnectTimeout = o.cfg.ConnectTimeout
 		case "stop-timeout":
 			cfg.StopTimeout = o.cfg.StopTimeout
 		}

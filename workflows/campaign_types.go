@@ -1,0 +1,189 @@
+package workflows
+
+import (
+	"encoding/json"
+
+	"github.com/gleaner-hpc/gleaner"
+	"github.com/gleaner-hpc/gleaner/hpo"
+)
+
+// SignalControl (CampaignWorkflow → TrialWorkflow) carries a Control.
+//
+// Workflows cannot send updates to other workflows, so the campaign passes
+// its pause, resume and stop on to its in-flight trials with this signal.
+// The trial's side of the contract:
+//   - pause: release its nodes gracefully (checkpoint) and wait at 0 nodes
+//     in TrialPaused until resume or stop; no final report;
+//   - resume: go back to waiting for nodes and running;
+//   - stop: stop gracefully (checkpoint), then send its final TrialReport
+//     with State TrialStopped (or TrialCompleted / TrialFailed if it ended
+//     otherwise first) and end.
+//
+// Controls are idempotent: a trial may get the same one twice, or a pause
+// after its trainer already finished, and must then do nothing. Every trial
+// sends exactly one TrialReport with Final set, to CampaignWorkflowID, waits
+// for that signal to be delivered, and only then ends; the campaign counts a
+// trial as in flight until that report arrives, and counts one whose
+// workflow closed without it as failed.
+const SignalControl = "gleaner.control"
+
+// ControlAction is what a Control asks of a trial.
+type ControlAction string
+
+const (
+	ControlPause  ControlAction = "pause"
+	ControlResume ControlAction = "resume"
+	ControlStop   ControlAction = "stop"
+)
+
+// Control is the payload of SignalControl.
+type Control struct {
+	Action ControlAction `json:"action"`
+	Reason string        `json:"reason,omitempty"`
+}
+
+// DefaultCampaignHistoryThreshold is the history length at which a campaign
+// continues as new unless CampaignInput says otherwise: a fifth of
+// Temporal's 51,200-event limit, leaving room for a burst of signals while
+// it drains.
+const DefaultCampaignHistoryThreshold = 10_000
+
+// LeaderboardSize is how many entries a campaign keeps.
+const LeaderboardSize = 100
+
+// CampaignInput starts a CampaignWorkflow.
+type CampaignInput struct {
+	Spec gleaner.CampaignSpec `json:"spec"`
+	// State is set when the workflow continues as new.
+	State *CampaignState `json:"state,omitempty"`
+	// HistoryThreshold is the history length that triggers continue-as-new
+	// (default DefaultCampaignHistoryThreshold); the server's suggestion
+	// triggers it too.
+	HistoryThreshold int `json:"history_threshold,omitempty"`
+}
+
+// CampaignPhase is where a campaign is in its life; it is also the value of
+// GleanerStatus on the campaign.
+type CampaignPhase string
+
+const (
+	CampaignRunning   CampaignPhase = "running"
+	CampaignPaused    CampaignPhase = "paused"   // creates no trials; its trials are paused
+	CampaignStopping  CampaignPhase = "stopping" // waits for its stopped trials' final reports
+	CampaignCompleted CampaignPhase = "completed"
+	CampaignStopped   CampaignPhase = "stopped" // by a person
+	CampaignFailed    CampaignPhase = "failed"  // budget.max_failures reached
+)
+
+// CampaignCounts counts a campaign's trials.
+type CampaignCounts struct {
+	Created   int `json:"created"`
+	Completed int `json:"completed"`
+	Stopped   int `json:"stopped"`
+	Failed    int `json:"failed"`
+}
+
+// Ended is how many trials have ended, whichever way.
+func (c CampaignCounts) Ended() int { return c.Completed + c.Stopped + c.Failed }
+
+// CampaignState is what a campaign carries across continue-as-new. It is
+// bounded: in-flight trials ≤ max_concurrent, pending creates ≤
+// max_concurrent, leaderboard ≤ LeaderboardSize, whatever the trial count.
+type CampaignState struct {
+	// Searcher is the searcher's snapshot (hpo.Searcher.Snapshot).
+	Searcher json.RawMessage `json:"searcher"`
+	// NextNumber is the number of the next trial (from 1).
+	NextNumber int `json:"next_number"`
+	// InFlight are the trials started and not yet reported final.
+	InFlight []InFlightTrial `json:"in_flight,omitempty"`
+	// Pending are creates the searcher asked for that wait for a slot or
+	// for the campaign to resume.
+	Pending     []hpo.Create       `json:"pending,omitempty"`
+	Counts      CampaignCounts     `json:"counts"`
+	Leaderboard []LeaderboardEntry `json:"leaderboard,omitempty"`
+	Paused      bool               `json:"paused,omitempty"`
+	// Stopping is set once the campaign has asked its trials to stop; it
+	// then ends as End when the last one has reported.
+	Stopping bool          `json:"stopping,omitempty"`
+	End      CampaignPhase `json:"end,omitempty"`
+	// Reason says why the campaign is paused, stopping or ended.
+	Reason string `json:"reason,omitempty"`
+	// SearchDone is set when the searcher has shut down.
+	SearchDone bool `json:"search_done,omitempty"`
+	// Runs counts continue-as-new.
+	Runs int `json:"runs,omitempty"`
+}
+
+// InFlightTrial is a trial the campaign has started and not yet heard the
+// end of.
+type InFlightTrial struct {
+	TrialID    string     `json:"trial_id"`
+	Number     int        `json:"number"`
+	WorkflowID string     `json:"workflow_id"`
+	Params     hpo.Params `json:"params"`
+	Samples    float64    `json:"samples,omitempty"`
+	Restarts   int        `json:"restarts,omitempty"`
+	// Started is set once its child workflow has started (always, across
+	// continue-as-new).
+	Started bool `json:"started,omitempty"`
+}
+
+// LeaderboardEntry is one trial's latest objective value. The leaderboard
+// holds running, completed and stopped trials that reported the objective,
+// best first (ties: lower number first); failed trials leave it.
+type LeaderboardEntry struct {
+	TrialID  string     `json:"trial_id"`
+	Number   int        `json:"number"`
+	Params   hpo.Params `json:"params"`
+	Score    float64    `json:"score"`
+	State    TrialState `json:"state"`
+	Samples  float64    `json:"samples"`
+	Restarts int        `json:"restarts,omitempty"`
+}
+
+// CampaignStatus answers QueryStatus on a CampaignWorkflow and is what the
+// pause, resume and stop updates return.
+type CampaignStatus struct {
+	Campaign string        `json:"campaign"`
+	State    CampaignPhase `json:"state"`
+	Reason   string        `json:"reason,omitempty"`
+	CampaignCounts
+	Running int `json:"running"`
+	// Pending counts creates waiting for a slot or for resume.
+	Pending       int               `json:"pending"`
+	MaxTrials     int               `json:"max_trials"`
+	MaxConcurrent int               `json:"max_concurrent"`
+	MaxFailures   int               `json:"max_failures"`
+	Progress      float64           `json:"progress"` // the searcher's, in [0, 1]
+	Objective     string            `json:"objective"`
+	Mode          string            `json:"mode"`
+	Best          *LeaderboardEntry `json:"best,omitempty"`
+	// Runs counts continue-as-new.
+	Runs int `json:"runs"`
+}
+
+// CampaignResult is what a campaign returns. A campaign that reaches
+// budget.max_failures fails with a non-retryable ApplicationError of type
+// ErrTypeMaxFailures whose details are its CampaignResult.
+type CampaignResult struct {
+	Campaign string        `json:"campaign"`
+	State    CampaignPhase `json:"state"`
+	Reason   string        `json:"reason,omitempty"`
+	CampaignCounts
+	Best *LeaderboardEntry `json:"best,omitempty"`
+	// Leaderboard is the top 10.
+	Leaderboard []LeaderboardEntry `json:"leaderboard"`
+}
+
+// Application error types of CampaignWorkflow.
+const (
+	ErrTypeInvalidSpec = "InvalidCampaignSpec"
+	ErrTypeBadState    = "InvalidCampaignState"
+	ErrTypeMaxFailures = "MaxFailuresReached"
+)
+
+// Leaderboard entries in CampaignResult and in the UI details.
+const (
+	resultLeaderboardN  = 10
+	detailsLeaderboardN = 10
+)

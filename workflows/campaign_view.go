@@ -1,0 +1,89 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/gleaner-hpc/gleaner/hpo"
+)
+
+// searchAttrValues are the campaign's search attributes as last upserted.
+type searchAttrValues struct {
+	status         string
+	best           float64
+	hasBest        bool
+	ended, running int64
+}
+
+// publish upserts the search attributes that changed (all of them once per
+// run) and refreshes the markdown details the UI shows.
+func (c *campaign) publish(ctx workflow.Context) {
+	now := searchAttrValues{status: string(c.phase()), ended: int64(c.st.Counts.Ended()), running: int64(len(c.st.InFlight))}
+	if b := c.best(); b != nil {
+		now.best, now.hasBest = b.Score, true
+	}
+	var ups []temporal.SearchAttributeUpdate
+	prev := c.sa
+	if prev == nil {
+		prev = &searchAttrValues{status: "\x00", ended: -1, running: -1}
+		ups = append(ups, GleanerCampaign.ValueSet(c.spec.Name), GleanerKind.ValueSet(KindCampaign))
+	}
+	if now.status != prev.status {
+		ups = append(ups, GleanerStatus.ValueSet(now.status))
+	}
+	if now.hasBest && (!prev.hasBest || now.best != prev.best) {
+		ups = append(ups, GleanerBestScore.ValueSet(now.best))
+	}
+	if now.ended != prev.ended {
+		ups = append(ups, GleanerTrialsDone.ValueSet(now.ended))
+	}
+	if now.running != prev.running {
+		ups = append(ups, GleanerTrialsRunning.ValueSet(now.running))
+	}
+	if len(ups) > 0 {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, ups...); err != nil {
+			c.logger.Warn("search attributes not upserted", "error", err)
+		}
+		c.sa = &now
+	}
+	// Details are workflow metadata, not history: refreshing them is free.
+	workflow.SetCurrentDetails(ctx, c.details())
+}
+
+// details is the markdown the Temporal UI shows for the campaign: one
+// summary line and the top of the leaderboard.
+func (c *campaign) details() string {
+	var b strings.Builder
+	s := c.status()
+	fmt.Fprintf(&b, "**%s** · %s · %d/%d trials ended (%d completed, %d stopped, %d failed) · %d running",
+		s.Campaign, s.State, s.Ended(), s.MaxTrials, s.Completed, s.Stopped, s.Failed, s.Running)
+	if s.Reason != "" {
+		fmt.Fprintf(&b, " · %s", s.Reason)
+	}
+	b.WriteString("\n\n")
+	if len(c.st.Leaderboard) == 0 {
+		b.WriteString("No trial has reported " + c.spec.Objective.Metric + " yet.\n")
+		return b.String()
+	}
+	fmt.Fprintf(&b, "| # | trial | %s (%s) | state | samples | params |\n|---:|---|---:|---|---:|---|\n",
+		c.spec.Objective.Metric, c.spec.Objective.Mode)
+	for i, e := range c.st.Leaderboard {
+		if i == detailsLeaderboardN {
+			break
+		}
+		fmt.Fprintf(&b, "| %d | %s | %.6g | %s | %.0f | %s |\n", i+1, e.TrialID, e.Score, e.State, e.Samples,
+			strings.ReplaceAll(formatParams(e.Params), "|", `\|`))
+	}
+	return b.String()
+}
+
+func formatParams(p hpo.Params) string {
+	parts := make([]string, 0, len(p))
+	for _, n := range p.Names() {
+		parts = append(parts, n+"="+p[n].String())
+	}
+	return strings.Join(parts, " ")
+}

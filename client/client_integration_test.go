@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -14,75 +12,22 @@ import (
 
 	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/client"
-	"github.com/gleaner-hpc/gleaner/hpo"
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
-	"github.com/gleaner-hpc/gleaner/worker"
+	"github.com/gleaner-hpc/gleaner/internal/testenv"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
 const taskQueue = "client-test"
 
-// buildMLP builds the Go example trainer into a temp dir.
-func buildMLP(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "go-mlp")
-	out, err := exec.Command("go", "build", "-o", path, "github.com/gleaner-hpc/gleaner/examples/go-mlp").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build ./examples/go-mlp: %v\n%s", err, out)
-	}
-	return path
-}
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
 
-// startWorker runs a Gleaner worker in the test process: four CPU slots,
-// a pool that polls and decides quickly.
-func startWorker(t *testing.T, srv *devserver.Server) {
+// mlpSpec is a campaign, in pool client-test, of go-mlp trials of steps ×
+// stepMS each.
+func mlpSpec(t *testing.T, name string, trials, concurrent, steps, stepMS int) gleaner.CampaignSpec {
 	t.Helper()
-	cfg := worker.DefaultConfig()
-	cfg.HostPort, cfg.Namespace, cfg.TaskQueue = srv.Address(), srv.Namespace(), taskQueue
-	cfg.DataDir = filepath.Join(t.TempDir(), "data")
-	cfg.Nodes = worker.NodeSourceConfig{Kind: worker.NodeSourceStatic, Static: worker.StaticNodes{Nodes: 4}, NoGPUs: true}
-	cfg.StopTimeout = 5 * time.Second
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	comps, cleanup, err := worker.Build(ctx, cfg)
-	if err != nil {
-		t.Fatalf("worker.Build: %v", err)
-	}
-	t.Cleanup(cleanup)
-	comps.ActivityDeps.Pool = workflows.PoolInput{PollInterval: 500 * time.Millisecond, Debounce: 200 * time.Millisecond, AllocatePeriod: 5 * time.Second}
-	w, err := worker.New(srv.Client(), cfg, comps)
-	if err != nil {
-		t.Fatalf("worker.New: %v", err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatalf("starting the worker: %v", err)
-	}
-	t.Cleanup(w.Stop)
-}
-
-// mlpSpec is a campaign of go-mlp trials of steps × stepMS each.
-func mlpSpec(mlp, name string, trials, concurrent, steps, stepMS int) gleaner.CampaignSpec {
-	fixed := func(name string, v int) hpo.Param {
-		return hpo.Param{Name: name, Type: hpo.ParamChoice, Choices: []string{fmt.Sprint(v)}}
-	}
-	return gleaner.CampaignSpec{
-		Name:    name,
-		Pool:    "client-test",
-		Command: []string{mlp},
-		Space: hpo.Space{
-			{Name: "lr", Type: hpo.ParamFloat, Min: 0.01, Max: 0.5, Log: true},
-			{Name: "hidden", Type: hpo.ParamInt, Min: 4, Max: 32},
-			fixed("batch", 32), fixed("steps", steps), fixed("step_ms", stepMS),
-			fixed("report_every", 5), fixed("checkpoint_every", 10),
-		},
-		Objective: gleaner.ObjectiveSpec{Metric: "val_loss", Mode: "min"},
-		Budget:    gleaner.Budget{MaxTrials: trials, MaxConcurrent: concurrent},
-		Resources: gleaner.Resources{MinNodes: 1, MaxNodes: 2},
-		Trial:     gleaner.TrialPolicy{GracePeriod: gleaner.Duration(5 * time.Second), MaxRestarts: 2},
-	}
+	spec := testenv.MLPSpec(t, name, trials, concurrent, steps, stepMS)
+	spec.Pool = "client-test"
+	return spec
 }
 
 func timeout(t *testing.T, d time.Duration) context.Context {
@@ -112,12 +57,11 @@ func eventually(t *testing.T, d time.Duration, what string, f func() error) {
 // and invalid submissions, pause/resume/stop, unknown names.
 func TestClient(t *testing.T) {
 	srv := devserver.ForTest(t, devserver.Options{})
-	mlp := buildMLP(t)
-	startWorker(t, srv)
+	testenv.Worker(t, srv, taskQueue, nil)
 	c := client.New(srv.Client(), client.Options{TaskQueue: taskQueue, Namespace: srv.Namespace()})
 
 	// A small campaign: 6 trials of ~1–2 s, 3 at a time.
-	spec := mlpSpec(mlp, "small", 6, 3, 40, 30)
+	spec := mlpSpec(t, "small", 6, 3, 40, 30)
 	camp, err := c.Submit(timeout(t, time.Minute), spec)
 	if err != nil {
 		t.Fatalf("Submit: %v", err)
@@ -198,7 +142,7 @@ func TestClient(t *testing.T) {
 		t.Errorf("submitting %q again: %v, want ErrExists", spec.Name, err)
 	}
 
-	invalid := mlpSpec(mlp, "invalid", 6, 3, 40, 30)
+	invalid := mlpSpec(t, "invalid", 6, 3, 40, 30)
 	invalid.Budget.MaxTrials = -1
 	_, err = c.Submit(timeout(t, time.Minute), invalid)
 	if !errors.Is(err, client.ErrInvalidSpec) || !strings.Contains(err.Error(), "budget.max_trials") {
@@ -209,7 +153,7 @@ func TestClient(t *testing.T) {
 	}
 
 	// A longer campaign to steer: each trial would take ~40 s.
-	if _, err := c.Submit(timeout(t, time.Minute), mlpSpec(mlp, "long", 4, 2, 2000, 20)); err != nil {
+	if _, err := c.Submit(timeout(t, time.Minute), mlpSpec(t, "long", 4, 2, 2000, 20)); err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
 	eventually(t, time.Minute, "a trial of the long campaign to train", func() error {

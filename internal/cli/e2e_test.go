@@ -2,20 +2,20 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
+	"github.com/gleaner-hpc/gleaner/internal/testenv"
 	"github.com/gleaner-hpc/gleaner/worker"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
 
 // cliRun runs `gleaner args...` through Run and returns its stdout,
 // stderr and exit code.
@@ -79,36 +79,10 @@ func TestCLIEndToEnd(t *testing.T) {
 	}
 
 	// An in-process worker with four CPU slots and a fast pool.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cfg := worker.DefaultConfig()
-	cfg.HostPort, cfg.Namespace, cfg.TaskQueue = srv.Address(), srv.Namespace(), tq
-	cfg.DataDir = filepath.Join(t.TempDir(), "data")
-	cfg.Nodes = worker.NodeSourceConfig{Kind: worker.NodeSourceStatic, Static: worker.StaticNodes{Nodes: 4}, NoGPUs: true}
-	cfg.StopTimeout = 5 * time.Second
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	comps, cleanup, err := worker.Build(ctx, cfg)
-	if err != nil {
-		t.Fatalf("worker.Build: %v", err)
-	}
-	t.Cleanup(cleanup)
-	comps.ActivityDeps.Pool = workflows.PoolInput{PollInterval: 500 * time.Millisecond, Debounce: 200 * time.Millisecond, AllocatePeriod: 5 * time.Second}
-	w, err := worker.New(srv.Client(), cfg, comps)
-	if err != nil {
-		t.Fatalf("worker.New: %v", err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
+	testenv.Worker(t, srv, tq, nil)
 
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "go-mlp")
-	if b, err := exec.Command("go", "build", "-o", bin, "github.com/gleaner-hpc/gleaner/examples/go-mlp").CombinedOutput(); err != nil {
-		t.Fatalf("go build ./examples/go-mlp: %v\n%s", err, b)
-	}
+	bin := testenv.GoMLP(t)
 	specPath := filepath.Join(dir, "campaign.yaml")
 	if err := os.WriteFile(specPath, []byte(strings.ReplaceAll(e2eSpec, "%BIN%", bin)), 0o644); err != nil {
 		t.Fatal(err)

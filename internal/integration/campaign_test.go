@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -18,84 +16,10 @@ import (
 
 	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/cluster"
-	"github.com/gleaner-hpc/gleaner/hpo"
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
-	"github.com/gleaner-hpc/gleaner/worker"
+	"github.com/gleaner-hpc/gleaner/internal/testenv"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
-
-var (
-	mlpOnce sync.Once
-	mlpPath string
-	mlpErr  error
-)
-
-// goMLP builds the Go example trainer once and returns its path.
-func goMLP(t testing.TB) string {
-	t.Helper()
-	mlpOnce.Do(func() {
-		mlpPath = filepath.Join(binDir, "go-mlp")
-		cmd := exec.Command("go", "build", "-o", mlpPath, "github.com/gleaner-hpc/gleaner/examples/go-mlp")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			mlpErr = fmt.Errorf("go build ./examples/go-mlp: %w\n%s", err, out)
-		}
-	})
-	if mlpErr != nil {
-		t.Fatal(mlpErr)
-	}
-	return mlpPath
-}
-
-// fixed is a search dimension with one value: how a spec passes a constant
-// parameter to every trial.
-func fixed(name, value string) hpo.Param {
-	return hpo.Param{Name: name, Type: hpo.ParamChoice, Choices: []string{value}}
-}
-
-// mlpSpec is a campaign of go-mlp trials of `steps` steps, each step_ms
-// long, checkpointing every 10 steps; extra dimensions are appended.
-func mlpSpec(t testing.TB, name string, trials, concurrent, steps, stepMS int, extra ...hpo.Param) gleaner.CampaignSpec {
-	space := hpo.Space{
-		{Name: "lr", Type: hpo.ParamFloat, Min: 0.01, Max: 0.5, Log: true},
-		{Name: "hidden", Type: hpo.ParamInt, Min: 4, Max: 32},
-		fixed("batch", "32"),
-		fixed("steps", fmt.Sprint(steps)),
-		fixed("step_ms", fmt.Sprint(stepMS)),
-		fixed("report_every", "5"),
-		fixed("checkpoint_every", "10"),
-	}
-	return gleaner.CampaignSpec{
-		Name:      name,
-		Pool:      name,
-		Command:   []string{goMLP(t)},
-		Space:     append(space, extra...),
-		Objective: gleaner.ObjectiveSpec{Metric: "val_loss", Mode: "min"},
-		Budget:    gleaner.Budget{MaxTrials: trials, MaxConcurrent: concurrent},
-		Resources: gleaner.Resources{MinNodes: 1, MaxNodes: 2},
-		Trial:     gleaner.TrialPolicy{GracePeriod: gleaner.Duration(5 * time.Second), MaxRestarts: 2},
-	}
-}
-
-// fastPool makes pools started by this worker poll and decide quickly.
-var fastPool = workflows.PoolInput{PollInterval: 500 * time.Millisecond, Debounce: 200 * time.Millisecond, AllocatePeriod: 5 * time.Second}
-
-// inProcessWorker runs worker.Build's components in the test process, with
-// an optional node source in place of the configured one.
-func inProcessWorker(t testing.TB, srv *devserver.Server, tq string, src cluster.NodeSource) worker.Config {
-	t.Helper()
-	cfg := workerConfig(t, srv, tq)
-	comps, cleanup, err := worker.Build(testContext(t, time.Minute), cfg)
-	if err != nil {
-		t.Fatalf("worker.Build: %v", err)
-	}
-	t.Cleanup(cleanup)
-	comps.ActivityDeps.Pool = fastPool
-	if src != nil {
-		comps.ActivityDeps.Default = src
-	}
-	startInProcessWorker(t, srv, cfg, comps)
-	return cfg
-}
 
 func startCampaign(t testing.TB, c client.Client, tq string, spec gleaner.CampaignSpec) client.WorkflowRun {
 	t.Helper()
@@ -145,8 +69,8 @@ func trialStatus(t testing.TB, c client.Client, wfID string) (workflows.TrialSta
 // trials' own final val_loss, best first.
 func TestCampaignOfTwentyTrialsCompletes(t *testing.T) {
 	srv := startServer(t, devserver.Options{})
-	inProcessWorker(t, srv, "campaign-a", nil)
-	spec := mlpSpec(t, "twenty", 20, 4, 40, 5)
+	testenv.Worker(t, srv, "campaign-a", nil)
+	spec := testenv.MLPSpec(t, "twenty", 20, 4, 40, 5)
 	res := campaignResult(t, startCampaign(t, srv.Client(), "campaign-a", spec), 5*time.Minute)
 
 	if res.State != workflows.CampaignCompleted || res.Completed != 20 || res.Failed != 0 {
@@ -262,8 +186,8 @@ func historyDump(t testing.TB, c client.Client, wfID string) string {
 func TestNodesLeaveMidTrialResumeFromCheckpoint(t *testing.T) {
 	srv := startServer(t, devserver.Options{})
 	nodes := newNodeSet(2)
-	inProcessWorker(t, srv, "campaign-b", nodes)
-	spec := mlpSpec(t, "preempt", 1, 1, 600, 20)
+	testenv.Worker(t, srv, "campaign-b", nodes)
+	spec := testenv.MLPSpec(t, "preempt", 1, 1, 600, 20)
 	run := startCampaign(t, srv.Client(), "campaign-b", spec)
 	trialID := workflows.TrialWorkflowID(run.GetID(), 1)
 
@@ -318,8 +242,8 @@ func TestNodesLeaveMidTrialResumeFromCheckpoint(t *testing.T) {
 func TestResizeUpAndDownMidTrial(t *testing.T) {
 	srv := startServer(t, devserver.Options{})
 	nodes := newNodeSet(1)
-	inProcessWorker(t, srv, "campaign-c", nodes)
-	spec := mlpSpec(t, "resize", 1, 1, 600, 20)
+	testenv.Worker(t, srv, "campaign-c", nodes)
+	spec := testenv.MLPSpec(t, "resize", 1, 1, 600, 20)
 	spec.Resources = gleaner.Resources{MinNodes: 1, MaxNodes: 4}
 	run := startCampaign(t, srv.Client(), "campaign-c", spec)
 	trialID := workflows.TrialWorkflowID(run.GetID(), 1)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
+	"github.com/gleaner-hpc/gleaner/internal/testenv"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
@@ -34,7 +35,7 @@ func TestWorkerKilledMidCampaign(t *testing.T) {
 	srv := startServer(t, devserver.Options{})
 	w := startWorkerProcess(t, srv, WorkerProcessOptions{TaskQueue: "campaign-d"})
 	const trials, steps = 6, 300
-	spec := mlpSpec(t, "killed", trials, 3, steps, 20)
+	spec := testenv.MLPSpec(t, "killed", trials, 3, steps, 20)
 	run := startCampaign(t, srv.Client(), "campaign-d", spec)
 
 	first := workflows.TrialWorkflowID(run.GetID(), 1)
@@ -63,9 +64,9 @@ func TestWorkerKilledMidCampaign(t *testing.T) {
 // mid-campaign: workers reconnect, and the campaign completes.
 func TestServerRestartedMidCampaign(t *testing.T) {
 	srv := startServer(t, devserver.Options{DBFile: filepath.Join(t.TempDir(), "temporal.db")})
-	inProcessWorker(t, srv, "campaign-e", nil)
+	testenv.Worker(t, srv, "campaign-e", nil)
 	const trials, steps = 6, 200
-	spec := mlpSpec(t, "restarted", trials, 3, steps, 20)
+	spec := testenv.MLPSpec(t, "restarted", trials, 3, steps, 20)
 	run := startCampaign(t, srv.Client(), "campaign-e", spec)
 	waitTrial(t, srv.Client(), workflows.TrialWorkflowID(run.GetID(), 1), 2*time.Minute, "a trial to run", func(s workflows.TrialStatus) bool {
 		return s.State == workflows.TrialRunning && s.Step > 0
@@ -88,11 +89,11 @@ func TestServerRestartedMidCampaign(t *testing.T) {
 func TestMisbehavingTrainers(t *testing.T) {
 	srv := startServer(t, devserver.Options{})
 	nodes := newNodeSet(4)
-	inProcessWorker(t, srv, "campaign-f", nodes)
+	testenv.Worker(t, srv, "campaign-f", nodes)
 	c := srv.Client()
 
 	t.Run("crash once", func(t *testing.T) {
-		spec := mlpSpec(t, "crash", 1, 1, 100, 10, fixed("fail_at_step", "35"))
+		spec := testenv.MLPSpec(t, "crash", 1, 1, 100, 10, testenv.Fixed("fail_at_step", "35"))
 		res := campaignResult(t, startCampaign(t, c, "campaign-f", spec), 2*time.Minute)
 		r := trialReports(t, c, spec.Name, 1)[0]
 		if res.Completed != 1 || r.Restarts != 1 {
@@ -102,7 +103,7 @@ func TestMisbehavingTrainers(t *testing.T) {
 	})
 
 	t.Run("always fails", func(t *testing.T) {
-		spec := mlpSpec(t, "broken", 2, 2, 10, 0)
+		spec := testenv.MLPSpec(t, "broken", 2, 2, 10, 0)
 		spec.Command = []string{"/bin/sh", "-c", "echo 'out of memory' >&2; exit 3"}
 		spec.Budget.MaxFailures = 5
 		spec.Trial.MaxRestarts = 1
@@ -118,7 +119,7 @@ func TestMisbehavingTrainers(t *testing.T) {
 	})
 
 	t.Run("garbage reports", func(t *testing.T) {
-		spec := mlpSpec(t, "garbage", 1, 1, 60, 10, fixed("garbage_reports", "true"))
+		spec := testenv.MLPSpec(t, "garbage", 1, 1, 60, 10, testenv.Fixed("garbage_reports", "true"))
 		campaignResult(t, startCampaign(t, c, "campaign-f", spec), 2*time.Minute)
 		r := trialReports(t, c, spec.Name, 1)[0]
 		s, err := trialStatus(t, c, r.WorkflowID)
@@ -134,7 +135,7 @@ func TestMisbehavingTrainers(t *testing.T) {
 	})
 
 	t.Run("ignores SIGTERM", func(t *testing.T) {
-		spec := mlpSpec(t, "stubborn", 1, 1, 500, 20, fixed("ignore_sigterm", "true"))
+		spec := testenv.MLPSpec(t, "stubborn", 1, 1, 500, 20, testenv.Fixed("ignore_sigterm", "true"))
 		spec.Trial.GracePeriod = gleaner.Duration(time.Second)
 		run := startCampaign(t, c, "campaign-f", spec)
 		id := workflows.TrialWorkflowID(run.GetID(), 1)

@@ -14,10 +14,8 @@ import (
 	"testing"
 	"time"
 
-	sdkworker "go.temporal.io/sdk/worker"
-
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
-	"github.com/gleaner-hpc/gleaner/worker"
+	"github.com/gleaner-hpc/gleaner/internal/testenv"
 )
 
 // binDir holds the gleaner binary built once per test binary run.
@@ -30,7 +28,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	code := m.Run()
+	code := testenv.Run(m)
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -117,52 +115,6 @@ func waitUntil(ctx context.Context, cond func() (bool, error)) error {
 		case <-tick.C:
 		}
 	}
-}
-
-// workerConfig is a worker configuration for srv on taskQueue with its
-// data under t's temp dir and four CPU slots. worker.Build(ctx, cfg) turns
-// it into the components startInProcessWorker runs.
-func workerConfig(t testing.TB, srv *devserver.Server, taskQueue string) worker.Config {
-	cfg := worker.DefaultConfig()
-	cfg.HostPort = srv.Address()
-	cfg.Namespace = srv.Namespace()
-	cfg.TaskQueue = taskQueue
-	cfg.DataDir = filepath.Join(t.TempDir(), "data")
-	cfg.Nodes = worker.NodeSourceConfig{Kind: worker.NodeSourceStatic, Static: worker.StaticNodes{Nodes: 4}, NoGPUs: true}
-	cfg.StopTimeout = 5 * time.Second
-	return cfg
-}
-
-// startInProcessWorker runs a worker in the test process on srv's client
-// and stops it when t ends.
-func startInProcessWorker(t testing.TB, srv *devserver.Server, cfg worker.Config, comps worker.Components) sdkworker.Worker {
-	t.Helper()
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	w, err := worker.New(srv.Client(), cfg, comps)
-	if err != nil {
-		t.Fatalf("worker.New: %v", err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatalf("starting the in-process worker: %v", err)
-	}
-	t.Cleanup(w.Stop)
-	return w
-}
-
-// startBuiltWorker runs, in the test process, the worker `gleaner worker`
-// would run for cfg: worker.Build's components (node source, launcher,
-// activities, workflows). It is stopped, and Build's cleanup run, when t
-// ends.
-func startBuiltWorker(t testing.TB, srv *devserver.Server, cfg worker.Config) sdkworker.Worker {
-	t.Helper()
-	comps, cleanup, err := worker.Build(testContext(t, time.Minute), cfg)
-	if err != nil {
-		t.Fatalf("worker.Build: %v", err)
-	}
-	t.Cleanup(cleanup) // runs after the worker's Stop (cleanups are LIFO)
-	return startInProcessWorker(t, srv, cfg, comps)
 }
 
 // WorkerProcessOptions configure a `gleaner worker` subprocess.

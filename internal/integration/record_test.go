@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
+	"github.com/gleaner-hpc/gleaner/internal/testenv"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
@@ -30,8 +31,8 @@ func TestRecordHistories(t *testing.T) {
 	}
 	srv := startServer(t, devserver.Options{})
 	nodes := newNodeSet(2)
-	inProcessWorker(t, srv, "record", nodes)
-	spec := mlpSpec(t, "recorded", 3, 2, 300, 20)
+	testenv.Worker(t, srv, "record", nodes)
+	spec := testenv.MLPSpec(t, "recorded", 3, 2, 300, 20)
 	spec.Resources.MaxNodes = 4
 	run := startCampaign(t, srv.Client(), "record", spec)
 	first := workflows.TrialWorkflowID(run.GetID(), 1)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
+	"github.com/gleaner-hpc/gleaner/internal/testenv"
 )
 
 // TestWorkerProcessSmoke starts a dev server and a `gleaner worker`
@@ -17,7 +18,7 @@ func TestWorkerProcessSmoke(t *testing.T) {
 	srv := startServer(t, devserver.Options{})
 	w := startWorkerProcess(t, srv, WorkerProcessOptions{TaskQueue: "smoke"})
 
-	startBuiltWorker(t, srv, workerConfig(t, srv, "smoke-in-process"))
+	testenv.Worker(t, srv, "smoke-in-process", nil)
 	ctx := testContext(t, time.Minute)
 	if _, err := srv.WaitForPoller(ctx, "smoke-in-process", nil); err != nil {
 		t.Fatal(err)

@@ -6,23 +6,22 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/client"
-	"github.com/gleaner-hpc/gleaner/hpo"
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
-	"github.com/gleaner-hpc/gleaner/worker"
+	"github.com/gleaner-hpc/gleaner/internal/testenv"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
 // EnvScreenshot, set to 1, makes TestTemporalUIShowsCampaign write its
 // screenshots to docs/ as well (to refresh the committed ones).
 const EnvScreenshot = "GLEANER_UI_SCREENSHOT"
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
 
 // listColumns are the workflow list's columns the test shows: the UI keeps
 // them per namespace in localStorage, and custom search attributes can be
@@ -46,8 +45,8 @@ func TestTemporalUIShowsCampaign(t *testing.T) {
 	srv := devserver.ForTest(t, devserver.Options{UI: true})
 
 	const tq, name = "uitest", "ui-spirals"
-	startWorker(t, srv, tq)
-	spec := goMLPSpec(t, name)
+	testenv.Worker(t, srv, tq, nil)
+	spec := testenv.MLPSpec(t, name, 3, 3, 40, 5) // 3 short trials (40 steps of 5 ms)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	gc := client.New(srv.Client(), client.Options{TaskQueue: tq, UIBase: srv.UIURL(), Namespace: srv.Namespace()})
@@ -137,62 +136,5 @@ func writePNG(t *testing.T, path string, png []byte) {
 	}
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// startWorker runs a Gleaner worker in the test process: 4 CPU slots, data
-// under t's temp dir, pools that poll and decide quickly.
-func startWorker(t *testing.T, srv *devserver.Server, tq string) {
-	t.Helper()
-	cfg := worker.DefaultConfig()
-	cfg.HostPort = srv.Address()
-	cfg.Namespace = srv.Namespace()
-	cfg.TaskQueue = tq
-	cfg.DataDir = filepath.Join(t.TempDir(), "data")
-	cfg.Nodes = worker.NodeSourceConfig{Kind: worker.NodeSourceStatic, Static: worker.StaticNodes{Nodes: 4}, NoGPUs: true}
-	cfg.StopTimeout = 5 * time.Second
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	comps, cleanup, err := worker.Build(ctx, cfg)
-	if err != nil {
-		t.Fatalf("worker.Build: %v", err)
-	}
-	t.Cleanup(cleanup)
-	comps.ActivityDeps.Pool = workflows.PoolInput{PollInterval: 500 * time.Millisecond, Debounce: 200 * time.Millisecond, AllocatePeriod: 5 * time.Second}
-	w, err := worker.New(srv.Client(), cfg, comps)
-	if err != nil {
-		t.Fatalf("worker.New: %v", err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatalf("starting the worker: %v", err)
-	}
-	t.Cleanup(w.Stop)
-}
-
-// goMLPSpec is a campaign of 3 short go-mlp trials (40 steps of 5 ms).
-func goMLPSpec(t *testing.T, name string) gleaner.CampaignSpec {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "go-mlp")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/gleaner-hpc/gleaner/examples/go-mlp").CombinedOutput(); err != nil {
-		t.Fatalf("go build ./examples/go-mlp: %v\n%s", err, out)
-	}
-	fixed := func(n, v string) hpo.Param { return hpo.Param{Name: n, Type: hpo.ParamChoice, Choices: []string{v}} }
-	return gleaner.CampaignSpec{
-		Name:    name,
-		Pool:    name,
-		Command: []string{bin},
-		Space: hpo.Space{
-			{Name: "lr", Type: hpo.ParamFloat, Min: 0.01, Max: 0.5, Log: true},
-			{Name: "hidden", Type: hpo.ParamInt, Min: 4, Max: 32},
-			fixed("batch", "32"), fixed("steps", "40"), fixed("step_ms", "5"),
-			fixed("report_every", "5"), fixed("checkpoint_every", "10"),
-		},
-		Objective: gleaner.ObjectiveSpec{Metric: "val_loss", Mode: "min"},
-		Budget:    gleaner.Budget{MaxTrials: 3, MaxConcurrent: 3},
-		Resources: gleaner.Resources{MinNodes: 1, MaxNodes: 2},
-		Trial:     gleaner.TrialPolicy{GracePeriod: gleaner.Duration(5 * time.Second), MaxRestarts: 2},
 	}
 }

@@ -1,0 +1,543 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/gleaner-hpc/gleaner/allocator"
+)
+
+// ErrInvalidInput wraps every error about the events, jobs or Config
+// given to Run.
+var ErrInvalidInput = errors.New("invalid simulation input")
+
+// DefaultLookahead is T_fwd, in seconds, when Config.Lookahead is 0.
+const DefaultLookahead = 300
+
+// CurveSource says which throughput curve the allocator is told for job
+// (an index into Run's jobs) at simulated time now. Progress always
+// follows the job's true Curve; a source other than the oracle (the JPA
+// mode) changes only what the allocator believes. The curve must reach
+// the job's MaxNodes.
+type CurveSource func(job int, now float64) allocator.Curve
+
+// Config is one simulation run. The zero value is the compact policy with
+// the true curves, T_fwd = 300 s, the throughput objective, the
+// allocator's default time limit, the events' span as the window, and no
+// node idle before the first event.
+type Config struct {
+	// Policy is the allocator formulation; empty means compact.
+	Policy allocator.Formulation
+	// Lookahead is T_fwd in seconds (0: DefaultLookahead).
+	Lookahead float64
+	// Objective is the allocator's objective; empty means throughput.
+	Objective allocator.Objective
+	// TimeLimit bounds each solve (0: the allocator's default).
+	TimeLimit time.Duration
+	// Start and End bound the simulated window (seconds, the events'
+	// clock). Both zero: from the first to the last event. Otherwise
+	// taken as given, End 0 meaning the last event. Events before Start
+	// only shape the idle set; jobs submitted before Start arrive at
+	// Start; nothing after End happens.
+	Start, End float64
+	// Initial is the idle set before the first event.
+	Initial []string
+	// Curves is what the allocator is told; nil means the oracle (each
+	// job's true Curve).
+	Curves CurveSource
+	// Clock times the solver (Metrics.SolverMs*), and nothing else;
+	// nil means time.Now.
+	Clock func() time.Time
+
+	// observe, set by tests, sees the engine after every preemption and
+	// every decision.
+	observe func(e *engine)
+}
+
+// Run replays events with jobs under cfg in simulated time and measures
+// the run (see Metrics). It is deterministic except for solver times.
+//
+// The model: idle nodes come from events (and cfg.Initial); jobs become
+// active at their Submit time and leave when done. At every instant where
+// a node event, a submission or a completion happens, the allocator
+// re-decides the node ids of every active job (over all idle nodes, with
+// each job's current nodes, bounds, curve, rescale costs and weight), and
+// its decision is applied as given (no migration: the allocator's
+// mapping). A job on k nodes trains at Curve(k) samples/s. Changing the
+// count of a running job from c to k ≠ c loses RescaleUp (k > c) or
+// RescaleDown (k < c) seconds of progress at the old rate Curve(c) — the
+// cost the allocation problem charges (DESIGN.md); starting from 0 is
+// free. Lost progress is re-trained before the job's sample count moves
+// again, so samples never decrease, and a job completes at the exact
+// instant its useful samples reach TotalSamples. A busy event that takes
+// nodes from a job shrinks it at that instant, before the allocator runs:
+// to the nodes it keeps, or to 0 (releasing them) if fewer than MinNodes
+// remain, at the same RescaleDown cost.
+func Run(events []Event, jobs []Job, cfg Config) (*Result, error) {
+	e, err := newEngine(events, jobs, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.run(); err != nil {
+		return nil, err
+	}
+	e.res.finish(jobs, e.solverMs)
+	return e.res, nil
+}
+
+type jobState struct {
+	nodes []string
+	// rate is the true samples/s at len(nodes).
+	rate float64
+	// debt is progress lost to rescales, still to be re-trained.
+	debt float64
+	// finishAt is the predicted completion instant (+Inf when not
+	// running).
+	finishAt float64
+	active   bool
+	done     bool
+	ran      bool // has held nodes
+}
+
+type engine struct {
+	cfg      Config
+	events   []Event
+	jobs     []Job
+	settings allocator.Settings
+	tfwd     time.Duration
+	start    float64
+	end      float64
+
+	now      float64
+	idle     map[string]struct{}
+	idleList []allocator.Node // sorted by id; nil when stale
+	owner    map[string]int   // node id → index of the job holding it
+	st       []jobState
+	active   []int // active jobs in submission order
+	order    []int // job indices by submit time
+	nextSub  int
+	nextEv   int
+	res      *Result
+	solverMs []float64
+}
+
+func newEngine(events []Event, jobs []Job, cfg Config) (*engine, error) {
+	if err := validateInput(events, jobs, &cfg); err != nil {
+		return nil, err
+	}
+	e := &engine{
+		cfg:      cfg,
+		events:   events,
+		jobs:     jobs,
+		settings: allocator.Settings{Formulation: cfg.Policy, TimeLimit: cfg.TimeLimit},
+		tfwd:     time.Duration(cfg.Lookahead * float64(time.Second)),
+		start:    cfg.Start,
+		end:      cfg.End,
+		idle:     map[string]struct{}{},
+		owner:    map[string]int{},
+		st:       make([]jobState, len(jobs)),
+		order:    make([]int, len(jobs)),
+		res:      &Result{PerJob: make([]JobMetrics, len(jobs))},
+	}
+	if e.cfg.Clock == nil {
+		e.cfg.Clock = time.Now
+	}
+	if e.settings.Formulation == "" {
+		e.settings.Formulation = allocator.FormulationCompact
+	}
+	for i := range jobs {
+		e.order[i] = i
+		e.st[i].finishAt = math.Inf(1)
+		e.res.PerJob[i].Name = jobs[i].Name
+	}
+	sort.SliceStable(e.order, func(a, b int) bool { return jobs[e.order[a]].Submit < jobs[e.order[b]].Submit })
+	for _, id := range cfg.Initial {
+		e.idle[id] = struct{}{}
+	}
+	e.res.Metrics.Policy = e.settings.Formulation
+	e.res.Metrics.Start, e.res.Metrics.End = e.start, e.end
+	return e, nil
+}
+
+func validateInput(events []Event, jobs []Job, cfg *Config) error {
+	for i, ev := range events {
+		if math.IsNaN(ev.Time) || math.IsInf(ev.Time, 0) {
+			return fmt.Errorf("%w: events[%d]: time %v is not finite", ErrInvalidInput, i, ev.Time)
+		}
+		if i > 0 && ev.Time < events[i-1].Time {
+			return fmt.Errorf("%w: events[%d]: time %v is before events[%d]'s %v (events must be in time order)", ErrInvalidInput, i, ev.Time, i-1, events[i-1].Time)
+		}
+	}
+	if cfg.Start == 0 && cfg.End == 0 {
+		if len(events) == 0 {
+			return fmt.Errorf("%w: config: no events and no window (Start, End)", ErrInvalidInput)
+		}
+		cfg.Start = events[0].Time
+	}
+	if cfg.End == 0 && len(events) > 0 {
+		cfg.End = events[len(events)-1].Time
+	}
+	switch {
+	case math.IsNaN(cfg.Start) || math.IsInf(cfg.Start, 0) || math.IsNaN(cfg.End) || math.IsInf(cfg.End, 0):
+		return fmt.Errorf("%w: config: window [%v, %v] is not finite", ErrInvalidInput, cfg.Start, cfg.End)
+	case cfg.End <= cfg.Start:
+		return fmt.Errorf("%w: config: window end %v is not after start %v", ErrInvalidInput, cfg.End, cfg.Start)
+	case math.IsNaN(cfg.Lookahead) || math.IsInf(cfg.Lookahead, 0) || cfg.Lookahead < 0:
+		return fmt.Errorf("%w: config: lookahead %v s must be a finite non-negative number (0 means %d s)", ErrInvalidInput, cfg.Lookahead, DefaultLookahead)
+	case cfg.TimeLimit < 0:
+		return fmt.Errorf("%w: config: time limit %v must not be negative (0 means the allocator's default)", ErrInvalidInput, cfg.TimeLimit)
+	}
+	if cfg.Lookahead == 0 {
+		cfg.Lookahead = DefaultLookahead
+	}
+	if cfg.Policy != "" && !knownPolicy(cfg.Policy) {
+		return fmt.Errorf("%w: config: policy %q is not one of %v", ErrInvalidInput, cfg.Policy, allocator.Formulations)
+	}
+	names := make(map[string]int, len(jobs))
+	for i, j := range jobs {
+		if err := validateJob(j); err != nil {
+			return fmt.Errorf("%w: jobs[%d] (%q): %w", ErrInvalidInput, i, j.Name, err)
+		}
+		if prev, dup := names[j.Name]; dup {
+			return fmt.Errorf("%w: jobs[%d]: name %q repeats jobs[%d]", ErrInvalidInput, i, j.Name, prev)
+		}
+		names[j.Name] = i
+	}
+	return nil
+}
+
+func knownPolicy(f allocator.Formulation) bool {
+	for _, g := range allocator.Formulations {
+		if f == g {
+			return true
+		}
+	}
+	return false
+}
+
+func validateJob(j Job) error {
+	switch {
+	case j.Name == "":
+		return errors.New("name: empty")
+	case math.IsNaN(j.Submit) || math.IsInf(j.Submit, 0):
+		return fmt.Errorf("submit: %v is not finite", j.Submit)
+	case !(j.TotalSamples > 0) || math.IsInf(j.TotalSamples, 0):
+		return fmt.Errorf("total samples: %v must be positive and finite", j.TotalSamples)
+	}
+	// The allocator checks bounds, costs, weight and curve as it will see them.
+	p := allocator.Problem{Lookahead: time.Second, Trials: []allocator.Trial{trialOf(j)}}
+	return p.Validate()
+}
+
+func trialOf(j Job) allocator.Trial {
+	return allocator.Trial{
+		ID:              j.Name,
+		MinNodes:        j.MinNodes,
+		MaxNodes:        j.MaxNodes,
+		Curve:           j.Curve,
+		RescaleUpCost:   j.RescaleUp,
+		RescaleDownCost: j.RescaleDown,
+		Weight:          j.Weight,
+	}
+}
+
+func (e *engine) run() error {
+	// Events before the window only shape the idle set.
+	for e.nextEv < len(e.events) && e.events[e.nextEv].Time < e.start {
+		ev := e.events[e.nextEv]
+		for _, id := range ev.Busy {
+			delete(e.idle, id)
+		}
+		for _, id := range ev.Idle {
+			e.idle[id] = struct{}{}
+		}
+		e.nextEv++
+	}
+	e.now = e.start
+	e.sample()
+	for {
+		t := min(e.nextEventTime(), e.nextSubmitTime(), e.nextFinishTime(), e.end)
+		e.advance(t)
+		e.completeDue()
+		if t >= e.end {
+			break
+		}
+		for e.nextEv < len(e.events) && e.events[e.nextEv].Time <= t {
+			e.applyEvent(e.events[e.nextEv])
+			e.nextEv++
+		}
+		for e.nextSub < len(e.order) && e.nextSubmitTime() <= t {
+			j := e.order[e.nextSub]
+			e.st[j].active = true
+			e.res.PerJob[j].Submitted = true
+			e.active = append(e.active, j)
+			e.nextSub++
+		}
+		if err := e.decide(); err != nil {
+			return err
+		}
+		e.sample()
+	}
+	e.sample()
+	return nil
+}
+
+func (e *engine) nextEventTime() float64 {
+	if e.nextEv < len(e.events) {
+		return e.events[e.nextEv].Time
+	}
+	return math.Inf(1)
+}
+
+func (e *engine) nextSubmitTime() float64 {
+	if e.nextSub < len(e.order) {
+		return max(e.jobs[e.order[e.nextSub]].Submit, e.start)
+	}
+	return math.Inf(1)
+}
+
+func (e *engine) nextFinishTime() float64 {
+	t := math.Inf(1)
+	for _, j := range e.active {
+		t = min(t, e.st[j].finishAt)
+	}
+	return t
+}
+
+// advance moves simulated time to t, accruing node-time and progress.
+func (e *engine) advance(t float64) {
+	dt := t - e.now
+	if dt <= 0 {
+		return
+	}
+	m := &e.res.Metrics
+	m.IdleNodeSeconds += float64(len(e.idle)) * dt
+	for _, j := range e.active {
+		st := &e.st[j]
+		n := len(st.nodes)
+		if n == 0 {
+			continue
+		}
+		held := float64(n) * dt
+		e.res.PerJob[j].NodeSeconds += held
+		m.AllocatedNodeSeconds += held
+		pj := &e.res.PerJob[j]
+		if t >= st.finishAt {
+			pj.Samples, st.debt = e.jobs[j].TotalSamples, 0
+			continue
+		}
+		trained := st.rate * dt
+		repaid := min(trained, st.debt)
+		st.debt -= repaid
+		pj.Samples = min(pj.Samples+(trained-repaid), e.jobs[j].TotalSamples)
+	}
+	e.now = t
+}
+
+// completeDue retires the jobs whose completion instant has come.
+func (e *engine) completeDue() {
+	kept := e.active[:0]
+	for _, j := range e.active {
+		st := &e.st[j]
+		if st.finishAt > e.now {
+			kept = append(kept, j)
+			continue
+		}
+		pj := &e.res.PerJob[j]
+		pj.Samples, st.debt = e.jobs[j].TotalSamples, 0
+		pj.Completed, pj.Finish = true, e.now
+		e.setNodes(j, nil)
+		st.active, st.done = false, true
+	}
+	e.active = kept
+}
+
+// applyEvent changes the idle set; nodes taken back preempt their jobs.
+func (e *engine) applyEvent(ev Event) {
+	var hit map[int][]string
+	for _, id := range ev.Busy {
+		if _, ok := e.idle[id]; !ok {
+			e.res.Metrics.IgnoredNodeEvents++
+			continue
+		}
+		delete(e.idle, id)
+		e.idleList = nil
+		if j, ok := e.owner[id]; ok {
+			if hit == nil {
+				hit = map[int][]string{}
+			}
+			hit[j] = append(hit[j], id)
+		}
+	}
+	for _, id := range ev.Idle {
+		if _, ok := e.idle[id]; ok {
+			e.res.Metrics.IgnoredNodeEvents++
+			continue
+		}
+		e.idle[id] = struct{}{}
+		e.idleList = nil
+	}
+	if hit == nil {
+		return
+	}
+	js := make([]int, 0, len(hit))
+	for j := range hit {
+		js = append(js, j)
+	}
+	sort.Ints(js)
+	for _, j := range js {
+		gone := make(map[string]bool, len(hit[j]))
+		for _, id := range hit[j] {
+			gone[id] = true
+		}
+		var keep []string
+		for _, id := range e.st[j].nodes {
+			if !gone[id] {
+				keep = append(keep, id)
+			}
+		}
+		if len(keep) < e.jobs[j].MinNodes {
+			keep = nil
+		}
+		e.res.PerJob[j].Preemptions++
+		e.loseProgress(j, e.jobs[j].RescaleDown)
+		e.setNodes(j, keep)
+	}
+	if e.cfg.observe != nil {
+		e.cfg.observe(e)
+	}
+}
+
+// loseProgress charges job j cost seconds of progress at its current rate.
+func (e *engine) loseProgress(j int, cost float64) {
+	lost := cost * e.st[j].rate
+	e.st[j].debt += lost
+	e.res.PerJob[j].ProgressLost += lost
+}
+
+// setNodes gives job j exactly nodes (nil: none) and updates its rate and
+// predicted completion.
+func (e *engine) setNodes(j int, nodes []string) {
+	st := &e.st[j]
+	for _, id := range st.nodes {
+		if e.owner[id] == j {
+			delete(e.owner, id)
+		}
+	}
+	st.nodes = nodes
+	for _, id := range nodes {
+		e.owner[id] = j
+	}
+	st.rate = 0
+	st.finishAt = math.Inf(1)
+	if k := len(nodes); k > 0 {
+		st.rate = e.jobs[j].Curve.At(k)
+		if st.rate > 0 {
+			need := e.jobs[j].TotalSamples - e.res.PerJob[j].Samples + st.debt
+			st.finishAt = e.now + need/st.rate
+		}
+		if !st.ran {
+			st.ran = true
+			e.res.PerJob[j].Started = e.now
+		}
+	}
+}
+
+// decide runs the allocator over the active jobs and applies its decision.
+func (e *engine) decide() error {
+	if len(e.active) == 0 || len(e.idle) == 0 {
+		return nil
+	}
+	p := &allocator.Problem{
+		Nodes:     e.nodes(),
+		Trials:    make([]allocator.Trial, len(e.active)),
+		Lookahead: e.tfwd,
+		Objective: e.cfg.Objective,
+	}
+	for i, j := range e.active {
+		t := trialOf(e.jobs[j])
+		t.Nodes = e.st[j].nodes
+		if e.cfg.Curves != nil {
+			t.Curve = e.cfg.Curves(j, e.now)
+		}
+		p.Trials[i] = t
+	}
+	t0 := e.cfg.Clock()
+	res, err := allocator.Solve(p, &e.settings)
+	e.solverMs = append(e.solverMs, float64(e.cfg.Clock().Sub(t0))/float64(time.Millisecond))
+	if err != nil {
+		return fmt.Errorf("sim: allocator (%s) at t=%v with %d jobs and %d idle nodes: %w", e.settings.Formulation, e.now, len(p.Trials), len(p.Nodes), err)
+	}
+	// Release every changed job's nodes first, so a node moving from a
+	// shrinking job to a growing one is free when it is handed over.
+	for i, j := range e.active {
+		a := res.Allocations[i]
+		old := len(e.st[j].nodes)
+		if a.Count == old {
+			continue
+		}
+		if old > 0 {
+			cost := e.jobs[j].RescaleDown
+			if a.Count > old {
+				cost = e.jobs[j].RescaleUp
+			}
+			e.res.PerJob[j].Rescales++
+			e.loseProgress(j, cost)
+		}
+		e.setNodes(j, nil)
+	}
+	for i, j := range e.active {
+		a := res.Allocations[i]
+		if a.Count == len(e.st[j].nodes) {
+			continue
+		}
+		for _, id := range a.Nodes {
+			if _, ok := e.idle[id]; !ok {
+				return fmt.Errorf("sim: allocator gave job %q node %q, which is not idle", e.jobs[j].Name, id)
+			}
+			if other, ok := e.owner[id]; ok {
+				return fmt.Errorf("sim: allocator gave node %q to job %q and job %q", id, e.jobs[other].Name, e.jobs[j].Name)
+			}
+		}
+		e.setNodes(j, a.Nodes)
+	}
+	if e.cfg.observe != nil {
+		e.cfg.observe(e)
+	}
+	return nil
+}
+
+// nodes is the idle set as the allocator sees it, sorted by id.
+func (e *engine) nodes() []allocator.Node {
+	if e.idleList == nil {
+		ids := make([]string, 0, len(e.idle))
+		for id := range e.idle {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		e.idleList = make([]allocator.Node, len(ids))
+		for i, id := range ids {
+			e.idleList[i] = allocator.Node{ID: id}
+		}
+	}
+	return e.idleList
+}
+
+// sample appends the state at the current instant to the series.
+func (e *engine) sample() {
+	p := SeriesPoint{Time: e.now, Idle: len(e.idle), Used: len(e.owner), Active: len(e.active)}
+	for _, j := range e.active {
+		p.Rate += e.st[j].rate
+	}
+	for i := range e.res.PerJob {
+		p.Samples += e.res.PerJob[i].Samples
+	}
+	if n := len(e.res.Series); n > 0 && e.res.Series[n-1].Time == p.Time {
+		e.res.Series[n-1] = p
+		return
+	}
+	e.res.Series = append(e.res.Series, p)
+}

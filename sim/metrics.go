@@ -1,0 +1,166 @@
+package sim
+
+import (
+	"math"
+	"sort"
+
+	"github.com/gleaner-hpc/gleaner/allocator"
+)
+
+// Result is what one run measured.
+type Result struct {
+	Metrics Metrics `json:"metrics"`
+	// PerJob has one entry per input job, in input order.
+	PerJob []JobMetrics `json:"per_job"`
+	// Series samples the run at its start, after every decision instant
+	// (node event, submission or completion) and at its end.
+	Series []SeriesPoint `json:"series"`
+}
+
+// Metrics are DESIGN.md's simulation metrics for one run. Node-seconds
+// are integrated over the window [Start, End].
+type Metrics struct {
+	Policy   allocator.Formulation `json:"policy"`
+	Start    float64               `json:"start"`
+	End      float64               `json:"end"`
+	Duration float64               `json:"duration_s"` // End − Start
+
+	// Throughput is samples trained per second, summed over jobs:
+	// Samples / Duration. Samples counts useful progress only (work
+	// redone after a rescale is in ProgressLost, not here).
+	Throughput float64 `json:"throughput"`
+	Samples    float64 `json:"samples"`
+
+	// EfficiencyVsDedicated = DedicatedNodeSeconds / AllocatedNodeSeconds:
+	// the node-hours the same work (Samples) would take on dedicated
+	// nodes, each job at its best fixed scale (Job.BestScale: the most
+	// samples per node-second), over the idle node-hours the jobs held.
+	// 1.0 = no loss from holes, rescales or preemptions; 0 when no node
+	// was held.
+	EfficiencyVsDedicated float64 `json:"efficiency_vs_dedicated"`
+	// HoleUtilisation = AllocatedNodeSeconds / IdleNodeSeconds: the share
+	// of the idle node-hours given to jobs; 0 when nothing was idle.
+	HoleUtilisation float64 `json:"hole_utilisation"`
+
+	IdleNodeSeconds      float64 `json:"idle_node_s"`
+	AllocatedNodeSeconds float64 `json:"allocated_node_s"`
+	DedicatedNodeSeconds float64 `json:"dedicated_node_s"`
+
+	// Rescales counts allocator decisions that changed the node count of
+	// a running job (growing, shrinking, or pausing it to 0); starting a
+	// job from 0 is not a rescale. Preemptions counts (busy event, job)
+	// pairs where the batch scheduler took nodes from a running job.
+	Rescales    int `json:"rescales"`
+	Preemptions int `json:"preemptions"`
+	// ProgressLost is the samples lost to rescales and preemptions: each
+	// costs RescaleUp or RescaleDown seconds × the job's rate before it.
+	ProgressLost float64 `json:"progress_lost"`
+
+	// Decisions is how many times the allocator ran; solver times are
+	// wall-clock milliseconds per run of allocator.Solve (nearest-rank
+	// percentiles; 0 with no decision).
+	Decisions   int     `json:"decisions"`
+	SolverMsP50 float64 `json:"solver_ms_p50"`
+	SolverMsP99 float64 `json:"solver_ms_p99"`
+	SolverMsMax float64 `json:"solver_ms_max"`
+	// SolverMsTotal is the time spent in the allocator, summed.
+	SolverMsTotal float64 `json:"solver_ms_total"`
+
+	JobsSubmitted int `json:"jobs_submitted"`
+	JobsCompleted int `json:"jobs_completed"`
+	// IgnoredNodeEvents counts node ids in events that changed nothing: an
+	// idle node reported idle again, or a busy report for a node that was
+	// not idle.
+	IgnoredNodeEvents int `json:"ignored_node_events"`
+}
+
+// JobMetrics are the metrics of one job.
+type JobMetrics struct {
+	Name      string `json:"name"`
+	Submitted bool   `json:"submitted"` // within the window
+	Completed bool   `json:"completed"`
+	// Started is when the job first got nodes, Finish when it completed
+	// (both 0 when it did not happen).
+	Started float64 `json:"started,omitempty"`
+	Finish  float64 `json:"finish,omitempty"`
+
+	Samples      float64 `json:"samples"`
+	ProgressLost float64 `json:"progress_lost"`
+	Rescales     int     `json:"rescales"`
+	Preemptions  int     `json:"preemptions"`
+
+	// NodeSeconds is the idle node-time the job held; DedicatedNodeSeconds
+	// = Samples / (Curve(BestScale)/BestScale); Efficiency is their ratio
+	// (0 when it held nothing).
+	NodeSeconds          float64 `json:"node_s"`
+	DedicatedNodeSeconds float64 `json:"dedicated_node_s"`
+	Efficiency           float64 `json:"efficiency_vs_dedicated"`
+	BestScale            int     `json:"best_scale"`
+}
+
+// SeriesPoint is the state of the run at one instant, after the decision
+// taken there.
+type SeriesPoint struct {
+	Time float64 `json:"t"`
+	Idle int     `json:"idle"` // idle nodes
+	Used int     `json:"used"` // idle nodes held by jobs
+	// Rate is the samples/s the jobs train at from this instant on,
+	// summed (including samples that re-train lost progress).
+	Rate float64 `json:"rate"`
+	// Samples is the cumulative useful samples so far.
+	Samples float64 `json:"samples"`
+	Active  int     `json:"active"` // submitted, unfinished jobs
+}
+
+// percentile is the nearest-rank p-th percentile (0 < p ≤ 100) of xs:
+// the smallest x with at least p% of the values ≤ x.
+func percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	rank := int(math.Ceil(p / 100 * float64(len(s))))
+	return s[min(max(rank, 1), len(s))-1]
+}
+
+func ratio(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a / b
+}
+
+// finish fills in the derived metrics.
+func (r *Result) finish(jobs []Job, solverMs []float64) {
+	m := &r.Metrics
+	m.Duration = m.End - m.Start
+	for i := range r.PerJob {
+		pj := &r.PerJob[i]
+		k, perNode := jobs[i].BestScale()
+		pj.BestScale = k
+		pj.DedicatedNodeSeconds = ratio(pj.Samples, perNode)
+		pj.Efficiency = ratio(pj.DedicatedNodeSeconds, pj.NodeSeconds)
+		m.Samples += pj.Samples
+		m.DedicatedNodeSeconds += pj.DedicatedNodeSeconds
+		m.ProgressLost += pj.ProgressLost
+		m.Rescales += pj.Rescales
+		m.Preemptions += pj.Preemptions
+		if pj.Submitted {
+			m.JobsSubmitted++
+		}
+		if pj.Completed {
+			m.JobsCompleted++
+		}
+	}
+	m.Throughput = ratio(m.Samples, m.Duration)
+	m.EfficiencyVsDedicated = ratio(m.DedicatedNodeSeconds, m.AllocatedNodeSeconds)
+	m.HoleUtilisation = ratio(m.AllocatedNodeSeconds, m.IdleNodeSeconds)
+	m.Decisions = len(solverMs)
+	m.SolverMsP50 = percentile(solverMs, 50)
+	m.SolverMsP99 = percentile(solverMs, 99)
+	m.SolverMsMax = percentile(solverMs, 100)
+	for _, ms := range solverMs {
+		m.SolverMsTotal += ms
+	}
+}

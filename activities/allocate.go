@@ -152,8 +152,8 @@ func predictCurve(obs []jpa.Observation, lib *jpa.Library, reg workflows.Registe
 	pred, err := jpa.Predict(obs, lib, q, nil)
 	switch {
 	case err == nil:
-		opt, _ := pred.Optimistic(nil)
-		return opt.AllocatorCurve(true), nil
+		// AllocatorCurve(true) applies the JPA's bounded optimism once.
+		return pred.AllocatorCurve(true), nil
 	case errors.Is(err, jpa.ErrNoData), errors.Is(err, jpa.ErrNoTypeRatio):
 		return priorCurve(reg.MaxNodes), nil
 	default:

@@ -24,6 +24,13 @@ const DefaultLookahead = 300
 // the job's MaxNodes.
 type CurveSource func(job int, now float64) allocator.Curve
 
+// MeasureFunc is told, after every step of simulated time, that job (an
+// index into Run's jobs) held nodes > 0 nodes throughout (from, to] and
+// had trained samples useful samples at to (progress lost to rescales is
+// re-trained before samples moves again, so the stall shows). It is how
+// a learner of the curves (JPACurves) sees the jobs run.
+type MeasureFunc func(job, nodes int, from, to, samples float64)
+
 // Config is one simulation run. The zero value is the compact policy with
 // the true curves, T_fwd = 300 s, the throughput objective, the
 // allocator's default time limit, the events' span as the window, and no
@@ -48,6 +55,9 @@ type Config struct {
 	// Curves is what the allocator is told; nil means the oracle (each
 	// job's true Curve).
 	Curves CurveSource
+	// Measure, when set, sees every running job after every step of
+	// simulated time (see MeasureFunc); nil means nobody measures.
+	Measure MeasureFunc
 	// Clock times the solver (Metrics.SolverMs*), and nothing else;
 	// nil means time.Now.
 	Clock func() time.Time
@@ -327,12 +337,15 @@ func (e *engine) advance(t float64) {
 		pj := &e.res.PerJob[j]
 		if t >= st.finishAt {
 			pj.Samples, st.debt = e.jobs[j].TotalSamples, 0
-			continue
+		} else {
+			trained := st.rate * dt
+			repaid := min(trained, st.debt)
+			st.debt -= repaid
+			pj.Samples = min(pj.Samples+(trained-repaid), e.jobs[j].TotalSamples)
 		}
-		trained := st.rate * dt
-		repaid := min(trained, st.debt)
-		st.debt -= repaid
-		pj.Samples = min(pj.Samples+(trained-repaid), e.jobs[j].TotalSamples)
+		if e.cfg.Measure != nil {
+			e.cfg.Measure(j, n, e.now, t, pj.Samples)
+		}
 	}
 	e.now = t
 }

@@ -1,0 +1,149 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/gleaner-hpc/gleaner/allocator"
+)
+
+// With exact measurements, a job that ran at 1, 2 and 4 nodes (the idle
+// set grows under it) is told its true throughput at those counts.
+func TestJPAExactMeasurementsGiveTrueValues(t *testing.T) {
+	job := Job{
+		Name: "a", MinNodes: 1, MaxNodes: 6, TotalSamples: 1e12,
+		Curve:     allocator.Curve{{Nodes: 1, Throughput: 100}, {Nodes: 2, Throughput: 180}, {Nodes: 3, Throughput: 240}, {Nodes: 4, Throughput: 300}, {Nodes: 5, Throughput: 320}, {Nodes: 6, Throughput: 330}},
+		RescaleUp: 20, RescaleDown: 10,
+	}
+	events := []Event{
+		{Time: 0, Idle: []string{"n1"}},
+		{Time: 1000, Idle: []string{"n2"}},
+		{Time: 2000, Idle: []string{"n3", "n4"}},
+		{Time: 3000},
+	}
+	a, err := NewJPA([]Job{job}, JPAOptions{Noise: -1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(events, []Job{job}, Config{Curves: a.Curve, Measure: a.Measure})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PerJob[0].Rescales != 2 {
+		t.Fatalf("rescales = %d, want 2 (1 → 2 → 4 nodes)", res.PerJob[0].Rescales)
+	}
+	obs := a.Profiler().Observations("a")
+	if len(obs) != 3 {
+		t.Fatalf("observations %+v, want counts 1, 2, 4", obs)
+	}
+	got := a.Curve(0, 3000)
+	for _, o := range obs {
+		want := job.Curve.At(o.Nodes)
+		if math.Abs(o.Throughput-want) > 1e-9*want {
+			t.Errorf("measured %v at %d nodes, want %v", o.Throughput, o.Nodes, want)
+		}
+		if c := got.At(o.Nodes); math.Abs(c-want) > 1e-9*want {
+			t.Errorf("curve at measured %d nodes = %v, want the true %v", o.Nodes, c, want)
+		}
+	}
+	if n := got[len(got)-1].Nodes; n != job.MaxNodes {
+		t.Errorf("curve ends at %d nodes, want MaxNodes %d", n, job.MaxNodes)
+	}
+}
+
+// Before anything is measured every job gets the n^0.9 prior; once a
+// sibling is measured, an unmeasured job is predicted from it.
+func TestJPAPriorThenSiblings(t *testing.T) {
+	curve := allocator.Curve{{Nodes: 1, Throughput: 50}, {Nodes: 2, Throughput: 90}}
+	jobs := []Job{
+		{Name: "a", MinNodes: 1, MaxNodes: 2, TotalSamples: 1e9, Curve: curve},
+		{Name: "b", MinNodes: 1, MaxNodes: 2, TotalSamples: 1e9, Curve: curve},
+	}
+	a, err := NewJPA(jobs, JPAOptions{Noise: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := a.Curve(1, 0); c.At(1) != 1 || math.Abs(c.At(2)-math.Pow(2, 0.9)) > 1e-12 {
+		t.Fatalf("prior curve %v, want n^0.9", c)
+	}
+	a.Measure(0, 2, 0, 600, 90*600)
+	if c := a.Curve(1, 600); math.Abs(c.At(2)-90)/90 > 0.5 || c.At(2) < 10 {
+		t.Fatalf("sibling-predicted curve %v, want near job a's 90 samples/s at 2 nodes", c)
+	}
+}
+
+// realContest is a contested scenario built from the real curves: 40
+// jobs on 24 churning nodes for 12 hours.
+func realContest(t *testing.T) ([]Event, []Job) {
+	curves := loadRealCurves(t)
+	const horizon = 12 * 3600
+	events := churn(24, 0, horizon, 3600, 1200, 3)
+	jobs := SyntheticJobs(curves, 40, 3, SyntheticOptions{Window: 4 * 3600, NodeHours: 20, NodeHoursSpread: 0.5})
+	return events, jobs
+}
+
+// MalleTrain's question on a small contested scenario: how much of the
+// oracle's throughput does compact reach when it learns the curves
+// online through the JPA from 5 %-noisy measurements? The target
+// is ≥ 95 %; the test asserts a conservative floor (accuracy, never
+// timing) and logs the number.
+func TestJPAThroughputVsOracleOnRealCurves(t *testing.T) {
+	events, jobs := realContest(t)
+	oracle := checkInvariants(t, events, jobs, Config{}).Metrics
+	for _, grouping := range []struct {
+		name  string
+		group func(Job) string
+	}{
+		{"one workload group", nil},
+		{"one group per curve", func(j Job) string { return fmt.Sprint(j.Curve) }},
+	} {
+		var fracs []float64
+		for seed := uint64(1); seed <= 3; seed++ {
+			a, err := NewJPA(jobs, JPAOptions{Seed: seed, Group: grouping.group})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := checkInvariants(t, events, jobs, Config{Curves: a.Curve, Measure: a.Measure}).Metrics
+			f := m.Throughput / oracle.Throughput
+			fracs = append(fracs, f)
+			t.Logf("%s, seed %d: jpa throughput %.1f vs oracle %.1f samples/s = %.3f of oracle; efficiency %.3f vs %.3f; completed %d vs %d; rescales %d vs %d",
+				grouping.name, seed, m.Throughput, oracle.Throughput, f, m.EfficiencyVsDedicated, oracle.EfficiencyVsDedicated, m.JobsCompleted, oracle.JobsCompleted, m.Rescales, oracle.Rescales)
+			if f < 0.8 {
+				t.Errorf("%s, seed %d: jpa reaches %.3f of oracle throughput, want ≥ 0.8", grouping.name, seed, f)
+			}
+		}
+		t.Logf("%s: jpa/oracle throughput %.3f (mean of %d seeds)", grouping.name, mean(fracs), len(fracs))
+	}
+}
+
+func mean(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// The same seed gives the same run (metrics other than solver times).
+func TestJPADeterministic(t *testing.T) {
+	events, jobs := realContest(t)
+	run := func(seed uint64) Metrics {
+		cs, mf, err := JPACurves(jobs, JPAOptions{Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Run(events, jobs, Config{Curves: cs, Measure: mf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := res.Metrics
+		m.SolverMsP50, m.SolverMsP99, m.SolverMsMax, m.SolverMsTotal = 0, 0, 0, 0
+		return m
+	}
+	a, b := run(7), run(7)
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("same seed, different metrics:\n%+v\n%+v", a, b)
+	}
+}

@@ -56,5 +56,6 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newTrialsCmd())
 	root.AddCommand(newControlCmds()...)
 	root.AddCommand(newPoolCmd())
+	root.AddCommand(newSimCmd())
 	return root
 }

@@ -1,0 +1,323 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gleaner-hpc/gleaner/allocator"
+	"github.com/gleaner-hpc/gleaner/sim"
+)
+
+type simOptions struct {
+	events, swf   string
+	jobs          string
+	synthetic     int
+	policies      string
+	tfwd          float64
+	window        string
+	minHole       float64
+	maxNodes      int
+	seed          uint64
+	dataDir       string
+	json          bool
+	syntheticFlag bool // --synthetic was given
+}
+
+// simTraceReport is the "trace" object of `gleaner sim --json`; its keys
+// are a stable contract (docs/sim.md).
+type simTraceReport struct {
+	File               string  `json:"file"`
+	Format             string  `json:"format"` // "events" or "swf"
+	Nodes              int     `json:"nodes"`  // machine size (Trace.Size)
+	NodeIDs            int     `json:"node_ids"`
+	Events             int     `json:"events"`
+	Start              float64 `json:"start"`
+	End                float64 `json:"end"`
+	Lines              int     `json:"lines"`
+	Records            int     `json:"records"`
+	SWFJobs            int     `json:"swf_jobs"`
+	SkippedJobs        int     `json:"skipped_jobs"`
+	ClippedJobs        int     `json:"clipped_jobs"`
+	ClippedNodeSeconds float64 `json:"clipped_node_s"`
+	Inconsistent       int     `json:"inconsistent"`
+	DroppedHoles       int     `json:"dropped_holes"`
+	DroppedNodeSeconds float64 `json:"dropped_node_s"`
+}
+
+// simWorkloadReport is the "workload" object of `gleaner sim --json`.
+type simWorkloadReport struct {
+	Source string `json:"source"` // the --jobs file, or "synthetic"
+	Jobs   int    `json:"jobs"`
+	Seed   uint64 `json:"seed,omitempty"` // synthetic only
+}
+
+// simPolicyReport is one entry of "policies": sim.Metrics (its JSON keys:
+// policy, throughput, efficiency_vs_dedicated, hole_utilisation, rescales,
+// preemptions, solver_ms_p50, solver_ms_p99, jobs_completed, …) and the
+// wall-clock time of the replay.
+type simPolicyReport struct {
+	sim.Metrics
+	WallSeconds float64 `json:"wall_s"`
+}
+
+type simReport struct {
+	Trace    simTraceReport    `json:"trace"`
+	Workload simWorkloadReport `json:"workload"`
+	Policies []simPolicyReport `json:"policies"`
+}
+
+func newSimCmd() *cobra.Command {
+	o := simOptions{}
+	cmd := &cobra.Command{
+		Use:   "sim (--events FILE | --swf FILE) (--jobs FILE | --synthetic N)",
+		Short: "Replay a supercomputer's idle nodes with a training workload under each policy",
+		Long: `Reads a source of idle nodes — an idle-event file in the BFTrainer format
+(--events) or an SWF job log (--swf) — and a workload — a BFTrainer job file
+(--jobs) or N synthetic jobs drawn, seeded, from the measured curves in
+DATA/scaling (--synthetic) — and replays them in simulated time once per
+policy (--policy: compact, paper, greedy, equal) through the production
+allocator. Prints what the trace reader saw (machine size, events, clipped
+SWF jobs) and, per policy, throughput (samples/s), efficiency vs dedicated,
+hole utilisation, rescales, preemptions, solver time p50/p99 and jobs
+completed. Progress goes to stderr. See docs/sim.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.syntheticFlag = cmd.Flags().Changed("synthetic")
+			return o.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	cmd.SetFlagErrorFunc(flagError)
+	f := cmd.Flags()
+	f.StringVar(&o.events, "events", "", "idle-event file in the BFTrainer format (unix_time,event,nodes)")
+	f.StringVar(&o.swf, "swf", "", "job log in the Standard Workload Format, replayed into idle nodes")
+	f.StringVar(&o.jobs, "jobs", "", "workload in the BFTrainer job format")
+	f.IntVar(&o.synthetic, "synthetic", 0, "draw N synthetic jobs from DATA/scaling, all submitted at the trace's start")
+	f.StringVar(&o.policies, "policy", "compact,greedy,equal", "comma-separated policies: compact, paper, greedy, equal")
+	f.Float64Var(&o.tfwd, "tfwd", 0, fmt.Sprintf("allocator look-ahead T_fwd in seconds (0: %d)", sim.DefaultLookahead))
+	f.StringVar(&o.window, "window", "", "replay only [FROM,TO) of the trace, in its seconds (unix time); 0 leaves a side unbounded")
+	f.Float64Var(&o.minHole, "min-hole", 0, "drop idle intervals shorter than S seconds")
+	f.IntVar(&o.maxNodes, "max-nodes", 0, "machine size in nodes (required for an SWF log without a MaxNodes header; overrides the file's)")
+	f.Uint64Var(&o.seed, "seed", 1, "seed of --synthetic")
+	f.StringVar(&o.dataDir, "data", "", "reference data directory holding scaling/, for --synthetic (default: ../shared/data found from the working directory)")
+	f.BoolVar(&o.json, "json", false, "print one JSON object {trace, workload, policies}")
+	return cmd
+}
+
+// validate checks the flags that need no file; errors name the flag and exit 2.
+func (o *simOptions) validate() (policies []allocator.Formulation, window [2]float64, err error) {
+	if (o.events == "") == (o.swf == "") {
+		return nil, window, usageErrorf("--events, --swf: give exactly one source of idle nodes")
+	}
+	if (o.jobs == "") == !o.syntheticFlag {
+		return nil, window, usageErrorf("--jobs, --synthetic: give exactly one workload")
+	}
+	if o.syntheticFlag && o.synthetic < 1 {
+		return nil, window, usageErrorf("--synthetic: %d must be at least 1", o.synthetic)
+	}
+	if policies, err = parseSimPolicies(o.policies); err != nil {
+		return nil, window, err
+	}
+	if !finiteNonNegative(o.tfwd) {
+		return nil, window, usageErrorf("--tfwd: %v must be a non-negative number of seconds", o.tfwd)
+	}
+	if !finiteNonNegative(o.minHole) {
+		return nil, window, usageErrorf("--min-hole: %v must be a non-negative number of seconds", o.minHole)
+	}
+	if o.maxNodes < 0 {
+		return nil, window, usageErrorf("--max-nodes: %d must not be negative", o.maxNodes)
+	}
+	if window, err = parseWindow(o.window); err != nil {
+		return nil, window, err
+	}
+	return policies, window, nil
+}
+
+func finiteNonNegative(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }
+
+// parseSimPolicies parses --policy: known formulations, no repeats.
+func parseSimPolicies(s string) ([]allocator.Formulation, error) {
+	var out []allocator.Formulation
+	seen := map[allocator.Formulation]bool{}
+	for _, part := range strings.Split(s, ",") {
+		f := allocator.Formulation(strings.TrimSpace(part))
+		known := false
+		for _, k := range allocator.Formulations {
+			known = known || f == k
+		}
+		if !known {
+			return nil, usageErrorf("--policy: %q is not one of %v", part, allocator.Formulations)
+		}
+		if seen[f] {
+			return nil, usageErrorf("--policy: %q is given twice", part)
+		}
+		seen[f] = true
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// parseWindow parses --window FROM,TO (seconds, 0: unbounded side).
+func parseWindow(s string) ([2]float64, error) {
+	var w [2]float64
+	if s == "" {
+		return w, nil
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) != 2 {
+		return w, usageErrorf("--window: %q is not FROM,TO in seconds", s)
+	}
+	for i, p := range parts {
+		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || !finiteNonNegative(v) {
+			return w, usageErrorf("--window: %q is not FROM,TO in seconds", s)
+		}
+		w[i] = v
+	}
+	if w[1] != 0 && w[1] <= w[0] {
+		return w, usageErrorf("--window: %q: TO must be after FROM (or 0 for no end)", s)
+	}
+	return w, nil
+}
+
+func (o *simOptions) run(stdout, stderr io.Writer) error {
+	policies, window, err := o.validate()
+	if err != nil {
+		return err
+	}
+	tr, rep, err := o.readTrace(sim.SourceOptions{Window: window, MinHole: o.minHole, MaxNodes: o.maxNodes})
+	if err != nil {
+		return err
+	}
+	if !(tr.End > tr.Start) {
+		return usageErrorf("%s: the trace spans [%v, %v]: nothing to replay (check --window)", o.traceFlag(), tr.Start, tr.End)
+	}
+	jobs, wrep, err := o.readWorkload(tr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "sim: %s: %d nodes, %d events over %s; %d jobs\n",
+		rep.File, rep.Nodes, rep.Events, time.Duration((tr.End-tr.Start)*float64(time.Second)).Round(time.Second), len(jobs))
+
+	report := simReport{Trace: rep, Workload: wrep}
+	for i, p := range policies {
+		fmt.Fprintf(stderr, "sim: [%d/%d] %s: replaying…\n", i+1, len(policies), p)
+		start := time.Now()
+		res, err := sim.Run(tr.Events, jobs, sim.Config{Policy: p, Lookahead: o.tfwd, Start: tr.Start, End: tr.End})
+		if err != nil {
+			if errors.Is(err, sim.ErrInvalidInput) {
+				return withCode(ExitUsage, fmt.Errorf("policy %s: %w", p, err))
+			}
+			return fmt.Errorf("policy %s: %w", p, err)
+		}
+		wall := time.Since(start)
+		fmt.Fprintf(stderr, "sim: [%d/%d] %s: done in %s (%d decisions, %d/%d jobs completed)\n",
+			i+1, len(policies), p, wall.Round(time.Millisecond), res.Metrics.Decisions, res.Metrics.JobsCompleted, len(jobs))
+		report.Policies = append(report.Policies, simPolicyReport{Metrics: res.Metrics, WallSeconds: wall.Seconds()})
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(report)
+	}
+	return printSimReport(stdout, report)
+}
+
+func (o *simOptions) traceFlag() string {
+	if o.events != "" {
+		return "--events"
+	}
+	return "--swf"
+}
+
+// readTrace reads --events or --swf; a file that cannot be read or parsed
+// is a bad argument (exit 2).
+func (o *simOptions) readTrace(opts sim.SourceOptions) (*sim.Trace, simTraceReport, error) {
+	flag, path, format, read := "--events", o.events, "events", sim.ReadIdleEvents
+	if o.swf != "" {
+		flag, path, format, read = "--swf", o.swf, "swf", sim.ReadSWF
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, simTraceReport{}, usageErrorf("%s: %w", flag, err)
+	}
+	defer f.Close()
+	tr, err := read(f, opts)
+	if err != nil {
+		if errors.Is(err, sim.ErrNoMaxNodes) {
+			return nil, simTraceReport{}, usageErrorf("%s: %s: %w (pass --max-nodes N)", flag, path, err)
+		}
+		return nil, simTraceReport{}, usageErrorf("%s: %s: %w", flag, path, err)
+	}
+	r := tr.Report
+	return tr, simTraceReport{
+		File: path, Format: format, Nodes: tr.Size, NodeIDs: len(tr.Nodes), Events: len(tr.Events),
+		Start: tr.Start, End: tr.End, Lines: r.Lines, Records: r.Records,
+		SWFJobs: r.Jobs, SkippedJobs: r.SkippedJobs, ClippedJobs: r.ClippedJobs, ClippedNodeSeconds: r.ClippedNodeSeconds,
+		Inconsistent: r.Inconsistent, DroppedHoles: r.DroppedHoles, DroppedNodeSeconds: r.DroppedNodeSeconds,
+	}, nil
+}
+
+// readWorkload reads --jobs or draws --synthetic jobs, submitted at the
+// trace's start.
+func (o *simOptions) readWorkload(tr *sim.Trace) ([]sim.Job, simWorkloadReport, error) {
+	if o.jobs != "" {
+		f, err := os.Open(o.jobs)
+		if err != nil {
+			return nil, simWorkloadReport{}, usageErrorf("--jobs: %w", err)
+		}
+		defer f.Close()
+		jobs, err := sim.ReadJobs(f)
+		if err != nil {
+			return nil, simWorkloadReport{}, usageErrorf("--jobs: %s: %w", o.jobs, err)
+		}
+		if len(jobs) == 0 {
+			return nil, simWorkloadReport{}, usageErrorf("--jobs: %s: no jobs", o.jobs)
+		}
+		return jobs, simWorkloadReport{Source: o.jobs, Jobs: len(jobs)}, nil
+	}
+	curves, err := loadScaling(o.dataDir)
+	if err != nil {
+		return nil, simWorkloadReport{}, withCode(ExitUsage, err)
+	}
+	jobs := sim.SyntheticJobs(curves, o.synthetic, o.seed, sim.SyntheticOptions{Start: tr.Start})
+	if len(jobs) == 0 {
+		return nil, simWorkloadReport{}, usageErrorf("--data: no scaling curve with points to draw --synthetic jobs from")
+	}
+	return jobs, simWorkloadReport{Source: "synthetic", Jobs: len(jobs), Seed: o.seed}, nil
+}
+
+func printSimReport(w io.Writer, r simReport) error {
+	t := r.Trace
+	fmt.Fprintf(w, "trace     %s (%s): %d nodes (%d named), %d events, [%.0f, %.0f] = %.1f h\n",
+		t.File, t.Format, t.Nodes, t.NodeIDs, t.Events, t.Start, t.End, (t.End-t.Start)/3600)
+	switch t.Format {
+	case "swf":
+		fmt.Fprintf(w, "          %d SWF jobs, %d skipped, %d clipped (%.0f node-s beyond the free nodes)\n",
+			t.SWFJobs, t.SkippedJobs, t.ClippedJobs, t.ClippedNodeSeconds)
+	default:
+		fmt.Fprintf(w, "          %d inconsistent node mentions ignored\n", t.Inconsistent)
+	}
+	if t.DroppedHoles > 0 {
+		fmt.Fprintf(w, "          %d holes shorter than --min-hole dropped (%.0f node-s)\n", t.DroppedHoles, t.DroppedNodeSeconds)
+	}
+	fmt.Fprintf(w, "workload  %s: %d jobs\n\n", r.Workload.Source, r.Workload.Jobs)
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tthroughput\tefficiency_vs_dedicated\thole_utilisation\trescales\tpreemptions\tsolver_ms_p50\tsolver_ms_p99\tjobs_completed\twall_s\t")
+	for _, p := range r.Policies {
+		fmt.Fprintf(tw, "%s\t%.1f\t%.3f\t%.3f\t%d\t%d\t%.2f\t%.2f\t%d/%d\t%.1f\t\n",
+			p.Policy, p.Throughput, p.EfficiencyVsDedicated, p.HoleUtilisation, p.Rescales, p.Preemptions,
+			p.SolverMsP50, p.SolverMsP99, p.JobsCompleted, r.Workload.Jobs, p.WallSeconds)
+	}
+	return tw.Flush()
+}

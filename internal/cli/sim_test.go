@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	simEvents = "../../sim/testdata/tiny-idle.csv"
+	simSWF    = "../../sim/testdata/tiny.swf"
+	simJobs   = "../../sim/testdata/workloads/tiny.csv"
+	// jpa/testdata holds scaling/ with a few real curves.
+	simData = "../../jpa/testdata"
+)
+
+type simJSON struct {
+	Trace    map[string]any   `json:"trace"`
+	Workload map[string]any   `json:"workload"`
+	Policies []map[string]any `json:"policies"`
+}
+
+func runSimJSON(t *testing.T, args ...string) simJSON {
+	t.Helper()
+	out, progress, err := runCLI(t, append([]string{"sim"}, args...)...)
+	require.NoError(t, err, progress)
+	var r simJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &r), out)
+	return r
+}
+
+func checkSimPolicies(t *testing.T, r simJSON, jobs int, policies ...string) {
+	t.Helper()
+	require.Len(t, r.Policies, len(policies))
+	for i, p := range r.Policies {
+		require.Equal(t, policies[i], p["policy"])
+		for _, key := range []string{"policy", "throughput", "efficiency_vs_dedicated", "hole_utilisation",
+			"rescales", "preemptions", "solver_ms_p50", "solver_ms_p99", "jobs_completed"} {
+			require.Contains(t, p, key, "policy %s", policies[i])
+		}
+		hu := p["hole_utilisation"].(float64)
+		require.GreaterOrEqual(t, hu, 0.0)
+		require.LessOrEqual(t, hu, 1.0+1e-9)
+		require.GreaterOrEqual(t, p["throughput"].(float64), 0.0)
+		eff := p["efficiency_vs_dedicated"].(float64)
+		require.GreaterOrEqual(t, eff, 0.0)
+		require.LessOrEqual(t, eff, 1.0+1e-9)
+		require.GreaterOrEqual(t, p["rescales"].(float64), 0.0)
+		require.GreaterOrEqual(t, p["preemptions"].(float64), 0.0)
+		require.LessOrEqual(t, p["solver_ms_p50"].(float64), p["solver_ms_p99"].(float64))
+		done := p["jobs_completed"].(float64)
+		require.GreaterOrEqual(t, done, 0.0)
+		require.LessOrEqual(t, done, float64(jobs))
+	}
+}
+
+func TestSimEventsJobsJSON(t *testing.T) {
+	r := runSimJSON(t, "--events", simEvents, "--jobs", simJobs, "--policy", "compact,paper,greedy,equal", "--json")
+	require.Equal(t, "events", r.Trace["format"])
+	require.EqualValues(t, 6, r.Trace["nodes"]) // "# 6 nodes"
+	require.EqualValues(t, 5, r.Trace["events"])
+	require.EqualValues(t, 100, r.Trace["start"])
+	require.EqualValues(t, 300, r.Trace["end"])
+	require.Contains(t, r.Trace, "clipped_jobs")
+	require.EqualValues(t, 2, r.Workload["jobs"])
+	checkSimPolicies(t, r, 2, "compact", "paper", "greedy", "equal")
+	for _, p := range r.Policies {
+		// Nodes are idle over the whole window and J1 alone can use 4.
+		require.Greater(t, p["throughput"].(float64), 0.0, p["policy"])
+		require.Greater(t, p["hole_utilisation"].(float64), 0.0, p["policy"])
+	}
+}
+
+func TestSimSWFSyntheticJSON(t *testing.T) {
+	args := []string{"--swf", simSWF, "--synthetic", "5", "--seed", "3", "--data", simData, "--policy", "compact, equal", "--tfwd", "60", "--json"}
+	r := runSimJSON(t, args...)
+	require.Equal(t, "swf", r.Trace["format"])
+	require.EqualValues(t, 4, r.Trace["nodes"]) // "; MaxNodes: 4"
+	require.Greater(t, r.Trace["events"].(float64), 0.0)
+	require.Contains(t, r.Trace, "clipped_jobs")
+	require.Contains(t, r.Trace, "clipped_node_s")
+	require.Equal(t, "synthetic", r.Workload["source"])
+	require.EqualValues(t, 5, r.Workload["jobs"])
+	checkSimPolicies(t, r, 5, "compact", "equal")
+
+	// The same seed draws the same workload: the same simulated metrics.
+	again := runSimJSON(t, args...)
+	for i := range r.Policies {
+		for _, key := range []string{"throughput", "hole_utilisation", "rescales", "jobs_completed"} {
+			require.Equal(t, r.Policies[i][key], again.Policies[i][key], key)
+		}
+	}
+}
+
+func TestSimWindowMinHoleMaxNodes(t *testing.T) {
+	r := runSimJSON(t, "--swf", simSWF, "--jobs", simJobs, "--window", "1000,1200", "--min-hole", "1", "--max-nodes", "6", "--policy", "greedy", "--json")
+	require.EqualValues(t, 6, r.Trace["nodes"])
+	require.EqualValues(t, 1000, r.Trace["start"])
+	require.EqualValues(t, 1200, r.Trace["end"])
+	checkSimPolicies(t, r, 2, "greedy")
+}
+
+func TestSimTable(t *testing.T) {
+	out, progress, err := runCLI(t, "sim", "--events", simEvents, "--jobs", simJobs)
+	require.NoError(t, err)
+	for _, s := range []string{"trace", "6 nodes", "5 events", "workload", "2 jobs",
+		"throughput", "efficiency_vs_dedicated", "hole_utilisation", "rescales", "preemptions",
+		"solver_ms_p50", "solver_ms_p99", "jobs_completed", "compact", "greedy", "equal"} {
+		require.Contains(t, out, s)
+	}
+	require.NotContains(t, out, "paper") // not in the default --policy
+	require.Contains(t, progress, "sim: [1/3] compact: replaying")
+	require.Contains(t, progress, "sim: [3/3] equal: done in")
+}
+
+func TestSimBadFlags(t *testing.T) {
+	base := []string{"--events", simEvents, "--jobs", simJobs}
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no source", []string{"--jobs", simJobs}, "--events, --swf"},
+		{"two sources", []string{"--events", simEvents, "--swf", simSWF, "--jobs", simJobs}, "--events, --swf"},
+		{"no workload", []string{"--events", simEvents}, "--jobs, --synthetic"},
+		{"two workloads", []string{"--events", simEvents, "--jobs", simJobs, "--synthetic", "3"}, "--jobs, --synthetic"},
+		{"synthetic zero", []string{"--events", simEvents, "--synthetic", "0"}, "--synthetic"},
+		{"synthetic not a number", []string{"--events", simEvents, "--synthetic", "x"}, "synthetic"},
+		{"bad policy", append(base, "--policy", "compact,best"), `--policy: "best"`},
+		{"repeated policy", append(base, "--policy", "equal,equal"), "--policy"},
+		{"bad window", append(base, "--window", "x,y"), `--window: "x,y" is not FROM,TO in seconds`},
+		{"one-sided window", append(base, "--window", "100"), "--window"},
+		{"reversed window", append(base, "--window", "300,100"), "--window"},
+		{"negative tfwd", append(base, "--tfwd", "-1"), "--tfwd"},
+		{"negative min-hole", append(base, "--min-hole", "-5"), "--min-hole"},
+		{"negative max-nodes", append(base, "--max-nodes", "-1"), "--max-nodes"},
+		{"missing events file", []string{"--events", "no-such.csv", "--jobs", simJobs}, "--events"},
+		{"malformed jobs file", []string{"--events", simEvents, "--jobs", simEvents}, "--jobs"},
+		{"unknown flag", append(base, "--frobnicate"), "unknown flag"},
+		{"positional argument", append(base, "extra"), "unknown command"},
+		{"missing data", []string{"--events", simEvents, "--synthetic", "2", "--data", "no-such-dir"}, "--data"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, stderr, err := runCLI(t, append([]string{"sim"}, c.args...)...)
+			require.Error(t, err)
+			require.Equal(t, ExitUsage, ExitCode(err), err.Error())
+			require.Contains(t, err.Error(), c.want)
+			require.Contains(t, stderr, c.want)
+		})
+	}
+}

@@ -23,6 +23,8 @@ type simOptions struct {
 	jobs          string
 	synthetic     int
 	policies      string
+	curves        string
+	noise         float64
 	tfwd          float64
 	window        string
 	minHole       float64
@@ -67,6 +69,9 @@ type simWorkloadReport struct {
 // wall-clock time of the replay.
 type simPolicyReport struct {
 	sim.Metrics
+	// Curves is what the allocator was told: "oracle" (the true curves) or
+	// "jpa" (learnt online from noisy simulated measurements).
+	Curves      string  `json:"curves"`
 	WallSeconds float64 `json:"wall_s"`
 }
 
@@ -103,6 +108,8 @@ completed. Progress goes to stderr. See docs/sim.md.`,
 	f.StringVar(&o.jobs, "jobs", "", "workload in the BFTrainer job format")
 	f.IntVar(&o.synthetic, "synthetic", 0, "draw N synthetic jobs from DATA/scaling, all submitted at the trace's start")
 	f.StringVar(&o.policies, "policy", "compact,greedy,equal", "comma-separated policies: compact, paper, greedy, equal")
+	f.StringVar(&o.curves, "curves", "oracle", "what the allocator knows of each job's throughput: oracle (the true curves) or jpa (learnt online by the JPA from noisy measurements)")
+	f.Float64Var(&o.noise, "noise", 0.05, "with --curves jpa: relative noise (log-normal sigma) of the simulated throughput measurements")
 	f.Float64Var(&o.tfwd, "tfwd", 0, fmt.Sprintf("allocator look-ahead T_fwd in seconds (0: %d)", sim.DefaultLookahead))
 	f.StringVar(&o.window, "window", "", "replay only [FROM,TO) of the trace, in its seconds (unix time); 0 leaves a side unbounded")
 	f.Float64Var(&o.minHole, "min-hole", 0, "drop idle intervals shorter than S seconds")
@@ -123,6 +130,12 @@ func (o *simOptions) validate() (policies []allocator.Formulation, window [2]flo
 	}
 	if o.syntheticFlag && o.synthetic < 1 {
 		return nil, window, usageErrorf("--synthetic: %d must be at least 1", o.synthetic)
+	}
+	if o.curves != "oracle" && o.curves != "jpa" {
+		return nil, window, usageErrorf("--curves: %q is not one of oracle, jpa", o.curves)
+	}
+	if !(o.noise >= 0) || o.noise > 1 {
+		return nil, window, usageErrorf("--noise: %v must be in [0, 1]", o.noise)
 	}
 	if policies, err = parseSimPolicies(o.policies); err != nil {
 		return nil, window, err
@@ -212,7 +225,17 @@ func (o *simOptions) run(stdout, stderr io.Writer) error {
 	for i, p := range policies {
 		fmt.Fprintf(stderr, "sim: [%d/%d] %s: replaying…\n", i+1, len(policies), p)
 		start := time.Now()
-		res, err := sim.Run(tr.Events, jobs, sim.Config{Policy: p, Lookahead: o.tfwd, Start: tr.Start, End: tr.End})
+		cfg := sim.Config{Policy: p, Lookahead: o.tfwd, Start: tr.Start, End: tr.End}
+		if o.curves == "jpa" {
+			noise := o.noise
+			if noise == 0 {
+				noise = -1 // exact measurements (JPAOptions: 0 means the default)
+			}
+			if cfg.Curves, cfg.Measure, err = sim.JPACurves(jobs, sim.JPAOptions{Seed: o.seed, Noise: noise}); err != nil {
+				return fmt.Errorf("--curves jpa: %w", err)
+			}
+		}
+		res, err := sim.Run(tr.Events, jobs, cfg)
 		if err != nil {
 			if errors.Is(err, sim.ErrInvalidInput) {
 				return withCode(ExitUsage, fmt.Errorf("policy %s: %w", p, err))
@@ -222,7 +245,7 @@ func (o *simOptions) run(stdout, stderr io.Writer) error {
 		wall := time.Since(start)
 		fmt.Fprintf(stderr, "sim: [%d/%d] %s: done in %s (%d decisions, %d/%d jobs completed)\n",
 			i+1, len(policies), p, wall.Round(time.Millisecond), res.Metrics.Decisions, res.Metrics.JobsCompleted, len(jobs))
-		report.Policies = append(report.Policies, simPolicyReport{Metrics: res.Metrics, WallSeconds: wall.Seconds()})
+		report.Policies = append(report.Policies, simPolicyReport{Metrics: res.Metrics, Curves: o.curves, WallSeconds: wall.Seconds()})
 	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
@@ -313,10 +336,10 @@ func printSimReport(w io.Writer, r simReport) error {
 	fmt.Fprintf(w, "workload  %s: %d jobs\n\n", r.Workload.Source, r.Workload.Jobs)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tthroughput\tefficiency_vs_dedicated\thole_utilisation\trescales\tpreemptions\tsolver_ms_p50\tsolver_ms_p99\tjobs_completed\twall_s\t")
+	fmt.Fprintln(tw, "policy\tcurves\tthroughput\tefficiency_vs_dedicated\thole_utilisation\trescales\tpreemptions\tsolver_ms_p50\tsolver_ms_p99\tjobs_completed\twall_s\t")
 	for _, p := range r.Policies {
-		fmt.Fprintf(tw, "%s\t%.1f\t%.3f\t%.3f\t%d\t%d\t%.2f\t%.2f\t%d/%d\t%.1f\t\n",
-			p.Policy, p.Throughput, p.EfficiencyVsDedicated, p.HoleUtilisation, p.Rescales, p.Preemptions,
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.3f\t%.3f\t%d\t%d\t%.2f\t%.2f\t%d/%d\t%.1f\t\n",
+			p.Policy, p.Curves, p.Throughput, p.EfficiencyVsDedicated, p.HoleUtilisation, p.Rescales, p.Preemptions,
 			p.SolverMsP50, p.SolverMsP99, p.JobsCompleted, r.Workload.Jobs, p.WallSeconds)
 	}
 	return tw.Flush()

@@ -138,6 +138,8 @@ func TestSimBadFlags(t *testing.T) {
 		{"missing events file", []string{"--events", "no-such.csv", "--jobs", simJobs}, "--events"},
 		{"malformed jobs file", []string{"--events", simEvents, "--jobs", simEvents}, "--jobs"},
 		{"unknown flag", append(base, "--frobnicate"), "unknown flag"},
+		{"bad curves", append(base, "--curves", "psychic"), `--curves: "psychic" is not one of oracle, jpa`},
+		{"bad noise", append(base, "--curves", "jpa", "--noise", "2"), "--noise"},
 		{"positional argument", append(base, "extra"), "unknown command"},
 		{"missing data", []string{"--events", simEvents, "--synthetic", "2", "--data", "no-such-dir"}, "--data"},
 	}
@@ -150,4 +152,19 @@ func TestSimBadFlags(t *testing.T) {
 			require.Contains(t, stderr, c.want)
 		})
 	}
+}
+
+// With --curves jpa the allocator learns the curves from noisy simulated
+// measurements; the run is reproducible by seed and labelled as such.
+func TestSimJPACurves(t *testing.T) {
+	args := []string{"--events", simEvents, "--jobs", simJobs, "--policy", "compact,equal", "--curves", "jpa", "--seed", "3", "--json"}
+	r := runSimJSON(t, args...)
+	checkSimPolicies(t, r, 2, "compact", "equal")
+	for _, p := range r.Policies {
+		require.Equal(t, "jpa", p["curves"])
+	}
+	again := runSimJSON(t, args...)
+	require.Equal(t, r.Policies[0]["throughput"], again.Policies[0]["throughput"], "same seed, same run")
+	oracle := runSimJSON(t, "--events", simEvents, "--jobs", simJobs, "--policy", "compact", "--json")
+	require.Equal(t, "oracle", oracle.Policies[0]["curves"])
 }

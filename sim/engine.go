@@ -61,6 +61,10 @@ type Config struct {
 	// Clock times the solver (Metrics.SolverMs*), and nothing else;
 	// nil means time.Now.
 	Clock func() time.Time
+	// Progress, when set, is told the simulated time reached after every
+	// decision, with the run's window, so a long replay can show how far
+	// it is. It must not change anything.
+	Progress func(now, start, end float64)
 
 	// observe, set by tests, sees the engine after every preemption and
 	// every decision.
@@ -290,6 +294,9 @@ func (e *engine) run() error {
 			return err
 		}
 		e.sample()
+		if e.cfg.Progress != nil {
+			e.cfg.Progress(t, e.start, e.end)
+		}
 	}
 	e.sample()
 	return nil

@@ -225,7 +225,8 @@ func (o *simOptions) run(stdout, stderr io.Writer) error {
 	for i, p := range policies {
 		fmt.Fprintf(stderr, "sim: [%d/%d] %s: replaying…\n", i+1, len(policies), p)
 		start := time.Now()
-		cfg := sim.Config{Policy: p, Lookahead: o.tfwd, Start: tr.Start, End: tr.End}
+		cfg := sim.Config{Policy: p, Lookahead: o.tfwd, Start: tr.Start, End: tr.End,
+			Progress: simProgress(stderr, fmt.Sprintf("sim: [%d/%d] %s:", i+1, len(policies), p), time.Now)}
 		if o.curves == "jpa" {
 			noise := o.noise
 			if noise == 0 {
@@ -343,4 +344,23 @@ func printSimReport(w io.Writer, r simReport) error {
 			p.SolverMsP50, p.SolverMsP99, p.JobsCompleted, r.Workload.Jobs, p.WallSeconds)
 	}
 	return tw.Flush()
+}
+
+// simProgress reports a long replay's progress on stderr: a line whenever
+// another 10% of the simulated window is done and at least 5 s of wall
+// time have passed since the last line (short replays print nothing).
+func simProgress(w io.Writer, prefix string, now func() time.Time) func(t, start, end float64) {
+	began := now()
+	last, lastDecile := began, 0
+	return func(t, start, end float64) {
+		if end <= start {
+			return
+		}
+		decile := int(10 * (t - start) / (end - start))
+		if decile <= lastDecile || now().Sub(last) < 5*time.Second {
+			return
+		}
+		lastDecile, last = decile, now()
+		fmt.Fprintf(w, "%s %3d%% of the trace replayed, %s elapsed\n", prefix, 10*decile, last.Sub(began).Round(time.Second))
+	}
 }

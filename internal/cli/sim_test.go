@@ -2,7 +2,9 @@ package cli
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -167,4 +169,20 @@ func TestSimJPACurves(t *testing.T) {
 	require.Equal(t, r.Policies[0]["throughput"], again.Policies[0]["throughput"], "same seed, same run")
 	oracle := runSimJSON(t, "--events", simEvents, "--jobs", simJobs, "--policy", "compact", "--json")
 	require.Equal(t, "oracle", oracle.Policies[0]["curves"])
+}
+
+func TestSimProgressLines(t *testing.T) {
+	var buf strings.Builder
+	clock := time.Unix(0, 0)
+	now := func() time.Time { return clock }
+	report := simProgress(&buf, "sim: [1/1] compact:", now)
+	report(105, 100, 200) // 5%: nothing yet
+	clock = clock.Add(6 * time.Second)
+	report(130, 100, 200) // 30%, 6 s in: a line
+	clock = clock.Add(time.Second)
+	report(150, 100, 200) // 50% but only 1 s later: nothing
+	clock = clock.Add(10 * time.Second)
+	report(200, 100, 200) // done, 17 s in
+	require.Equal(t, "sim: [1/1] compact:  30% of the trace replayed, 6s elapsed\n"+
+		"sim: [1/1] compact: 100% of the trace replayed, 17s elapsed\n", buf.String())
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -179,4 +180,12 @@ func (o *connectOptions) connect(ctx context.Context, flags *pflag.FlagSet, stde
 	}
 	c := client.New(tc, client.Options{TaskQueue: cfg.TaskQueue, Namespace: cfg.Namespace, UIBase: o.uiBase(flags)})
 	return c, tc.Close, nil
+}
+
+// checkCampaignName rejects an empty CAMPAIGN argument (exit 2).
+func checkCampaignName(name string) error {
+	if strings.TrimSpace(name) == "" {
+		return usageErrorf("CAMPAIGN: empty name")
+	}
+	return nil
 }

@@ -91,8 +91,8 @@ func newControlCmd(v controlVerb) *cobra.Command {
 }
 
 func (o *controlOptions) run(ctx context.Context, flags *pflag.FlagSet, name string, stdout, stderr io.Writer) error {
-	if strings.TrimSpace(name) == "" {
-		return usageErrorf("CAMPAIGN: empty name")
+	if err := checkCampaignName(name); err != nil {
+		return err
 	}
 	c, closeClient, err := o.conn.connect(ctx, flags, stderr)
 	if err != nil {

@@ -49,8 +49,8 @@ after failures. Failed trials leave the leaderboard.
 }
 
 func (o *leaderboardOptions) validate(name string) error {
-	if strings.TrimSpace(name) == "" {
-		return usageErrorf("CAMPAIGN: empty name")
+	if err := checkCampaignName(name); err != nil {
+		return err
 	}
 	if o.top < 0 {
 		return usageErrorf("--top %d: must not be negative", o.top)

@@ -62,8 +62,8 @@ time the progress changes instead. --watch exits 1 if the campaign failed.
 }
 
 func (o *statusOptions) validate(name string) error {
-	if strings.TrimSpace(name) == "" {
-		return usageErrorf("CAMPAIGN: empty name")
+	if err := checkCampaignName(name); err != nil {
+		return err
 	}
 	if o.interval <= 0 {
 		return usageErrorf("--interval %v: must be positive", o.interval)

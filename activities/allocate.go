@@ -73,10 +73,11 @@ func nodeTypes(in workflows.AllocateInput) []string {
 	return out
 }
 
-// library is the configured prior plus every measured trial of the pool
-// as a curve of its campaign (siblings share a model).
+// library is the configured prior plus the measured trials of the pool
+// as curves of their campaigns (siblings share a model), at most
+// jpa.DefaultSiblingsPerGroup per campaign and node type.
 func (a *Activities) library(trials []workflows.PoolTrial) (*jpa.Library, error) {
-	curves := append([]jpa.PriorCurve(nil), a.Library...)
+	var curves []jpa.PriorCurve
 	for _, t := range trials {
 		byType := map[string][]jpa.Point{}
 		var order []string
@@ -95,6 +96,7 @@ func (a *Activities) library(trials []workflows.PoolTrial) (*jpa.Library, error)
 			})
 		}
 	}
+	curves = append(append([]jpa.PriorCurve(nil), a.Library...), jpa.Representatives(curves, jpa.DefaultSiblingsPerGroup)...)
 	lib, err := jpa.NewLibrary(curves)
 	if err != nil {
 		return nil, fmt.Errorf("building the JPA library: %w", err)

@@ -240,23 +240,32 @@ func Predict(obs []Observation, lib *Library, q Query, s *Settings) (Prediction,
 	for _, c := range cands[:min(len(cands), 5)] {
 		pred.Neighbours = append(pred.Neighbours, c.name)
 	}
-	prior := defaultUSLPrior
-	if lib != nil {
-		prior = lib.usl
+	// The trial's own USL fit stands in where no library curve covers a
+	// count; fitted only if some count needs it.
+	var fallback *candidate
+	ownFit := func() *candidate {
+		if fallback != nil {
+			return fallback
+		}
+		ns := make([]int, len(pts))
+		xs := make([]float64, len(pts))
+		for i, p := range pts {
+			ns[i], xs[i] = p.n, p.x
+		}
+		u, _, _ := fitUSL(ns, xs, q.MaxNodes, lib.uslPrior())
+		fallback = &candidate{name: "usl", k: 1, logAt: func(n int) (float64, bool) {
+			x := u.At(float64(n))
+			return math.Log(x), x > 0
+		}}
+		setResiduals(fallback, pts)
+		return fallback
 	}
-	ns := make([]int, len(pts))
-	xs := make([]float64, len(pts))
-	for i, p := range pts {
-		ns[i], xs[i] = p.n, p.x
-	}
-	u, _, _ := fitUSL(ns, xs, q.MaxNodes, prior)
-	fallback := candidate{name: "usl", k: 1, logAt: func(n int) (float64, bool) {
-		x := u.At(float64(n))
-		return math.Log(x), x > 0
-	}}
-	setResiduals(&fallback, pts)
+	pred.Points = make([]PredictedPoint, 0, q.MaxNodes-q.MinNodes+1)
+	var votes []vote
 	for n := q.MinNodes; n <= q.MaxNodes; n++ {
-		pred.Points = append(pred.Points, predictAt(n, pts, cands, fallback, set))
+		var p PredictedPoint
+		p, votes = predictAt(n, pts, cands, ownFit, set, votes[:0])
+		pred.Points = append(pred.Points, p)
 	}
 	if target != baseType {
 		ratio, sig, ok := lib.Speeds().Ratio(speedKey(q.Model, q.Batch), baseType, target)
@@ -280,6 +289,7 @@ func Predict(obs []Observation, lib *Library, q Query, s *Settings) (Prediction,
 // obsPoint is one distinct observed count, in log space.
 type obsPoint struct {
 	n      int
+	lnN    float64 // ln n
 	x      float64 // the throughput, exactly as measured for one observation
 	logX   float64
 	relSig float64
@@ -322,7 +332,7 @@ func pickObservations(obs []Observation, want string) (string, []obsPoint) {
 			lx += math.Log(o.Throughput)
 			rs += math.Min(math.Abs(o.Sigma)/o.Throughput, 1)
 		}
-		p := obsPoint{n: n, logX: lx / float64(len(os)), relSig: rs / float64(len(os))}
+		p := obsPoint{n: n, lnN: math.Log(float64(n)), logX: lx / float64(len(os)), relSig: rs / float64(len(os))}
 		p.x = math.Exp(p.logX)
 		if len(os) == 1 {
 			p.x = os[0].Throughput
@@ -338,11 +348,11 @@ func candidates(pts []obsPoint, lib *Library, q Query, baseType string, set Sett
 		return nil
 	}
 	var out []candidate
-	for _, c := range lib.curves {
+	for i, c := range lib.curves {
 		if len(c.Points) < 2 || q.isSelf(c) {
 			continue
 		}
-		cand := candidate{name: c.Name, k: 1, logAt: c.logAt}
+		cand := candidate{name: c.Name, k: 1, logAt: lib.logs[i].at}
 		if c.NodeType == baseType {
 			cand.k *= set.SameTypeWeight
 		}
@@ -376,8 +386,8 @@ func setResiduals(c *candidate, pts []obsPoint) bool {
 }
 
 // residualAt interpolates a candidate's residuals linearly in ln n between
-// the covered observed counts around n, constant beyond them.
-func residualAt(n int, pts []obsPoint, resid []float64) float64 {
+// the covered observed counts around n, constant beyond them; ln is ln n.
+func residualAt(n int, ln float64, pts []obsPoint, resid []float64) float64 {
 	lo, hi := -1, -1
 	for i, p := range pts {
 		if math.IsNaN(resid[i]) {
@@ -396,8 +406,8 @@ func residualAt(n int, pts []obsPoint, resid []float64) float64 {
 	case hi < 0 || lo == hi:
 		return resid[lo]
 	}
-	a, b := math.Log(float64(pts[lo].n)), math.Log(float64(pts[hi].n))
-	t := (math.Log(float64(n)) - a) / (b - a)
+	a, b := pts[lo].lnN, pts[hi].lnN
+	t := (ln - a) / (b - a)
 	return (1-t)*resid[lo] + t*resid[hi]
 }
 
@@ -416,22 +426,25 @@ func nearestPair(n int, pts []obsPoint) (a, b int) {
 	return len(pts) - 2, len(pts) - 1
 }
 
-func predictAt(n int, pts []obsPoint, cands []candidate, fallback candidate, set Settings) PredictedPoint {
+// vote is one curve's say on ln throughput at a count, with its weight.
+type vote struct{ v, w float64 }
+
+// predictAt predicts count n; votes is scratch space, returned for reuse.
+// fallback yields the trial's own fit (computed on first call).
+func predictAt(n int, pts []obsPoint, cands []candidate, fallback func() *candidate, set Settings, votes []vote) (PredictedPoint, []vote) {
 	ln := math.Log(float64(n))
 	nearest, dist := 0, math.Inf(1)
 	for i, p := range pts {
-		if d := math.Abs(ln - math.Log(float64(p.n))); d < dist {
+		if d := math.Abs(ln - p.lnN); d < dist {
 			nearest, dist = i, d
 		}
 	}
 	noise := math.Max(pts[nearest].relSig, set.NoiseFloor)
 	if dist == 0 {
 		x := pts[nearest].x
-		return PredictedPoint{Nodes: n, Throughput: x, SigmaLog: noise, Sigma: x * noise, Measured: true}
+		return PredictedPoint{Nodes: n, Throughput: x, SigmaLog: noise, Sigma: x * noise, Measured: true}, votes
 	}
 	a, b := nearestPair(n, pts)
-	type vote struct{ v, w float64 }
-	var votes []vote
 	for _, c := range cands {
 		l, ok := c.logAt(n)
 		if !ok {
@@ -443,17 +456,20 @@ func predictAt(n int, pts []obsPoint, cands []candidate, fallback candidate, set
 			w *= math.Exp(-d * d / (2 * set.Bandwidth * set.Bandwidth))
 		}
 		if w > 0 {
-			votes = append(votes, vote{l + residualAt(n, pts, c.resid), w})
+			votes = append(votes, vote{l + residualAt(n, ln, pts, c.resid), w})
 		}
 	}
 	spreadFloor := 0.0
 	if len(votes) == 0 {
 		// No library curve covers n: the trial's own USL fit stands in,
 		// with a spread that says how little two or three points pin it.
-		if l, ok := fallback.logAt(n); ok {
-			votes = append(votes, vote{l + residualAt(n, pts, fallback.resid), 1})
-		} else {
-			votes = append(votes, vote{pts[nearest].logX + ln - math.Log(float64(pts[nearest].n)), 1})
+		if fb := fallback(); fb != nil {
+			if l, ok := fb.logAt(n); ok {
+				votes = append(votes, vote{l + residualAt(n, ln, pts, fb.resid), 1})
+			}
+		}
+		if len(votes) == 0 {
+			votes = append(votes, vote{pts[nearest].logX + ln - pts[nearest].lnN, 1})
 		}
 		spreadFloor = 0.2
 	}
@@ -473,13 +489,13 @@ func predictAt(n int, pts []obsPoint, cands []candidate, fallback candidate, set
 	}
 	spread = math.Max(math.Sqrt(spread/sw), spreadFloor)
 	if set.TrendWeight > 0 && b >= 0 {
-		slope := (pts[b].logX - pts[a].logX) / (math.Log(float64(pts[b].n)) - math.Log(float64(pts[a].n)))
-		trend := pts[b].logX + slope*(ln-math.Log(float64(pts[b].n)))
+		slope := (pts[b].logX - pts[a].logX) / (pts[b].lnN - pts[a].lnN)
+		trend := pts[b].logX + slope*(ln-pts[b].lnN)
 		mean = (1-set.TrendWeight)*mean + set.TrendWeight*trend
 	}
 	sl := math.Sqrt(spread*spread + set.Growth*set.Growth*dist*dist + noise*noise)
 	x := math.Exp(mean)
-	return PredictedPoint{Nodes: n, Throughput: x, SigmaLog: sl, Sigma: x * sl}
+	return PredictedPoint{Nodes: n, Throughput: x, SigmaLog: sl, Sigma: x * sl}, votes
 }
 
 // predictFromSiblings predicts a trial with no measurement from curves of
@@ -489,7 +505,7 @@ func predictAt(n int, pts []obsPoint, cands []candidate, fallback candidate, set
 func predictFromSiblings(lib *Library, q Query, target string, set Settings) (Prediction, error) {
 	// Siblings of the same campaign first; failing those, profiles of the
 	// same model on the target type.
-	var sibs []PriorCurve
+	var sibs []int // indices into lib.curves
 	for _, same := range []func(PriorCurve) bool{
 		func(c PriorCurve) bool { return q.Group != "" && c.Group == q.Group },
 		func(c PriorCurve) bool { return q.Model != "" && c.Model == q.Model },
@@ -497,9 +513,9 @@ func predictFromSiblings(lib *Library, q Query, target string, set Settings) (Pr
 		if lib == nil || len(sibs) > 0 {
 			break
 		}
-		for _, c := range lib.curves {
+		for i, c := range lib.curves {
 			if same(c) && c.NodeType == target && !q.isSelf(c) {
-				sibs = append(sibs, c)
+				sibs = append(sibs, i)
 			}
 		}
 	}
@@ -507,16 +523,18 @@ func predictFromSiblings(lib *Library, q Query, target string, set Settings) (Pr
 		return Prediction{}, ErrNoData
 	}
 	pred := Prediction{NodeType: target}
-	for _, c := range sibs {
-		pred.Neighbours = append(pred.Neighbours, c.Name)
+	for _, i := range sibs {
+		pred.Neighbours = append(pred.Neighbours, lib.curves[i].Name)
 	}
+	logs := make([]float64, 0, len(sibs))
 	for n := q.MinNodes; n <= q.MaxNodes; n++ {
-		var logs []float64
-		for _, c := range sibs {
-			if l, ok := c.logAt(n); ok {
+		logs = logs[:0]
+		for _, i := range sibs {
+			if l, ok := lib.logs[i].at(n); ok {
 				logs = append(logs, l)
 				continue
 			}
+			c := lib.curves[i]
 			// Beyond the sibling's range: linear scaling from its nearest
 			// end, with the growth term below saying how little it is worth.
 			end := c.Points[0]

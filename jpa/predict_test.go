@@ -287,3 +287,30 @@ func TestSameModelWeightUsesTheModelsProfile(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"mine@other-batch"}, cold.Neighbours)
 }
+
+func TestRepresentatives(t *testing.T) {
+	pts := func(ns ...int) []Point {
+		var out []Point
+		for _, n := range ns {
+			out = append(out, Point{Nodes: n, Throughput: float64(n)})
+		}
+		return out
+	}
+	curves := []PriorCurve{
+		{Name: "profiled", Points: pts(1, 2)},
+		{Name: "a1", Group: "a", Points: pts(1)},
+		{Name: "a2", Group: "a", Points: pts(1, 2, 4)},
+		{Name: "b1", Group: "b", Points: pts(1)},
+		{Name: "a3", Group: "a", Points: pts(1, 2)},
+		{Name: "a4", Group: "a", NodeType: "gpu", Points: pts(1)},
+		{Name: "a5", Group: "a", Points: pts(1, 2)},
+	}
+	var names []string
+	for _, c := range Representatives(curves, 2) {
+		names = append(names, c.Name)
+	}
+	// Group a on the default type keeps a2 (3 points) and a3 (2 points,
+	// before a5); other groups and types are under the cap.
+	require.Equal(t, []string{"profiled", "a2", "b1", "a3", "a4"}, names)
+	require.Len(t, Representatives(curves, 0), len(curves))
+}

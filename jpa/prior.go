@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 
 	"github.com/gleaner-hpc/gleaner/internal/dataset"
 )
@@ -98,15 +99,56 @@ func PriorFromScaling(s dataset.ScalingCurve) PriorCurve {
 // for concurrent reads.
 type Library struct {
 	curves []PriorCurve
+	logs   []logTable // per curve: ln throughput at every count of its range
 	speeds *TypeSpeeds
-	usl    uslPrior
+
+	uslOnce sync.Once
+	usl     uslPrior // the population prior; read through uslPrior()
+}
+
+// maxTableSpan bounds the counts a curve's logTable covers; a curve
+// spanning more is interpolated on every lookup.
+const maxTableSpan = 4096
+
+// logTable is PriorCurve.logAt at every count of [lo, lo+len(v)), computed
+// once: Predict looks each library curve up at every count of every query.
+type logTable struct {
+	curve *PriorCurve
+	lo    int
+	v     []float64
+}
+
+func newLogTable(c *PriorCurve) logTable {
+	t := logTable{curve: c}
+	if len(c.Points) == 0 {
+		return t
+	}
+	lo, hi := c.Points[0].Nodes, c.Points[len(c.Points)-1].Nodes
+	if hi-lo >= maxTableSpan {
+		return t
+	}
+	t.lo, t.v = lo, make([]float64, hi-lo+1)
+	for n := lo; n <= hi; n++ {
+		t.v[n-lo], _ = c.logAt(n)
+	}
+	return t
+}
+
+// at is c.logAt(n).
+func (t logTable) at(n int) (float64, bool) {
+	if t.v == nil {
+		return t.curve.logAt(n)
+	}
+	if n < t.lo || n-t.lo >= len(t.v) {
+		return 0, false
+	}
+	return t.v[n-t.lo], true
 }
 
 // NewLibrary validates and indexes the curves (copied). Curves with fewer
 // than two points carry no shape but still contribute single-node speeds.
 func NewLibrary(curves []PriorCurve) (*Library, error) {
-	l := &Library{speeds: NewTypeSpeeds(), usl: defaultUSLPrior}
-	var alphas, betas []float64
+	l := &Library{speeds: NewTypeSpeeds(), curves: make([]PriorCurve, 0, len(curves))}
 	for _, c := range curves {
 		if err := c.validate(); err != nil {
 			return nil, err
@@ -116,25 +158,45 @@ func NewLibrary(curves []PriorCurve) (*Library, error) {
 		if x1, ok := c.at(1); ok {
 			l.speeds.Set(speedKey(c.Model, c.Batch), c.NodeType, x1)
 		}
-		if len(c.Points) >= 4 {
+	}
+	l.logs = make([]logTable, len(l.curves))
+	for i := range l.curves {
+		l.logs[i] = newLogTable(&l.curves[i])
+	}
+	return l, nil
+}
+
+// uslPrior is the population prior of the USL fit (empirical Bayes): the
+// median and scaled MAD of the coefficients of the curves with at least
+// four points, floored so one cluster of look-alike curves cannot pin the
+// fit; the default prior with fewer than three such curves. Fitting every
+// curve is costly and only a trial whose counts no curve covers needs it,
+// so it is computed on first use.
+func (l *Library) uslPrior() uslPrior {
+	if l == nil {
+		return defaultUSLPrior
+	}
+	l.uslOnce.Do(func() {
+		l.usl = defaultUSLPrior
+		var alphas, betas []float64
+		for _, c := range l.curves {
+			if len(c.Points) < 4 {
+				continue
+			}
 			ns, xs := splitPoints(c.Points)
-			u, _, ok := fitUSL(ns, xs, 0, defaultUSLPrior)
-			if ok {
+			if u, _, ok := fitUSL(ns, xs, 0, defaultUSLPrior); ok {
 				alphas = append(alphas, u.Alpha)
 				betas = append(betas, u.Beta)
 			}
 		}
-	}
-	if len(alphas) >= 3 {
-		// Population prior (empirical Bayes): median and scaled MAD of the
-		// coefficients of the profiled curves, floored so one cluster of
-		// look-alike curves cannot pin the fit.
-		l.usl = uslPrior{
-			Alpha: median(alphas), SigmaAlpha: math.Max(1.4826*mad(alphas), 0.05),
-			Beta: median(betas), SigmaBeta: math.Max(1.4826*mad(betas), 0.002),
+		if len(alphas) >= 3 {
+			l.usl = uslPrior{
+				Alpha: median(alphas), SigmaAlpha: math.Max(1.4826*mad(alphas), 0.05),
+				Beta: median(betas), SigmaBeta: math.Max(1.4826*mad(betas), 0.002),
+			}
 		}
-	}
-	return l, nil
+	})
+	return l.usl
 }
 
 // LibraryFromScaling builds a library from measured scaling curves, keeping
@@ -210,4 +272,48 @@ func mad(xs []float64) float64 {
 		d[i] = math.Abs(x - m)
 	}
 	return median(d)
+}
+
+// DefaultSiblingsPerGroup is how many curves of one campaign on one node
+// type a library built from running trials keeps (Representatives): with
+// the sibling weight, a few dozen siblings pin the campaign's shape as
+// well as hundreds do, and Predict's cost grows with the library.
+const DefaultSiblingsPerGroup = 32
+
+// Representatives keeps at most perGroup curves of each (Group, NodeType)
+// with a Group — those with the most points, ties to the earlier in
+// curves — and every curve without a Group (profiled models), in the
+// order given. perGroup ≤ 0 keeps everything.
+func Representatives(curves []PriorCurve, perGroup int) []PriorCurve {
+	if perGroup <= 0 {
+		return curves
+	}
+	type key struct{ group, typ string }
+	byKey := map[key][]int{}
+	for i, c := range curves {
+		if c.Group != "" {
+			k := key{c.Group, c.NodeType}
+			byKey[k] = append(byKey[k], i)
+		}
+	}
+	drop := map[int]bool{}
+	for _, idx := range byKey {
+		if len(idx) <= perGroup {
+			continue
+		}
+		sort.SliceStable(idx, func(a, b int) bool { return len(curves[idx[a]].Points) > len(curves[idx[b]].Points) })
+		for _, i := range idx[perGroup:] {
+			drop[i] = true
+		}
+	}
+	if len(drop) == 0 {
+		return curves
+	}
+	out := make([]PriorCurve, 0, len(curves)-len(drop))
+	for i, c := range curves {
+		if !drop[i] {
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -192,6 +192,10 @@ func TestRunDeterministic(t *testing.T) {
 	}
 	for _, r := range []*Result{a, b} {
 		r.Metrics.SolverMsP50, r.Metrics.SolverMsP99, r.Metrics.SolverMsMax, r.Metrics.SolverMsTotal = 0, 0, 0, 0
+		if len(r.SolverMs) != r.Metrics.Decisions {
+			t.Fatalf("%d solve times for %d decisions", len(r.SolverMs), r.Metrics.Decisions)
+		}
+		r.SolverMs = nil
 	}
 	if fmt.Sprint(a) != fmt.Sprint(b) {
 		t.Error("two runs of the same input differ")

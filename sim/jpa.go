@@ -3,6 +3,7 @@ package sim
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"time"
 
@@ -20,6 +21,11 @@ const (
 	// DefaultJPAGroup is every job's Query.Group by default: the jobs of
 	// a BFTrainer workload are one HPO campaign, they train one model.
 	DefaultJPAGroup = "workload"
+	// DefaultJPAProfileChange is how far (relative) a job's throughput
+	// estimate at a count must move before the allocator sees the new
+	// value: the trial workflow's threshold for sending the pool a
+	// profile (workflows.profileChange).
+	DefaultJPAProfileChange = 0.05
 )
 
 // priorExponent is production's speedup n^0.9 for a job nothing is known
@@ -46,6 +52,13 @@ type JPAOptions struct {
 	// Prior is a library of profiled curves (production's configured
 	// prior, e.g. jpa.PriorFromScaling), added to the jobs' own.
 	Prior []jpa.PriorCurve
+	// ProfileChange is the relative move of an estimate that is
+	// published to the allocator (0: DefaultJPAProfileChange; negative:
+	// every move).
+	ProfileChange float64
+	// SiblingsPerGroup caps the library's curves per group (0:
+	// jpa.DefaultSiblingsPerGroup, as production; negative: no cap).
+	SiblingsPerGroup int
 	// Profiler and Predict tune the JPA (nil: its defaults).
 	Profiler *jpa.Config
 	Predict  *jpa.Settings
@@ -56,23 +69,47 @@ type JPAOptions struct {
 // reports every Interval seconds, ingests them into one jpa.Profiler, and
 // tells the allocator (Config.Curves) each job's optimistic JPA
 // prediction over [MinNodes, MaxNodes] — predicted with a library of the
-// other jobs' current measurements, its group's siblings weighted up,
-// exactly like activities.Allocate — or, while nothing is known of it or
-// its group, the prior n^0.9 (scaled to the samples/s measured so far, so
-// that it is comparable with measured curves under the throughput
-// objective). One JPA serves one Run.
+// unfinished jobs' current measurements (at most SiblingsPerGroup per
+// group), its group's siblings weighted up, exactly like
+// activities.Allocate — or, while nothing is known of it or its group,
+// the prior n^0.9 (scaled to the samples/s measured so far, so that it is
+// comparable with measured curves under the throughput objective).
+// A job's prediction is redone only when its profile or the library
+// changed, which gives production's answers at a fraction of its cost.
+// One JPA serves one Run.
 type JPA struct {
-	jobs     []Job
-	opts     JPAOptions
-	groups   []string
-	prof     *jpa.Profiler
-	rng      *rand.Rand
-	epoch    time.Time
-	st       []jpaJob
-	gen      int // bumped by every new steady interval
-	lib      *jpa.Library
-	libGen   int
-	priorTop float64 // the prior's scale (samples/s at 1 node)
+	jobs      []Job
+	opts      JPAOptions
+	groups    []string
+	prof      *jpa.Profiler
+	rng       *rand.Rand
+	epoch     time.Time
+	st        []jpaJob
+	dirty     bool // a job measured something since the library was built
+	lib       *jpa.Library
+	libCurves []jpa.PriorCurve // the jobs' curves in lib
+	libGen    int              // bumped by every rebuild of lib
+	priorTop  float64          // the prior's scale (samples/s at 1 node)
+	// unmeasured caches the prediction of a job with no measurement,
+	// the same for every such job of a group and bounds.
+	unmeasured map[unmeasuredKey]cachedCurve
+	stats      JPAStats
+	// uncached, set by tests, rebuilds the library and predicts every
+	// job at every call: what the caches must not change.
+	uncached bool
+}
+
+type unmeasuredKey struct {
+	group              string
+	minNodes, maxNodes int
+}
+
+// cachedCurve is a prediction and what it was made with.
+type cachedCurve struct {
+	curve      allocator.Curve
+	libGen     int
+	profileGen int
+	prior      float64 // the prior's scale if curve is the prior, else 0
 }
 
 type jpaJob struct {
@@ -82,10 +119,23 @@ type jpaJob struct {
 	lastReport float64 // time of the last report
 	reportTrue float64 // true samples at lastReport
 	reported   float64 // noisy cumulative samples reported
-	obs        []jpa.Observation
-	obsGen     int // gen when obs was read; -1: never
-	curve      allocator.Curve
-	curveGen   int // libGen when curve was computed; -1: never
+	// profile is what the allocator knows of the job, one observation
+	// per count, sorted by count: each published when new or moved by
+	// more than ProfileChange, as the trial workflow sends it to the
+	// pool. profileGen is bumped by every change.
+	profile    []jpa.Observation
+	profileGen int
+	cached     cachedCurve // the last prediction
+}
+
+// JPAStats count the JPA's work in one run.
+type JPAStats struct {
+	// Published is how many estimates reached the allocator.
+	Published int `json:"published"`
+	// LibraryBuilds and Predictions count rebuilds of the library and
+	// predictions made (jpa.Predict calls).
+	LibraryBuilds int `json:"library_builds"`
+	Predictions   int `json:"predictions"`
 }
 
 // NewJPA prepares the JPA mode for jobs (the slice given to Run).
@@ -109,13 +159,20 @@ func NewJPA(jobs []Job, opts JPAOptions) (*JPA, error) {
 		epoch:  time.Unix(0, 0).UTC(),
 		st:     make([]jpaJob, len(jobs)),
 		libGen: -1,
+
+		unmeasured: map[unmeasuredKey]cachedCurve{},
+	}
+	if a.opts.ProfileChange == 0 {
+		a.opts.ProfileChange = DefaultJPAProfileChange
+	}
+	if a.opts.SiblingsPerGroup == 0 {
+		a.opts.SiblingsPerGroup = jpa.DefaultSiblingsPerGroup
 	}
 	for i, j := range jobs {
 		a.groups[i] = DefaultJPAGroup
 		if opts.Group != nil {
 			a.groups[i] = opts.Group(j)
 		}
-		a.st[i].obsGen, a.st[i].curveGen = -1, -1
 	}
 	// Validate the prior once, so Curve cannot fail on it later.
 	if _, err := jpa.NewLibrary(opts.Prior); err != nil {
@@ -137,6 +194,9 @@ func JPACurves(jobs []Job, opts JPAOptions) (CurveSource, MeasureFunc, error) {
 // Profiler is the JPA's profiler (for inspection).
 func (a *JPA) Profiler() *jpa.Profiler { return a.prof }
 
+// Stats counts the JPA's work so far.
+func (a *JPA) Stats() JPAStats { return a.stats }
+
 func (a *JPA) at(t float64) time.Time {
 	return a.epoch.Add(time.Duration(math.Round(t * float64(time.Second))))
 }
@@ -154,7 +214,7 @@ func (a *JPA) Measure(job, nodes int, from, to, samples float64) {
 		// After a gap it held no nodes, so its samples did not move.
 		paused := from != s.lastTo || s.nodes == 0
 		s.nodes, s.lastReport, s.reportTrue, s.lastTo = nodes, from, s.lastTrue, from
-		a.ingest(jpa.Report{TrialID: name, Nodes: nodes, Samples: s.reported, Time: a.at(from), Restart: true, AfterPause: paused})
+		a.ingest(job, jpa.Report{TrialID: name, Nodes: nodes, Samples: s.reported, Time: a.at(from), Restart: true, AfterPause: paused})
 	}
 	// Within a step the job first re-trains what a rescale lost (its
 	// samples stall), then trains at its true rate: the stall is what the
@@ -179,37 +239,73 @@ func (a *JPA) Measure(job, nodes int, from, to, samples float64) {
 		}
 		s.reported += max(d, 0)
 		s.lastReport, s.reportTrue = next, at
-		a.ingest(jpa.Report{TrialID: name, Nodes: nodes, Samples: s.reported, Time: a.at(next)})
+		a.ingest(job, jpa.Report{TrialID: name, Nodes: nodes, Samples: s.reported, Time: a.at(next)})
+	}
+	if samples >= a.jobs[job].TotalSamples && s.lastTrue < a.jobs[job].TotalSamples {
+		a.dirty = true // it leaves the library
 	}
 	s.lastTo, s.lastTrue = to, samples
 }
 
-func (a *JPA) ingest(r jpa.Report) {
+func (a *JPA) ingest(job int, r jpa.Report) {
 	if a.prof.Ingest(r) == jpa.OutcomeInterval {
-		a.gen++
+		a.publish(job, r.Nodes)
 	}
 }
 
-// observations is job's current estimates (cached per generation).
-func (a *JPA) observations(j int) []jpa.Observation {
-	s := &a.st[j]
-	if s.obsGen != a.gen {
-		s.obs, s.obsGen = a.prof.Observations(a.jobs[j].Name), a.gen
+// publish updates what the allocator knows of job at count n when the
+// estimate is new or moved by more than ProfileChange (as the trial
+// workflow's sendProfile does), with its spread as the sigma (as the
+// pool's ProfilePoint carries it).
+func (a *JPA) publish(job, n int) {
+	var est jpa.Estimate
+	found := false
+	for _, e := range a.prof.Estimates(a.jobs[job].Name) {
+		if e.Nodes == n {
+			est, found = e, true
+		}
 	}
-	return s.obs
+	if !found || !(est.Throughput > 0) {
+		return
+	}
+	s := &a.st[job]
+	i := sort.Search(len(s.profile), func(i int) bool { return s.profile[i].Nodes >= n })
+	o := jpa.Observation{Nodes: n, Throughput: est.Throughput, Sigma: est.Spread}
+	switch {
+	case i < len(s.profile) && s.profile[i].Nodes == n:
+		old := s.profile[i].Throughput
+		if math.Abs(o.Throughput-old) <= a.opts.ProfileChange*old {
+			return
+		}
+		s.profile[i] = o
+	default:
+		s.profile = slices.Insert(s.profile, i, o)
+	}
+	s.profileGen++
+	a.dirty = true
+	a.stats.Published++
 }
 
-// library rebuilds the prior plus every measured job as a curve of its
-// group (siblings share a model), as activities.Allocate's library does.
-func (a *JPA) library() *jpa.Library {
-	if a.libGen == a.gen && a.lib != nil {
-		return a.lib
+// finished: the job trained all its samples (it has left the pool).
+func (a *JPA) finished(j int) bool {
+	return a.st[j].lastTrue >= a.jobs[j].TotalSamples
+}
+
+// refreshLibrary rebuilds the library after a profile changed: the prior
+// plus every unfinished measured job as a curve of its group (siblings
+// share a model), capped per group, as activities.Allocate's library is.
+func (a *JPA) refreshLibrary() {
+	if a.lib != nil && !a.dirty && !a.uncached {
+		return
 	}
-	curves := append([]jpa.PriorCurve(nil), a.opts.Prior...)
+	var curves []jpa.PriorCurve
 	var scales []float64
 	for j := range a.jobs {
+		if a.finished(j) {
+			continue
+		}
 		var pts []jpa.Point
-		for _, o := range a.observations(j) {
+		for _, o := range a.st[j].profile {
 			if o.Throughput > 0 && !math.IsInf(o.Throughput, 0) {
 				pts = append(pts, jpa.Point{Nodes: o.Nodes, Throughput: o.Throughput})
 				scales = append(scales, o.Throughput/math.Pow(float64(o.Nodes), priorExponent))
@@ -221,41 +317,82 @@ func (a *JPA) library() *jpa.Library {
 		sort.Slice(pts, func(x, y int) bool { return pts[x].Nodes < pts[y].Nodes })
 		curves = append(curves, jpa.PriorCurve{Name: a.jobs[j].Name, Group: a.groups[j], Points: pts})
 	}
-	lib, err := jpa.NewLibrary(curves)
+	curves = jpa.Representatives(curves, a.opts.SiblingsPerGroup)
+	top := a.priorTop
+	if len(scales) > 0 {
+		sort.Float64s(scales)
+		top = scales[len(scales)/2]
+	} else if top == 0 {
+		top = 1
+	}
+	a.dirty, a.priorTop = false, top
+	if a.lib != nil && !a.uncached && sameCurves(curves, a.libCurves) {
+		// The changes were outside the library (jobs it does not keep):
+		// every prediction made with it stands.
+		return
+	}
+	lib, err := jpa.NewLibrary(append(append([]jpa.PriorCurve(nil), a.opts.Prior...), curves...))
 	if err != nil {
 		// Observations are positive and sorted by count, the prior was
 		// validated: fall back to the prior alone rather than fail.
 		lib, _ = jpa.NewLibrary(a.opts.Prior)
 	}
-	a.priorTop = 1
-	if len(scales) > 0 {
-		sort.Float64s(scales)
-		a.priorTop = scales[len(scales)/2]
-	}
-	a.lib, a.libGen = lib, a.gen
-	return lib
+	a.lib, a.libCurves = lib, curves
+	a.libGen++
+	a.stats.LibraryBuilds++
+}
+
+func sameCurves(a, b []jpa.PriorCurve) bool {
+	return slices.EqualFunc(a, b, func(x, y jpa.PriorCurve) bool {
+		return x.Name == y.Name && x.Group == y.Group && slices.Equal(x.Points, y.Points)
+	})
 }
 
 // Curve is the CurveSource: job's optimistic JPA curve at now.
 func (a *JPA) Curve(job int, _ float64) allocator.Curve {
+	a.refreshLibrary()
 	j := a.jobs[job]
-	lib := a.library()
 	s := &a.st[job]
-	if s.curveGen == a.libGen && s.curve != nil {
-		return s.curve
+	if len(s.profile) == 0 {
+		// Nothing measured: the prediction from the group's siblings,
+		// the same for all the group's unmeasured jobs.
+		k := unmeasuredKey{a.groups[job], j.MinNodes, j.MaxNodes}
+		c := a.unmeasured[k]
+		if !a.valid(c, 0) {
+			c = a.predict(job, nil, 0)
+			a.unmeasured[k] = c
+		}
+		return c.curve
 	}
+	if !a.valid(s.cached, s.profileGen) {
+		s.cached = a.predict(job, s.profile, s.profileGen)
+	}
+	return s.cached.curve
+}
+
+// valid: c was predicted with the current library, the profile of
+// generation profileGen and, if it is the prior, the current prior scale.
+func (a *JPA) valid(c cachedCurve, profileGen int) bool {
+	return c.curve != nil && !a.uncached && c.libGen == a.libGen && c.profileGen == profileGen &&
+		(c.prior == 0 || c.prior == a.priorTop)
+}
+
+// predict is job's optimistic JPA curve from obs (its profile of
+// generation profileGen) and the current library, or the scaled prior.
+func (a *JPA) predict(job int, obs []jpa.Observation, profileGen int) cachedCurve {
+	j := a.jobs[job]
 	q := jpa.Query{MinNodes: j.MinNodes, MaxNodes: j.MaxNodes, Group: a.groups[job], Self: j.Name}
-	pred, err := jpa.Predict(a.observations(job), lib, q, a.opts.Predict)
-	var c allocator.Curve
+	pred, err := jpa.Predict(obs, a.lib, q, a.opts.Predict)
+	a.stats.Predictions++
+	c := cachedCurve{libGen: a.libGen, profileGen: profileGen}
 	if err == nil {
-		c = pred.AllocatorCurve(true)
+		c.curve = pred.AllocatorCurve(true)
 	}
-	if !usableCurve(c, j.MaxNodes) {
+	if !usableCurve(c.curve, j.MaxNodes) {
 		// Nothing known (jpa.ErrNoData), or any other failure: the prior
 		// keeps the job schedulable, as production does.
-		c = scaledPrior(j.MaxNodes, a.priorTop)
+		c.curve, c.prior = scaledPrior(j.MaxNodes, a.priorTop), a.priorTop
 	}
-	s.curve, s.curveGen = c, a.libGen
 	return c
 }
 

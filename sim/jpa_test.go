@@ -38,6 +38,10 @@ func TestJPAExactMeasurementsGiveTrueValues(t *testing.T) {
 	if len(obs) != 3 {
 		t.Fatalf("observations %+v, want counts 1, 2, 4", obs)
 	}
+	// Exact measurements never move: each count is published once.
+	if st := a.Stats(); st.Published != 3 {
+		t.Errorf("published %d estimates, want 3 (one per count): %+v", st.Published, st)
+	}
 	got := a.Curve(0, 3000)
 	for _, o := range obs {
 		want := job.Curve.At(o.Nodes)
@@ -124,6 +128,36 @@ func mean(xs []float64) float64 {
 		s += x
 	}
 	return s / float64(len(xs))
+}
+
+// The JPA predicts a job again only when its profile or the library
+// changed: a JPA that rebuilds and predicts everything at every decision
+// (as production's Allocate does) must make the same run.
+func TestJPACachesChangeNothing(t *testing.T) {
+	events, jobs := realContest(t)
+	var metrics [2]Metrics
+	var stats [2]JPAStats
+	for i, uncached := range []bool{false, true} {
+		a, err := NewJPA(jobs, JPAOptions{Seed: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.uncached = uncached
+		res, err := Run(events, jobs, Config{Curves: a.Curve, Measure: a.Measure})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := res.Metrics
+		m.SolverMsP50, m.SolverMsP99, m.SolverMsMax, m.SolverMsTotal = 0, 0, 0, 0
+		metrics[i], stats[i] = m, a.Stats()
+	}
+	if !reflect.DeepEqual(metrics[0], metrics[1]) {
+		t.Errorf("cached and uncached runs differ:\n%+v\n%+v", metrics[0], metrics[1])
+	}
+	if stats[0].Predictions*2 > stats[1].Predictions {
+		t.Errorf("the caches saved little: %d predictions against %d uncached", stats[0].Predictions, stats[1].Predictions)
+	}
+	t.Logf("cached %+v; uncached %+v", stats[0], stats[1])
 }
 
 // The same seed gives the same run (metrics other than solver times).

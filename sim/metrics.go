@@ -15,6 +15,9 @@ type Result struct {
 	// Series samples the run at its start, after every decision instant
 	// (node event, submission or completion) and at its end.
 	Series []SeriesPoint `json:"series"`
+	// SolverMs is the wall-clock milliseconds of each allocator solve, in
+	// decision order.
+	SolverMs []float64 `json:"solver_ms"`
 }
 
 // Metrics are DESIGN.md's simulation metrics for one run. Node-seconds
@@ -156,6 +159,7 @@ func (r *Result) finish(jobs []Job, solverMs []float64) {
 	m.Throughput = ratio(m.Samples, m.Duration)
 	m.EfficiencyVsDedicated = ratio(m.DedicatedNodeSeconds, m.AllocatedNodeSeconds)
 	m.HoleUtilisation = ratio(m.AllocatedNodeSeconds, m.IdleNodeSeconds)
+	r.SolverMs = solverMs
 	m.Decisions = len(solverMs)
 	m.SolverMsP50 = percentile(solverMs, 50)
 	m.SolverMsP99 = percentile(solverMs, 99)

@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -16,12 +18,16 @@ import (
 
 	"github.com/gleaner-hpc/gleaner/allocator"
 	"github.com/gleaner-hpc/gleaner/sim"
+	"github.com/gleaner-hpc/gleaner/sim/simplot"
 )
 
 type simOptions struct {
 	events, swf   string
 	jobs          string
 	synthetic     int
+	synArrivals   string
+	synNodeHours  float64
+	synStretch    int
 	policies      string
 	curves        string
 	noise         float64
@@ -32,8 +38,16 @@ type simOptions struct {
 	seed          uint64
 	dataDir       string
 	json          bool
+	plot          string
+	plotFormat    string
 	syntheticFlag bool // --synthetic was given
 }
+
+// Curve modes of --curves.
+const (
+	curvesOracle = "oracle"
+	curvesJPA    = "jpa"
+)
 
 // simTraceReport is the "trace" object of `gleaner sim --json`; its keys
 // are a stable contract (docs/sim.md).
@@ -54,6 +68,8 @@ type simTraceReport struct {
 	Inconsistent       int     `json:"inconsistent"`
 	DroppedHoles       int     `json:"dropped_holes"`
 	DroppedNodeSeconds float64 `json:"dropped_node_s"`
+	// Holes: hole lengths and idle-node counts (sim.HoleStats).
+	Holes sim.HoleStats `json:"holes"`
 }
 
 // simWorkloadReport is the "workload" object of `gleaner sim --json`.
@@ -61,6 +77,11 @@ type simWorkloadReport struct {
 	Source string `json:"source"` // the --jobs file, or "synthetic"
 	Jobs   int    `json:"jobs"`
 	Seed   uint64 `json:"seed,omitempty"` // synthetic only
+	// Synthetic only: how jobs arrive ("start" or "uniform"), each job's
+	// node-hours at its best scale, and the curves' stretch.
+	Arrivals  string  `json:"arrivals,omitempty"`
+	NodeHours float64 `json:"node_hours,omitempty"`
+	Stretch   int     `json:"stretch,omitempty"`
 }
 
 // simPolicyReport is one entry of "policies": sim.Metrics (its JSON keys:
@@ -106,9 +127,12 @@ completed. Progress goes to stderr. See docs/sim.md.`,
 	f.StringVar(&o.events, "events", "", "idle-event file in the BFTrainer format (unix_time,event,nodes)")
 	f.StringVar(&o.swf, "swf", "", "job log in the Standard Workload Format, replayed into idle nodes")
 	f.StringVar(&o.jobs, "jobs", "", "workload in the BFTrainer job format")
-	f.IntVar(&o.synthetic, "synthetic", 0, "draw N synthetic jobs from DATA/scaling, all submitted at the trace's start")
+	f.IntVar(&o.synthetic, "synthetic", 0, "draw N synthetic jobs from DATA/scaling (see --synthetic-*)")
+	f.StringVar(&o.synArrivals, "synthetic-arrivals", "start", "when --synthetic jobs arrive: start (all at the trace's start) or uniform (uniformly over the replayed window)")
+	f.Float64Var(&o.synNodeHours, "synthetic-node-hours", 1, "node-hours each --synthetic job takes at its best fixed scale")
+	f.IntVar(&o.synStretch, "synthetic-stretch", 1, "multiply the --synthetic curves' node counts by G (the measured curves stop at 16 nodes)")
 	f.StringVar(&o.policies, "policy", "compact,greedy,equal", "comma-separated policies: compact, paper, greedy, equal")
-	f.StringVar(&o.curves, "curves", "oracle", "what the allocator knows of each job's throughput: oracle (the true curves) or jpa (learnt online by the JPA from noisy measurements)")
+	f.StringVar(&o.curves, "curves", curvesOracle, "what the allocator knows of each job's throughput: oracle (the true curves), jpa (learnt online by the JPA from noisy measurements), or both, comma-separated (every policy runs with each)")
 	f.Float64Var(&o.noise, "noise", 0.05, "with --curves jpa: relative noise (log-normal sigma) of the simulated throughput measurements")
 	f.Float64Var(&o.tfwd, "tfwd", 0, fmt.Sprintf("allocator look-ahead T_fwd in seconds (0: %d)", sim.DefaultLookahead))
 	f.StringVar(&o.window, "window", "", "replay only [FROM,TO) of the trace, in its seconds (unix time); 0 leaves a side unbounded")
@@ -117,6 +141,8 @@ completed. Progress goes to stderr. See docs/sim.md.`,
 	f.Uint64Var(&o.seed, "seed", 1, "seed of --synthetic")
 	f.StringVar(&o.dataDir, "data", "", "reference data directory holding scaling/, for --synthetic (default: ../shared/data found from the working directory)")
 	f.BoolVar(&o.json, "json", false, "print one JSON object {trace, workload, policies}")
+	f.StringVar(&o.plot, "plot", "", "write figures into DIR (created if missing): nodes (idle and used over time), samples (cumulative), solver (solve time distribution)")
+	f.StringVar(&o.plotFormat, "plot-format", simplot.PNG, "format of the --plot figures: png or svg")
 	return cmd
 }
 
@@ -131,8 +157,20 @@ func (o *simOptions) validate() (policies []allocator.Formulation, window [2]flo
 	if o.syntheticFlag && o.synthetic < 1 {
 		return nil, window, usageErrorf("--synthetic: %d must be at least 1", o.synthetic)
 	}
-	if o.curves != "oracle" && o.curves != "jpa" {
-		return nil, window, usageErrorf("--curves: %q is not one of oracle, jpa", o.curves)
+	if o.synArrivals != "start" && o.synArrivals != "uniform" {
+		return nil, window, usageErrorf("--synthetic-arrivals: %q is not one of start, uniform", o.synArrivals)
+	}
+	if !(o.synNodeHours > 0) || math.IsInf(o.synNodeHours, 0) {
+		return nil, window, usageErrorf("--synthetic-node-hours: %v must be a positive number", o.synNodeHours)
+	}
+	if o.synStretch < 1 {
+		return nil, window, usageErrorf("--synthetic-stretch: %d must be at least 1", o.synStretch)
+	}
+	if _, err := o.curveModes(); err != nil {
+		return nil, window, err
+	}
+	if o.plotFormat != simplot.PNG && o.plotFormat != simplot.SVG {
+		return nil, window, usageErrorf("--plot-format: %q is not one of png, svg", o.plotFormat)
 	}
 	if !(o.noise >= 0) || o.noise > 1 {
 		return nil, window, usageErrorf("--noise: %v must be in [0, 1]", o.noise)
@@ -153,6 +191,22 @@ func (o *simOptions) validate() (policies []allocator.Formulation, window [2]flo
 		return nil, window, err
 	}
 	return policies, window, nil
+}
+
+// curveModes parses --curves: oracle and/or jpa, no repeats.
+func (o *simOptions) curveModes() ([]string, error) {
+	var out []string
+	for _, part := range strings.Split(o.curves, ",") {
+		m := strings.TrimSpace(part)
+		if m != curvesOracle && m != curvesJPA {
+			return nil, usageErrorf("--curves: %q is not one of oracle, jpa", part)
+		}
+		if slices.Contains(out, m) {
+			return nil, usageErrorf("--curves: %q is given twice", part)
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 func finiteNonNegative(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }
@@ -221,13 +275,21 @@ func (o *simOptions) run(stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "sim: %s: %d nodes, %d events over %s; %d jobs\n",
 		rep.File, rep.Nodes, rep.Events, time.Duration((tr.End-tr.Start)*float64(time.Second)).Round(time.Second), len(jobs))
 
+	modes, _ := o.curveModes()
 	report := simReport{Trace: rep, Workload: wrep}
-	for i, p := range policies {
-		fmt.Fprintf(stderr, "sim: [%d/%d] %s: replaying…\n", i+1, len(policies), p)
+	var runs []simplot.Run
+	total := len(policies) * len(modes)
+	for i := 0; i < total; i++ {
+		p, mode := policies[i%len(policies)], modes[i/len(policies)]
+		label := string(p)
+		if len(modes) > 1 {
+			label += "/" + mode
+		}
+		prefix := fmt.Sprintf("sim: [%d/%d] %s:", i+1, total, label)
+		fmt.Fprintf(stderr, "%s replaying…\n", prefix)
 		start := time.Now()
-		cfg := sim.Config{Policy: p, Lookahead: o.tfwd, Start: tr.Start, End: tr.End,
-			Progress: simProgress(stderr, fmt.Sprintf("sim: [%d/%d] %s:", i+1, len(policies), p), time.Now)}
-		if o.curves == "jpa" {
+		cfg := sim.Config{Policy: p, Lookahead: o.tfwd, Start: tr.Start, End: tr.End, Progress: simProgress(stderr, prefix, time.Now)}
+		if mode == curvesJPA {
 			noise := o.noise
 			if noise == 0 {
 				noise = -1 // exact measurements (JPAOptions: 0 means the default)
@@ -244,9 +306,19 @@ func (o *simOptions) run(stdout, stderr io.Writer) error {
 			return fmt.Errorf("policy %s: %w", p, err)
 		}
 		wall := time.Since(start)
-		fmt.Fprintf(stderr, "sim: [%d/%d] %s: done in %s (%d decisions, %d/%d jobs completed)\n",
-			i+1, len(policies), p, wall.Round(time.Millisecond), res.Metrics.Decisions, res.Metrics.JobsCompleted, len(jobs))
-		report.Policies = append(report.Policies, simPolicyReport{Metrics: res.Metrics, Curves: o.curves, WallSeconds: wall.Seconds()})
+		fmt.Fprintf(stderr, "%s done in %s (%d decisions, %d/%d jobs completed)\n",
+			prefix, wall.Round(time.Millisecond), res.Metrics.Decisions, res.Metrics.JobsCompleted, len(jobs))
+		report.Policies = append(report.Policies, simPolicyReport{Metrics: res.Metrics, Curves: mode, WallSeconds: wall.Seconds()})
+		runs = append(runs, simplot.Run{Label: label, Result: res})
+	}
+	if o.plot != "" {
+		paths, err := simplot.Write(o.plot, runs, simplot.Options{Format: o.plotFormat, Title: filepath.Base(rep.File)})
+		if err != nil {
+			return fmt.Errorf("--plot: %w", err)
+		}
+		for _, p := range paths {
+			fmt.Fprintf(stderr, "sim: wrote %s\n", p)
+		}
 	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
@@ -288,11 +360,12 @@ func (o *simOptions) readTrace(opts sim.SourceOptions) (*sim.Trace, simTraceRepo
 		Start: tr.Start, End: tr.End, Lines: r.Lines, Records: r.Records,
 		SWFJobs: r.Jobs, SkippedJobs: r.SkippedJobs, ClippedJobs: r.ClippedJobs, ClippedNodeSeconds: r.ClippedNodeSeconds,
 		Inconsistent: r.Inconsistent, DroppedHoles: r.DroppedHoles, DroppedNodeSeconds: r.DroppedNodeSeconds,
+		Holes: tr.HoleStats(),
 	}, nil
 }
 
 // readWorkload reads --jobs or draws --synthetic jobs, submitted at the
-// trace's start.
+// trace's start or uniformly over it (--synthetic-arrivals).
 func (o *simOptions) readWorkload(tr *sim.Trace) ([]sim.Job, simWorkloadReport, error) {
 	if o.jobs != "" {
 		f, err := os.Open(o.jobs)
@@ -313,11 +386,16 @@ func (o *simOptions) readWorkload(tr *sim.Trace) ([]sim.Job, simWorkloadReport, 
 	if err != nil {
 		return nil, simWorkloadReport{}, withCode(ExitUsage, err)
 	}
-	jobs := sim.SyntheticJobs(curves, o.synthetic, o.seed, sim.SyntheticOptions{Start: tr.Start})
+	opts := sim.SyntheticOptions{Start: tr.Start, NodeHours: o.synNodeHours, Stretch: o.synStretch}
+	if o.synArrivals == "uniform" {
+		opts.Window = tr.End - tr.Start
+	}
+	jobs := sim.SyntheticJobs(curves, o.synthetic, o.seed, opts)
 	if len(jobs) == 0 {
 		return nil, simWorkloadReport{}, usageErrorf("--data: no scaling curve with points to draw --synthetic jobs from")
 	}
-	return jobs, simWorkloadReport{Source: "synthetic", Jobs: len(jobs), Seed: o.seed}, nil
+	return jobs, simWorkloadReport{Source: "synthetic", Jobs: len(jobs), Seed: o.seed,
+		Arrivals: o.synArrivals, NodeHours: o.synNodeHours, Stretch: o.synStretch}, nil
 }
 
 func printSimReport(w io.Writer, r simReport) error {
@@ -334,6 +412,11 @@ func printSimReport(w io.Writer, r simReport) error {
 	if t.DroppedHoles > 0 {
 		fmt.Fprintf(w, "          %d holes shorter than --min-hole dropped (%.0f node-s)\n", t.DroppedHoles, t.DroppedNodeSeconds)
 	}
+	h := t.Holes
+	fmt.Fprintf(w, "holes     %d; length p10/p50/p90/p99 %s/%s/%s/%s; idle node-hours in holes <1m/1-10m/10-60m/1-6h/>6h: %s\n",
+		h.Holes, simDuration(h.LengthP10), simDuration(h.LengthP50), simDuration(h.LengthP90), simDuration(h.LengthP99), simShares(h.NodeSecondsByLength))
+	fmt.Fprintf(w, "idle      %.0f node-hours (%.1f%% of the machine); idle nodes p10/p50/p90/max %d/%d/%d/%d, mean %.0f\n",
+		h.IdleNodeSeconds/3600, 100*h.MeanIdleFraction, h.IdleP10, h.IdleP50, h.IdleP90, h.IdleMax, h.IdleMean)
 	fmt.Fprintf(w, "workload  %s: %d jobs\n\n", r.Workload.Source, r.Workload.Jobs)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -344,6 +427,20 @@ func printSimReport(w io.Writer, r simReport) error {
 			p.SolverMsP50, p.SolverMsP99, p.JobsCompleted, r.Workload.Jobs, p.WallSeconds)
 	}
 	return tw.Flush()
+}
+
+// simDuration prints seconds as a rounded duration (e.g. 7m5s).
+func simDuration(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
+}
+
+// simShares prints shares as percentages joined by "/".
+func simShares(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.0f%%", 100*x)
+	}
+	return strings.Join(parts, "/")
 }
 
 // simProgress reports a long replay's progress on stderr: a line whenever

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -169,6 +171,38 @@ func TestSimJPACurves(t *testing.T) {
 	require.Equal(t, r.Policies[0]["throughput"], again.Policies[0]["throughput"], "same seed, same run")
 	oracle := runSimJSON(t, "--events", simEvents, "--jobs", simJobs, "--policy", "compact", "--json")
 	require.Equal(t, "oracle", oracle.Policies[0]["curves"])
+}
+
+// --curves oracle,jpa runs every policy with each; --plot writes the
+// three figures, named on stderr.
+func TestSimBothCurvesAndPlots(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "figures")
+	out, progress, err := runCLI(t, "sim", "--events", simEvents, "--jobs", simJobs, "--policy", "compact,equal",
+		"--curves", "oracle,jpa", "--json", "--plot", dir, "--plot-format", "svg")
+	require.NoError(t, err, progress)
+	var r simJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &r), out)
+	checkSimPolicies(t, r, 2, "compact", "equal", "compact", "equal")
+	for i, want := range []string{"oracle", "oracle", "jpa", "jpa"} {
+		require.Equal(t, want, r.Policies[i]["curves"])
+	}
+	for _, name := range []string{"nodes.svg", "samples.svg", "solver.svg"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err)
+		require.Contains(t, string(b), "compact/jpa", "%s has a legend entry per run", name)
+		require.Contains(t, progress, filepath.Join(dir, name))
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--curves", "jpa,jpa"}, `--curves: "jpa" is given twice`},
+		{[]string{"--plot", dir, "--plot-format", "gif"}, `--plot-format: "gif" is not one of png, svg`},
+	} {
+		_, _, err := runCLI(t, append([]string{"sim", "--events", simEvents, "--jobs", simJobs}, tc.args...)...)
+		require.ErrorContains(t, err, tc.want)
+		require.Equal(t, ExitUsage, ExitCode(err))
+	}
 }
 
 func TestSimProgressLines(t *testing.T) {

@@ -33,12 +33,14 @@ func (e *Explore) withDefaults() Explore {
 	return o
 }
 
-// Optimistic returns a copy of p in which the unmeasured counts most
+// Optimistic returns a copy of p in which the unexplored counts most
 // worth trying carry their upper-confidence value x̂(n) + C·σ(n): those
-// whose upper value beats the best measured throughput (so trying them
-// could pay), the largest upper values first, at most MaxUnmeasured of
-// them. Every other count keeps its prediction, so the allocator explores
-// a bounded number of counts per trial and otherwise exploits. It also
+// neither the trial nor a sibling of its campaign measured
+// (PredictedPoint.Measured, SiblingMeasured) whose upper value beats the
+// best measured throughput (so trying them could pay), the largest upper
+// values first, at most MaxUnmeasured of them. Every other count keeps
+// its prediction, so the allocator explores a bounded number of counts
+// per trial, each once per campaign, and otherwise exploits. It also
 // returns the counts made optimistic.
 func (p Prediction) Optimistic(e *Explore) (Prediction, []int) {
 	set := e.withDefaults()
@@ -57,7 +59,7 @@ func (p Prediction) Optimistic(e *Explore) (Prediction, []int) {
 	for len(chosen) < set.MaxUnmeasured {
 		pick, pickU := -1, best
 		for i, pt := range out.Points {
-			if pt.Measured || containsInt(chosen, i) {
+			if pt.Measured || pt.SiblingMeasured || containsInt(chosen, i) {
 				continue
 			}
 			if u := pt.Throughput + set.C*pt.Sigma; u > pickU && !math.IsInf(u, 0) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -152,6 +153,10 @@ type PredictedPoint struct {
 	SigmaLog float64
 	// Measured is true where Throughput is the trial's own measurement.
 	Measured bool
+	// SiblingMeasured is true where a sibling (a library curve of the
+	// trial's Group, on its node type) measured the count: the campaign
+	// has explored it, so Optimistic leaves it be.
+	SiblingMeasured bool
 }
 
 // Prediction is a trial's predicted curve over [MinNodes, MaxNodes].
@@ -175,9 +180,29 @@ func (p Prediction) At(n int) (PredictedPoint, bool) {
 // candidate is one library curve lending its shape.
 type candidate struct {
 	name  string
-	k     float64 // node-type and campaign multiplier
-	logAt func(n int) (float64, bool)
-	resid []float64 // ln observed − ln shape at each observed count (NaN if uncovered)
+	k     float64                     // node-type and campaign multiplier
+	tab   *logTable                   // a library curve's shape, or
+	fn    func(n int) (float64, bool) // the trial's own fit
+	resid []float64                   // ln observed − ln shape at each observed count (NaN if uncovered)
+	full  bool                        // no NaN in resid
+	// sibling: a curve of the trial's campaign on its node type, whose
+	// measured counts are known to the trial's shape (see predictAt).
+	sibling bool
+}
+
+// logAt is the candidate's ln throughput at n; false outside its range.
+func (c *candidate) logAt(n int) (float64, bool) {
+	if c.tab != nil && c.tab.v != nil {
+		i := n - c.tab.lo
+		if i < 0 || i >= len(c.tab.v) {
+			return 0, false
+		}
+		return c.tab.v[i], true
+	}
+	if c.tab != nil {
+		return c.tab.curve.logAt(n)
+	}
+	return c.fn(n)
 }
 
 // Predict predicts a trial's throughput at every count of [q.MinNodes,
@@ -236,6 +261,7 @@ func Predict(obs []Observation, lib *Library, q Query, s *Settings) (Prediction,
 	}
 	pred := Prediction{NodeType: target}
 	cands := candidates(pts, lib, q, baseType, set)
+	sibCounts := siblingCounts(cands)
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].k > cands[j].k })
 	for _, c := range cands[:min(len(cands), 5)] {
 		pred.Neighbours = append(pred.Neighbours, c.name)
@@ -253,7 +279,7 @@ func Predict(obs []Observation, lib *Library, q Query, s *Settings) (Prediction,
 			ns[i], xs[i] = p.n, p.x
 		}
 		u, _, _ := fitUSL(ns, xs, q.MaxNodes, lib.uslPrior())
-		fallback = &candidate{name: "usl", k: 1, logAt: func(n int) (float64, bool) {
+		fallback = &candidate{name: "usl", k: 1, fn: func(n int) (float64, bool) {
 			x := u.At(float64(n))
 			return math.Log(x), x > 0
 		}}
@@ -264,7 +290,7 @@ func Predict(obs []Observation, lib *Library, q Query, s *Settings) (Prediction,
 	var votes []vote
 	for n := q.MinNodes; n <= q.MaxNodes; n++ {
 		var p PredictedPoint
-		p, votes = predictAt(n, pts, cands, ownFit, set, votes[:0])
+		p, votes = predictAt(n, pts, cands, sibCounts, ownFit, set, votes[:0])
 		pred.Points = append(pred.Points, p)
 	}
 	if target != baseType {
@@ -352,12 +378,13 @@ func candidates(pts []obsPoint, lib *Library, q Query, baseType string, set Sett
 		if len(c.Points) < 2 || q.isSelf(c) {
 			continue
 		}
-		cand := candidate{name: c.Name, k: 1, logAt: lib.logs[i].at}
+		cand := candidate{name: c.Name, k: 1, tab: &lib.logs[i]}
 		if c.NodeType == baseType {
 			cand.k *= set.SameTypeWeight
 		}
 		if q.Group != "" && c.Group == q.Group {
 			cand.k *= set.SameGroupWeight
+			cand.sibling = c.NodeType == baseType
 		}
 		if q.Model != "" && c.Model == q.Model {
 			cand.k *= set.SameModelWeight
@@ -382,6 +409,7 @@ func setResiduals(c *candidate, pts []obsPoint) bool {
 		c.resid[i] = p.logX - l
 		covered++
 	}
+	c.full = covered == len(pts)
 	return covered > 0
 }
 
@@ -429,9 +457,38 @@ func nearestPair(n int, pts []obsPoint) (a, b int) {
 // vote is one curve's say on ln throughput at a count, with its weight.
 type vote struct{ v, w float64 }
 
+// siblingCounts is the sorted distinct counts the sibling candidates
+// measured.
+func siblingCounts(cands []candidate) []int {
+	var out []int
+	for i := range cands {
+		if cands[i].sibling {
+			for _, p := range cands[i].tab.curve.Points {
+				out = append(out, p.Nodes)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// logDistance is the least |ln n − ln m| over the sorted counts ms (+Inf
+// if there are none).
+func logDistance(n int, ms []int) float64 {
+	i, _ := slices.BinarySearch(ms, n)
+	d := math.Inf(1)
+	for _, j := range []int{i - 1, i} {
+		if j >= 0 && j < len(ms) {
+			d = math.Min(d, math.Abs(math.Log(float64(n))-math.Log(float64(ms[j]))))
+		}
+	}
+	return d
+}
+
 // predictAt predicts count n; votes is scratch space, returned for reuse.
-// fallback yields the trial's own fit (computed on first call).
-func predictAt(n int, pts []obsPoint, cands []candidate, fallback func() *candidate, set Settings, votes []vote) (PredictedPoint, []vote) {
+// sibCounts are the counts the trial's siblings measured; fallback yields
+// the trial's own fit (computed on first call).
+func predictAt(n int, pts []obsPoint, cands []candidate, sibCounts []int, fallback func() *candidate, set Settings, votes []vote) (PredictedPoint, []vote) {
 	ln := math.Log(float64(n))
 	nearest, dist := 0, math.Inf(1)
 	for i, p := range pts {
@@ -445,7 +502,23 @@ func predictAt(n int, pts []obsPoint, cands []candidate, fallback func() *candid
 		return PredictedPoint{Nodes: n, Throughput: x, SigmaLog: noise, Sigma: x * noise, Measured: true}, votes
 	}
 	a, b := nearestPair(n, pts)
-	for _, c := range cands {
+	// For a candidate covering every observed count, residualAt reduces
+	// to one interpolation between the same two counts: found once.
+	lo, hi := -1, -1
+	for i, p := range pts {
+		if p.n <= n {
+			lo = i
+		}
+		if p.n >= n && hi < 0 {
+			hi = i
+		}
+	}
+	t := 0.0
+	if lo >= 0 && hi >= 0 && lo != hi {
+		t = (ln - pts[lo].lnN) / (pts[hi].lnN - pts[lo].lnN)
+	}
+	for i := range cands {
+		c := &cands[i]
 		l, ok := c.logAt(n)
 		if !ok {
 			continue
@@ -455,9 +528,21 @@ func predictAt(n int, pts []obsPoint, cands []candidate, fallback func() *candid
 			d := c.resid[a] - c.resid[b]
 			w *= math.Exp(-d * d / (2 * set.Bandwidth * set.Bandwidth))
 		}
-		if w > 0 {
-			votes = append(votes, vote{l + residualAt(n, ln, pts, c.resid), w})
+		if !(w > 0) {
+			continue
 		}
+		var r float64
+		switch {
+		case !c.full:
+			r = residualAt(n, ln, pts, c.resid)
+		case lo < 0:
+			r = c.resid[hi]
+		case hi < 0 || lo == hi:
+			r = c.resid[lo]
+		default:
+			r = (1-t)*c.resid[lo] + t*c.resid[hi]
+		}
+		votes = append(votes, vote{l + r, w})
 	}
 	spreadFloor := 0.0
 	if len(votes) == 0 {
@@ -493,9 +578,16 @@ func predictAt(n int, pts []obsPoint, cands []candidate, fallback func() *candid
 		trend := pts[b].logX + slope*(ln-pts[b].lnN)
 		mean = (1-set.TrendWeight)*mean + set.TrendWeight*trend
 	}
+	// Where siblings measured n or near it, the campaign's shape is known
+	// there, and how far this trial may stray from it is the siblings'
+	// spread: the extrapolation term runs from the nearest count the
+	// trial or a sibling measured.
+	sibDist := logDistance(n, sibCounts)
+	siblingMeasured := sibDist == 0
+	dist = math.Min(dist, sibDist)
 	sl := math.Sqrt(spread*spread + set.Growth*set.Growth*dist*dist + noise*noise)
 	x := math.Exp(mean)
-	return PredictedPoint{Nodes: n, Throughput: x, SigmaLog: sl, Sigma: x * sl}, votes
+	return PredictedPoint{Nodes: n, Throughput: x, SigmaLog: sl, Sigma: x * sl, SiblingMeasured: siblingMeasured}, votes
 }
 
 // predictFromSiblings predicts a trial with no measurement from curves of

@@ -314,3 +314,32 @@ func TestRepresentatives(t *testing.T) {
 	require.Equal(t, []string{"profiled", "a2", "b1", "a3", "a4"}, names)
 	require.Len(t, Representatives(curves, 0), len(curves))
 }
+
+// Where a sibling of the campaign measured a count, the trial's
+// uncertainty there is the siblings' spread, not an extrapolation from
+// its own counts; elsewhere the extrapolation term stays.
+func TestSiblingMeasuredCountsAreNotExtrapolated(t *testing.T) {
+	u := USL{X1: 100, Alpha: 0.02, Beta: 0.0005}
+	sib := uslCurve("sib", "", u, 8)
+	sib.Group, sib.Points = "c", []Point{sib.Points[0], sib.Points[1], sib.Points[7]} // 1, 2, 8
+	lib, err := NewLibrary([]PriorCurve{sib})
+	require.NoError(t, err)
+	obs := []Observation{{Nodes: 1, Throughput: u.At(1)}, {Nodes: 2, Throughput: u.At(2)}}
+	q := Query{MinNodes: 1, MaxNodes: 8}
+	alone, err := Predict(obs, lib, q, nil)
+	require.NoError(t, err)
+	q.Group = "c"
+	withSibling, err := Predict(obs, lib, q, nil)
+	require.NoError(t, err)
+	at := func(p Prediction, n int) PredictedPoint { pt, _ := p.At(n); return pt }
+	// At 8 the sibling measured: only noise and spread remain.
+	assert.Less(t, at(withSibling, 8).SigmaLog, 0.05)
+	assert.Greater(t, at(alone, 8).SigmaLog, 0.15) // Growth·ln(8/2) ≈ 0.21
+	assert.True(t, at(withSibling, 8).SiblingMeasured)
+	// At 5 nobody measured: the extrapolation runs from the nearest count
+	// measured by anyone, the sibling's 8 (Growth·ln(8/5) ≈ 0.07) rather
+	// than the trial's own 2 (Growth·ln(5/2) ≈ 0.14).
+	assert.InDelta(t, 0.15*math.Log(8.0/5), at(withSibling, 5).SigmaLog, 0.02)
+	assert.InDelta(t, 0.15*math.Log(5.0/2), at(alone, 5).SigmaLog, 0.02)
+	assert.False(t, at(withSibling, 5).SiblingMeasured)
+}

@@ -59,9 +59,11 @@ type JPAOptions struct {
 	// SiblingsPerGroup caps the library's curves per group (0:
 	// jpa.DefaultSiblingsPerGroup, as production; negative: no cap).
 	SiblingsPerGroup int
-	// Profiler and Predict tune the JPA (nil: its defaults).
+	// Profiler, Predict and Explore tune the JPA (nil: its defaults, as
+	// production's).
 	Profiler *jpa.Config
 	Predict  *jpa.Settings
+	Explore  *jpa.Explore
 }
 
 // JPA learns the jobs' curves online, as production does: it turns the
@@ -117,7 +119,6 @@ type jpaJob struct {
 	lastTo     float64 // end of the last step seen
 	lastTrue   float64 // true samples at lastTo
 	lastReport float64 // time of the last report
-	reportTrue float64 // true samples at lastReport
 	reported   float64 // noisy cumulative samples reported
 	// profile is what the allocator knows of the job, one observation
 	// per count, sorted by count: each published when new or moved by
@@ -213,32 +214,23 @@ func (a *JPA) Measure(job, nodes int, from, to, samples float64) {
 		// A new run segment: the job starts, resumes or was rescaled.
 		// After a gap it held no nodes, so its samples did not move.
 		paused := from != s.lastTo || s.nodes == 0
-		s.nodes, s.lastReport, s.reportTrue, s.lastTo = nodes, from, s.lastTrue, from
+		s.nodes, s.lastReport, s.lastTo = nodes, from, from
 		a.ingest(job, jpa.Report{TrialID: name, Nodes: nodes, Samples: s.reported, Time: a.at(from), Restart: true, AfterPause: paused})
 	}
-	// Within a step the job first re-trains what a rescale lost (its
-	// samples stall), then trains at its true rate: the stall is what the
-	// rate leaves unexplained.
-	s0, t0 := s.lastTrue, s.lastTo
-	rate := a.jobs[job].Curve.At(nodes)
-	stall := to - t0
-	if rate > 0 {
-		stall = min(max(stall-(samples-s0)/rate, 0), to-t0)
-	}
-	trueAt := func(t float64) float64 {
-		if rate <= 0 {
-			return s0
-		}
-		return min(s0+rate*max(t-t0-stall, 0), samples)
-	}
+	// What a trainer reports is its position in the data. After a
+	// restart it resumes from its checkpoint and re-trains what the
+	// rescale lost (the engine's stall of useful samples) at its full
+	// rate, so the position advances at the true rate throughout: that
+	// is what production's profiler sees, the restart report marking the
+	// new baseline.
+	rate := max(a.jobs[job].Curve.At(nodes), 0)
 	for next := s.lastReport + a.opts.Interval; next <= to; next = s.lastReport + a.opts.Interval {
-		at := trueAt(next)
-		d := at - s.reportTrue
+		d := rate * (next - s.lastReport)
 		if a.opts.Noise > 0 {
 			d *= math.Exp(a.opts.Noise * a.rng.NormFloat64())
 		}
-		s.reported += max(d, 0)
-		s.lastReport, s.reportTrue = next, at
+		s.reported += d
+		s.lastReport = next
 		a.ingest(job, jpa.Report{TrialID: name, Nodes: nodes, Samples: s.reported, Time: a.at(next)})
 	}
 	if samples >= a.jobs[job].TotalSamples && s.lastTrue < a.jobs[job].TotalSamples {
@@ -386,7 +378,8 @@ func (a *JPA) predict(job int, obs []jpa.Observation, profileGen int) cachedCurv
 	a.stats.Predictions++
 	c := cachedCurve{libGen: a.libGen, profileGen: profileGen}
 	if err == nil {
-		c.curve = pred.AllocatorCurve(true)
+		opt, _ := pred.Optimistic(a.opts.Explore)
+		c.curve = opt.AllocatorCurve(false)
 	}
 	if !usableCurve(c.curve, j.MaxNodes) {
 		// Nothing known (jpa.ErrNoData), or any other failure: the prior

@@ -9,6 +9,20 @@ import (
 	"github.com/gleaner-hpc/gleaner/allocator"
 )
 
+// runExactJPA replays job alone on events, the JPA measuring exactly.
+func runExactJPA(t *testing.T, job Job, events []Event) (*JPA, *Result) {
+	t.Helper()
+	a, err := NewJPA([]Job{job}, JPAOptions{Noise: -1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(events, []Job{job}, Config{Curves: a.Curve, Measure: a.Measure})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, res
+}
+
 // With exact measurements, a job that ran at 1, 2 and 4 nodes (the idle
 // set grows under it) is told its true throughput at those counts.
 func TestJPAExactMeasurementsGiveTrueValues(t *testing.T) {
@@ -23,14 +37,7 @@ func TestJPAExactMeasurementsGiveTrueValues(t *testing.T) {
 		{Time: 2000, Idle: []string{"n3", "n4"}},
 		{Time: 3000},
 	}
-	a, err := NewJPA([]Job{job}, JPAOptions{Noise: -1, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Run(events, []Job{job}, Config{Curves: a.Curve, Measure: a.Measure})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, res := runExactJPA(t, job, events)
 	if res.PerJob[0].Rescales != 2 {
 		t.Fatalf("rescales = %d, want 2 (1 → 2 → 4 nodes)", res.PerJob[0].Rescales)
 	}
@@ -128,6 +135,33 @@ func mean(xs []float64) float64 {
 		s += x
 	}
 	return s / float64(len(xs))
+}
+
+// A job shrunk from 6 nodes to 1 owes RescaleDown × its 6-node rate,
+// which the engine re-trains at the 1-node rate: its useful samples stall
+// for minutes. The trainer re-trains from its checkpoint at full speed
+// all the while, so what the JPA measures at 1 node is the true rate,
+// not the stall.
+func TestJPAMeasuresTheRateThroughARescaleStall(t *testing.T) {
+	job := Job{
+		Name: "a", MinNodes: 1, MaxNodes: 6, TotalSamples: 1e12,
+		Curve:     allocator.Curve{{Nodes: 1, Throughput: 100}, {Nodes: 6, Throughput: 550}},
+		RescaleUp: 20, RescaleDown: 60, // 60 s × 550/s = 33,000 samples: 330 s at 1 node
+	}
+	events := []Event{
+		{Time: 0, Idle: []string{"n1", "n2", "n3", "n4", "n5", "n6"}},
+		{Time: 1000, Busy: []string{"n2", "n3", "n4", "n5", "n6"}},
+		{Time: 3000},
+	}
+	a, res := runExactJPA(t, job, events)
+	if res.PerJob[0].Preemptions != 1 || res.PerJob[0].ProgressLost != 33000 {
+		t.Fatalf("preemptions %d, progress lost %v: want 1 and 33000", res.PerJob[0].Preemptions, res.PerJob[0].ProgressLost)
+	}
+	for _, o := range a.Profiler().Observations("a") {
+		if want := job.Curve.At(o.Nodes); math.Abs(o.Throughput-want) > 1e-9*want {
+			t.Errorf("measured %v samples/s at %d nodes, want the true %v", o.Throughput, o.Nodes, want)
+		}
+	}
 }
 
 // The JPA predicts a job again only when its profile or the library

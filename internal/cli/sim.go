@@ -94,6 +94,8 @@ type simPolicyReport struct {
 	// "jpa" (learnt online from noisy simulated measurements).
 	Curves      string  `json:"curves"`
 	WallSeconds float64 `json:"wall_s"`
+	// JPA counts the JPA's work (jpa curves only).
+	JPA *sim.JPAStats `json:"jpa,omitempty"`
 }
 
 type simReport struct {
@@ -289,14 +291,16 @@ func (o *simOptions) run(stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "%s replaying…\n", prefix)
 		start := time.Now()
 		cfg := sim.Config{Policy: p, Lookahead: o.tfwd, Start: tr.Start, End: tr.End, Progress: simProgress(stderr, prefix, time.Now)}
+		var learner *sim.JPA
 		if mode == curvesJPA {
 			noise := o.noise
 			if noise == 0 {
 				noise = -1 // exact measurements (JPAOptions: 0 means the default)
 			}
-			if cfg.Curves, cfg.Measure, err = sim.JPACurves(jobs, sim.JPAOptions{Seed: o.seed, Noise: noise}); err != nil {
+			if learner, err = sim.NewJPA(jobs, sim.JPAOptions{Seed: o.seed, Noise: noise}); err != nil {
 				return fmt.Errorf("--curves jpa: %w", err)
 			}
+			cfg.Curves, cfg.Measure = learner.Curve, learner.Measure
 		}
 		res, err := sim.Run(tr.Events, jobs, cfg)
 		if err != nil {
@@ -308,7 +312,12 @@ func (o *simOptions) run(stdout, stderr io.Writer) error {
 		wall := time.Since(start)
 		fmt.Fprintf(stderr, "%s done in %s (%d decisions, %d/%d jobs completed)\n",
 			prefix, wall.Round(time.Millisecond), res.Metrics.Decisions, res.Metrics.JobsCompleted, len(jobs))
-		report.Policies = append(report.Policies, simPolicyReport{Metrics: res.Metrics, Curves: mode, WallSeconds: wall.Seconds()})
+		pr := simPolicyReport{Metrics: res.Metrics, Curves: mode, WallSeconds: wall.Seconds()}
+		if learner != nil {
+			st := learner.Stats()
+			pr.JPA = &st
+		}
+		report.Policies = append(report.Policies, pr)
 		runs = append(runs, simplot.Run{Label: label, Result: res})
 	}
 	if o.plot != "" {

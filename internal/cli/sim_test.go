@@ -185,6 +185,12 @@ func TestSimBothCurvesAndPlots(t *testing.T) {
 	checkSimPolicies(t, r, 2, "compact", "equal", "compact", "equal")
 	for i, want := range []string{"oracle", "oracle", "jpa", "jpa"} {
 		require.Equal(t, want, r.Policies[i]["curves"])
+		if want == "jpa" {
+			st := r.Policies[i]["jpa"].(map[string]any)
+			require.Greater(t, st["published"].(float64), 0.0, "the JPA measured something")
+		} else {
+			require.NotContains(t, r.Policies[i], "jpa")
+		}
 	}
 	for _, name := range []string{"nodes.svg", "samples.svg", "solver.svg"} {
 		b, err := os.ReadFile(filepath.Join(dir, name))

@@ -135,6 +135,8 @@ func newPlot(opts Options, what string) *plot.Plot {
 	p.Title.Text = title(opts, what)
 	p.Legend.Top = true
 	p.Legend.Left = true
+	p.Legend.TextStyle.Font.Size = vg.Points(9)
+	p.Legend.ThumbnailWidth = vg.Points(20)
 	p.Add(plotter.NewGrid())
 	return p
 }
@@ -221,9 +223,6 @@ func solverFigure(runs []Run, opts Options) (*plot.Plot, error) {
 		p.X.Scale, p.X.Tick.Marker = plot.LinearScale{}, plot.DefaultTicks{}
 		p.X.Min, p.X.Max = 0, 1
 	}
-	p.Legend.YOffs = -vg.Points(4)
-	p.Legend.TextStyle.Font.Size = vg.Points(9)
-	p.Legend.ThumbnailWidth = vg.Points(20)
 	return p, nil
 }
 

@@ -27,7 +27,11 @@ func (p *Problem) Validate() error {
 		nodeIdx[n.ID] = i
 	}
 	trialIdx := make(map[string]int, len(p.Trials))
-	holder := make(map[string]string)
+	held := 0
+	for i := range p.Trials {
+		held += len(p.Trials[i].Nodes)
+	}
+	holder := make(map[string]int, held) // node id → index of the trial holding it
 	for i := range p.Trials {
 		t := &p.Trials[i]
 		if t.ID == "" {
@@ -40,16 +44,14 @@ func (p *Problem) Validate() error {
 		if err := t.validate(); err != nil {
 			return err
 		}
-		seen := make(map[string]bool, len(t.Nodes))
 		for _, id := range t.Nodes {
-			if seen[id] {
-				return invalid("trial %q: nodes: %q listed twice", t.ID, id)
+			if other, ok := holder[id]; ok {
+				if other == i {
+					return invalid("trial %q: nodes: %q listed twice", t.ID, id)
+				}
+				return invalid("node %q: held by trial %q and trial %q", id, p.Trials[other].ID, t.ID)
 			}
-			seen[id] = true
-			if other, held := holder[id]; held {
-				return invalid("node %q: held by trial %q and trial %q", id, other, t.ID)
-			}
-			holder[id] = t.ID
+			holder[id] = i
 		}
 		if err := t.validateCurrentTypes(p.Nodes, nodeIdx); err != nil {
 			return err

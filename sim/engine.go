@@ -127,7 +127,7 @@ type engine struct {
 
 	now      float64
 	idle     map[string]struct{}
-	idleList []allocator.Node // sorted by id; nil when stale
+	idleList []allocator.Node // sorted by id; nil until first asked for
 	owner    map[string]int   // node id → index of the job holding it
 	st       []jobState
 	active   []int // active jobs in submission order
@@ -378,13 +378,14 @@ func (e *engine) completeDue() {
 // applyEvent changes the idle set; nodes taken back preempt their jobs.
 func (e *engine) applyEvent(ev Event) {
 	var hit map[int][]string
+	var removed, added []string
 	for _, id := range ev.Busy {
 		if _, ok := e.idle[id]; !ok {
 			e.res.Metrics.IgnoredNodeEvents++
 			continue
 		}
 		delete(e.idle, id)
-		e.idleList = nil
+		removed = append(removed, id)
 		if j, ok := e.owner[id]; ok {
 			if hit == nil {
 				hit = map[int][]string{}
@@ -398,8 +399,9 @@ func (e *engine) applyEvent(ev Event) {
 			continue
 		}
 		e.idle[id] = struct{}{}
-		e.idleList = nil
+		added = append(added, id)
 	}
+	e.updateIdleList(removed, added)
 	if hit == nil {
 		return
 	}
@@ -531,6 +533,37 @@ func (e *engine) decide() error {
 }
 
 // nodes is the idle set as the allocator sees it, sorted by id.
+// updateIdleList keeps the sorted idle list in step with an event that
+// removed and added node ids, without sorting the whole set again (a
+// year of SWF events moves thousands of nodes at a time).
+func (e *engine) updateIdleList(removed, added []string) {
+	if e.idleList == nil || len(removed)+len(added) == 0 {
+		return
+	}
+	gone := make(map[string]struct{}, len(removed))
+	for _, id := range removed {
+		gone[id] = struct{}{}
+	}
+	sort.Strings(added)
+	// A new slice: the old one was handed to the allocator.
+	out := make([]allocator.Node, 0, len(e.idleList)-len(removed)+len(added))
+	a := 0
+	for _, n := range e.idleList {
+		if _, ok := gone[n.ID]; ok {
+			continue
+		}
+		for ; a < len(added) && added[a] < n.ID; a++ {
+			out = append(out, allocator.Node{ID: added[a]})
+		}
+		out = append(out, n)
+	}
+	for ; a < len(added); a++ {
+		out = append(out, allocator.Node{ID: added[a]})
+	}
+	e.idleList = out
+}
+
+// nodes is the idle set as the allocator's nodes, sorted by id.
 func (e *engine) nodes() []allocator.Node {
 	if e.idleList == nil {
 		ids := make([]string, 0, len(e.idle))

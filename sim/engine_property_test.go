@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 
@@ -136,6 +137,21 @@ func checkInvariants(t *testing.T, events []Event, jobs []Job, cfg Config) *Resu
 		}
 		if len(holder) != len(e.owner) {
 			fail("t=%v: owner map has %d nodes, jobs hold %d", e.now, len(e.owner), len(holder))
+		}
+		// The incrementally kept idle list is the idle set, sorted.
+		if e.idleList != nil {
+			want := make([]string, 0, len(e.idle))
+			for id := range e.idle {
+				want = append(want, id)
+			}
+			sort.Strings(want)
+			got := make([]string, len(e.idleList))
+			for i, n := range e.idleList {
+				got[i] = n.ID
+			}
+			if !slices.Equal(got, want) {
+				fail("t=%v: idle list %v, idle set %v", e.now, got, want)
+			}
 		}
 	}
 	res, err := Run(events, jobs, cfg)

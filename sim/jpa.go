@@ -46,8 +46,9 @@ type JPAOptions struct {
 	// DefaultJPAInterval).
 	Interval float64
 	// Group names a job's campaign (jpa.Query.Group): jobs of one group
-	// train one model and lend each other their curves. Nil: all jobs
-	// are one group, DefaultJPAGroup.
+	// train one model and lend each other their curves. Nil: the job's
+	// Model, and DefaultJPAGroup for jobs without one (a BFTrainer
+	// workload is one campaign).
 	Group func(Job) string
 	// Prior is a library of profiled curves (production's configured
 	// prior, e.g. jpa.PriorFromScaling), added to the jobs' own.
@@ -170,9 +171,13 @@ func NewJPA(jobs []Job, opts JPAOptions) (*JPA, error) {
 		a.opts.SiblingsPerGroup = jpa.DefaultSiblingsPerGroup
 	}
 	for i, j := range jobs {
-		a.groups[i] = DefaultJPAGroup
-		if opts.Group != nil {
+		switch {
+		case opts.Group != nil:
 			a.groups[i] = opts.Group(j)
+		case j.Model != "":
+			a.groups[i] = j.Model
+		default:
+			a.groups[i] = DefaultJPAGroup
 		}
 	}
 	// Validate the prior once, so Curve cannot fail on it later.

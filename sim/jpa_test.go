@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -107,8 +106,8 @@ func TestJPAThroughputVsOracleOnRealCurves(t *testing.T) {
 		name  string
 		group func(Job) string
 	}{
-		{"one workload group", nil},
-		{"one group per curve", func(j Job) string { return fmt.Sprint(j.Curve) }},
+		{"one workload group", func(Job) string { return DefaultJPAGroup }},
+		{"one group per model (the default)", nil},
 	} {
 		var fracs []float64
 		for seed := uint64(1); seed <= 3; seed++ {
@@ -213,5 +212,27 @@ func TestJPADeterministic(t *testing.T) {
 	a, b := run(7), run(7)
 	if !reflect.DeepEqual(a, b) {
 		t.Errorf("same seed, different metrics:\n%+v\n%+v", a, b)
+	}
+}
+
+// Jobs are grouped by Model unless told otherwise: a BFTrainer workload
+// (no model) is one campaign, synthetic jobs of different curves are not
+// siblings.
+func TestJPAGroupsByModel(t *testing.T) {
+	curve := allocator.Curve{{Nodes: 1, Throughput: 1}}
+	jobs := []Job{{Name: "a", Curve: curve}, {Name: "b", Model: "resnet", Curve: curve}, {Name: "c", Model: "bert", Curve: curve}}
+	a, err := NewJPA(jobs, JPAOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{DefaultJPAGroup, "resnet", "bert"}; !reflect.DeepEqual(a.groups, want) {
+		t.Errorf("groups %v, want %v", a.groups, want)
+	}
+	a, err = NewJPA(jobs, JPAOptions{Group: func(j Job) string { return "all" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"all", "all", "all"}; !reflect.DeepEqual(a.groups, want) {
+		t.Errorf("with Group: groups %v, want %v", a.groups, want)
 	}
 }

@@ -17,6 +17,11 @@ import (
 // TotalSamples samples.
 type Job struct {
 	Name string
+	// Model names what the job trains; jobs of one Model are one
+	// campaign's siblings to the JPA mode (JPAOptions.Group). Empty for
+	// the BFTrainer format (a workload is one HPO campaign); a synthetic
+	// job's is its curve's name.
+	Model string
 	// Submit is when the job becomes active (seconds, the events' clock).
 	Submit   float64
 	MinNodes int

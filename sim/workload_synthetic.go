@@ -75,6 +75,7 @@ func SyntheticJobs(curves []dataset.ScalingCurve, n int, seed uint64, opts Synth
 			curve[p] = allocator.Point{Nodes: g * pt.Nodes, Throughput: pt.SamplesPerS}
 		}
 		j := Job{
+			Model:       c.Name(),
 			Submit:      opts.Start + opts.Window*rng.Float64(),
 			MinNodes:    g * lo,
 			MaxNodes:    g * hi,

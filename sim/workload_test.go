@@ -150,6 +150,9 @@ func TestSyntheticJobs(t *testing.T) {
 		if hours < 1-1e-9 || hours > 3+1e-9 {
 			t.Fatalf("job %d lasts %v node-hours at its best scale, want within 2 × [0.5, 1.5]", i, hours)
 		}
+		if j.Model != curves[0].Name() && j.Model != curves[1].Name() {
+			t.Fatalf("job %d model %q: want its curve's name", i, j.Model)
+		}
 		if j.RescaleUp < 9 || j.RescaleUp > 27 || j.RescaleDown < 6 || j.RescaleDown > 18 {
 			t.Fatalf("job %d rescale costs %v/%v, want 18/12 × [0.5, 1.5]", i, j.RescaleUp, j.RescaleDown)
 		}

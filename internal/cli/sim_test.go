@@ -88,6 +88,11 @@ func TestSimSWFSyntheticJSON(t *testing.T) {
 	require.EqualValues(t, 5, r.Workload["jobs"])
 	checkSimPolicies(t, r, 5, "compact", "equal")
 
+	require.Equal(t, "start", r.Workload["arrivals"])
+	holes := r.Trace["holes"].(map[string]any)
+	require.Greater(t, holes["holes"].(float64), 0.0)
+	require.Len(t, holes["node_s_share_by_length"], 5)
+
 	// The same seed draws the same workload: the same simulated metrics.
 	again := runSimJSON(t, args...)
 	for i := range r.Policies {
@@ -95,6 +100,14 @@ func TestSimSWFSyntheticJSON(t *testing.T) {
 			require.Equal(t, r.Policies[i][key], again.Policies[i][key], key)
 		}
 	}
+
+	// Bigger, stretched jobs arriving over the trace: the workload says so.
+	spread := runSimJSON(t, "--swf", simSWF, "--synthetic", "5", "--data", simData, "--policy", "compact", "--json",
+		"--synthetic-arrivals", "uniform", "--synthetic-node-hours", "3", "--synthetic-stretch", "2")
+	require.Equal(t, "uniform", spread.Workload["arrivals"])
+	require.EqualValues(t, 3, spread.Workload["node_hours"])
+	require.EqualValues(t, 2, spread.Workload["stretch"])
+	checkSimPolicies(t, spread, 5, "compact")
 }
 
 func TestSimWindowMinHoleMaxNodes(t *testing.T) {
@@ -145,6 +158,9 @@ func TestSimBadFlags(t *testing.T) {
 		{"bad curves", append(base, "--curves", "psychic"), `--curves: "psychic" is not one of oracle, jpa`},
 		{"bad noise", append(base, "--curves", "jpa", "--noise", "2"), "--noise"},
 		{"positional argument", append(base, "extra"), "unknown command"},
+		{"bad arrivals", append(base, "--synthetic-arrivals", "soon"), `--synthetic-arrivals: "soon" is not one of start, uniform`},
+		{"bad node-hours", append(base, "--synthetic-node-hours", "0"), "--synthetic-node-hours: 0 must be a positive number"},
+		{"bad stretch", append(base, "--synthetic-stretch", "0"), "--synthetic-stretch: 0 must be at least 1"},
 		{"missing data", []string{"--events", simEvents, "--synthetic", "2", "--data", "no-such-dir"}, "--data"},
 	}
 	for _, c := range cases {

@@ -35,7 +35,7 @@ func (e *Explore) withDefaults() Explore {
 
 // Optimistic returns a copy of p in which the unexplored counts most
 // worth trying carry their upper-confidence value x̂(n) + C·σ(n): those
-// neither the trial nor a sibling of its campaign measured
+// neither the trial nor an aligned sibling of its campaign measured
 // (PredictedPoint.Measured, SiblingMeasured) whose upper value beats the
 // best measured throughput (so trying them could pay), the largest upper
 // values first, at most MaxUnmeasured of them. Every other count keeps

@@ -343,3 +343,26 @@ func TestSiblingMeasuredCountsAreNotExtrapolated(t *testing.T) {
 	assert.InDelta(t, 0.15*math.Log(5.0/2), at(alone, 5).SigmaLog, 0.02)
 	assert.False(t, at(withSibling, 5).SiblingMeasured)
 }
+
+// A count an aligned sibling (one sharing a measured count with the
+// trial) measured carries no optimism, however few its points.
+func TestOptimismSkipsCountsAnAlignedSiblingMeasured(t *testing.T) {
+	u := USL{X1: 100, Alpha: 0.02, Beta: 0.0005}
+	for _, sibPoints := range [][]int{{1, 8}, {1, 4, 8}} {
+		sib := PriorCurve{Name: "sib", Group: "c"}
+		for _, n := range sibPoints {
+			sib.Points = append(sib.Points, Point{Nodes: n, Throughput: u.At(float64(n))})
+		}
+		lib, err := NewLibrary([]PriorCurve{sib})
+		require.NoError(t, err)
+		q := Query{MinNodes: 1, MaxNodes: 8, Group: "c", Self: "me"}
+		for _, obs := range [][]Observation{{{Nodes: 1, Throughput: u.At(1)}}} {
+			pred, err := Predict(obs, lib, q, nil)
+			require.NoError(t, err)
+			pt, _ := pred.At(8)
+			assert.True(t, pt.SiblingMeasured, "sibling points %v, %d observations", sibPoints, len(obs))
+			_, explored := pred.Optimistic(nil)
+			assert.NotContains(t, explored, 8, "sibling points %v, %d observations", sibPoints, len(obs))
+		}
+	}
+}

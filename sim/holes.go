@@ -70,6 +70,14 @@ func (tr *Trace) HoleStats() HoleStats {
 		d float64
 	}
 	var levels []level
+	// Nothing is idle before the first event.
+	first := tr.End
+	if len(tr.Events) > 0 {
+		first = math.Min(tr.Events[0].Time, tr.End)
+	}
+	if first > tr.Start {
+		levels = append(levels, level{0, first - tr.Start})
+	}
 	idle := 0
 	for i, ev := range tr.Events {
 		idle += len(ev.Idle) - len(ev.Busy)

@@ -30,6 +30,16 @@ func TestHoleStatsByHand(t *testing.T) {
 	require.InDelta(t, 0.85, st.MeanIdleFraction, 1e-12)
 }
 
+// The span before the first event counts, with nothing idle: one node
+// idle over the second half of [0, 100) is a mean of 0.5.
+func TestHoleStatsCountsTheStartBeforeTheFirstEvent(t *testing.T) {
+	tr := &Trace{Events: []Event{{Time: 50, Idle: []string{"a"}}}, Nodes: []string{"a"}, Size: 1, Start: 0, End: 100}
+	st := tr.HoleStats()
+	require.InDelta(t, 0.5, st.IdleMean, 1e-12)
+	require.Equal(t, []int{0, 0, 1, 1}, []int{st.IdleP10, st.IdleP50, st.IdleP90, st.IdleMax})
+	require.InDelta(t, st.MeanIdleFraction, st.IdleMean/float64(tr.Size), 1e-12)
+}
+
 func TestHoleStatsEmpty(t *testing.T) {
 	st := (&Trace{Size: 4, Start: 0, End: 10}).HoleStats()
 	require.Zero(t, st.Holes)

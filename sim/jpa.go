@@ -1,10 +1,12 @@
 package sim
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/gleaner-hpc/gleaner/allocator"
@@ -95,8 +97,9 @@ type JPA struct {
 	priorTop  float64          // the prior's scale (samples/s at 1 node)
 	// unmeasured caches the prediction of a job with no measurement,
 	// the same for every such job of a group and bounds.
-	unmeasured map[unmeasuredKey]cachedCurve
-	stats      JPAStats
+	unmeasured      map[unmeasuredKey]cachedCurve
+	shareUnmeasured bool // no job name holds "@" (see NewJPA)
+	stats           JPAStats
 	// uncached, set by tests, rebuilds the library and predicts every
 	// job at every call: what the caches must not change.
 	uncached bool
@@ -142,6 +145,14 @@ type JPAStats struct {
 
 // NewJPA prepares the JPA mode for jobs (the slice given to Run).
 func NewJPA(jobs []Job, opts JPAOptions) (*JPA, error) {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"Noise", opts.Noise}, {"Interval", opts.Interval}, {"ProfileChange", opts.ProfileChange}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return nil, fmt.Errorf("%w: JPAOptions.%s is %v, want a finite number", ErrInvalidInput, f.name, f.v)
+		}
+	}
 	if opts.Noise == 0 {
 		opts.Noise = DefaultJPANoise
 	}
@@ -150,7 +161,7 @@ func NewJPA(jobs []Job, opts JPAOptions) (*JPA, error) {
 	}
 	prof, err := jpa.NewProfiler(opts.Profiler)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: JPAOptions.Profiler: %w", ErrInvalidInput, err)
 	}
 	a := &JPA{
 		jobs:   jobs,
@@ -162,7 +173,8 @@ func NewJPA(jobs []Job, opts JPAOptions) (*JPA, error) {
 		st:     make([]jpaJob, len(jobs)),
 		libGen: -1,
 
-		unmeasured: map[unmeasuredKey]cachedCurve{},
+		unmeasured:      map[unmeasuredKey]cachedCurve{},
+		shareUnmeasured: true,
 	}
 	if a.opts.ProfileChange == 0 {
 		a.opts.ProfileChange = DefaultJPAProfileChange
@@ -171,6 +183,10 @@ func NewJPA(jobs []Job, opts JPAOptions) (*JPA, error) {
 		a.opts.SiblingsPerGroup = jpa.DefaultSiblingsPerGroup
 	}
 	for i, j := range jobs {
+		// jpa.Query.Self also excludes curves named Self+"@…": with such
+		// names about, one unmeasured job's prediction may not serve
+		// another's.
+		a.shareUnmeasured = a.shareUnmeasured && !strings.Contains(j.Name, "@")
 		switch {
 		case opts.Group != nil:
 			a.groups[i] = opts.Group(j)
@@ -182,7 +198,7 @@ func NewJPA(jobs []Job, opts JPAOptions) (*JPA, error) {
 	}
 	// Validate the prior once, so Curve cannot fail on it later.
 	if _, err := jpa.NewLibrary(opts.Prior); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: JPAOptions.Prior: %w", ErrInvalidInput, err)
 	}
 	return a, nil
 }
@@ -219,6 +235,11 @@ func (a *JPA) Measure(job, nodes int, from, to, samples float64) {
 		// A new run segment: the job starts, resumes or was rescaled.
 		// After a gap it held no nodes, so its samples did not move.
 		paused := from != s.lastTo || s.nodes == 0
+		if s.nodes > 0 && s.lastTo > s.lastReport {
+			// The old segment trained until lastTo: its partial interval
+			// counts towards the position.
+			s.reported += a.noisy(max(a.jobs[job].Curve.At(s.nodes), 0) * (s.lastTo - s.lastReport))
+		}
 		s.nodes, s.lastReport, s.lastTo = nodes, from, from
 		a.ingest(job, jpa.Report{TrialID: name, Nodes: nodes, Samples: s.reported, Time: a.at(from), Restart: true, AfterPause: paused})
 	}
@@ -230,11 +251,7 @@ func (a *JPA) Measure(job, nodes int, from, to, samples float64) {
 	// new baseline.
 	rate := max(a.jobs[job].Curve.At(nodes), 0)
 	for next := s.lastReport + a.opts.Interval; next <= to; next = s.lastReport + a.opts.Interval {
-		d := rate * (next - s.lastReport)
-		if a.opts.Noise > 0 {
-			d *= math.Exp(a.opts.Noise * a.rng.NormFloat64())
-		}
-		s.reported += d
+		s.reported += a.noisy(rate * (next - s.lastReport))
 		s.lastReport = next
 		a.ingest(job, jpa.Report{TrialID: name, Nodes: nodes, Samples: s.reported, Time: a.at(next)})
 	}
@@ -242,6 +259,14 @@ func (a *JPA) Measure(job, nodes int, from, to, samples float64) {
 		a.dirty = true // it leaves the library
 	}
 	s.lastTo, s.lastTrue = to, samples
+}
+
+// noisy is d samples as measured: with multiplicative log-normal noise.
+func (a *JPA) noisy(d float64) float64 {
+	if a.opts.Noise > 0 {
+		d *= math.Exp(a.opts.Noise * a.rng.NormFloat64())
+	}
+	return d
 }
 
 func (a *JPA) ingest(job int, r jpa.Report) {
@@ -354,6 +379,9 @@ func (a *JPA) Curve(job int, _ float64) allocator.Curve {
 		// Nothing measured: the prediction from the group's siblings,
 		// the same for all the group's unmeasured jobs.
 		k := unmeasuredKey{a.groups[job], j.MinNodes, j.MaxNodes}
+		if !a.shareUnmeasured {
+			return a.predict(job, nil, 0).curve
+		}
 		c := a.unmeasured[k]
 		if !a.valid(c, 0) {
 			c = a.predict(job, nil, 0)

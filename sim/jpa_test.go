@@ -1,11 +1,14 @@
 package sim
 
 import (
+	"errors"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/gleaner-hpc/gleaner/allocator"
+	"github.com/gleaner-hpc/gleaner/jpa"
 )
 
 // runExactJPA replays job alone on events, the JPA measuring exactly.
@@ -168,29 +171,56 @@ func TestJPAMeasuresTheRateThroughARescaleStall(t *testing.T) {
 // (as production's Allocate does) must make the same run.
 func TestJPACachesChangeNothing(t *testing.T) {
 	events, jobs := realContest(t)
-	var metrics [2]Metrics
-	var stats [2]JPAStats
-	for i, uncached := range []bool{false, true} {
-		a, err := NewJPA(jobs, JPAOptions{Seed: 5})
-		if err != nil {
-			t.Fatal(err)
+	for _, setup := range []struct {
+		name string
+		opts JPAOptions
+	}{
+		{"one group per model", JPAOptions{Seed: 5}},
+		// One campaign capped at 2 siblings: the library keeps some jobs
+		// and not others, so most changes leave it as it was.
+		{"one group, 2 siblings kept", JPAOptions{Seed: 5, SiblingsPerGroup: 2, Group: func(Job) string { return "all" }}},
+	} {
+		var metrics [2]Metrics
+		var stats [2]JPAStats
+		for i, uncached := range []bool{false, true} {
+			a, err := NewJPA(jobs, setup.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.uncached = uncached
+			res, err := Run(events, jobs, Config{Curves: a.Curve, Measure: a.Measure})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := res.Metrics
+			m.SolverMsP50, m.SolverMsP99, m.SolverMsMax, m.SolverMsTotal = 0, 0, 0, 0
+			metrics[i], stats[i] = m, a.Stats()
 		}
-		a.uncached = uncached
-		res, err := Run(events, jobs, Config{Curves: a.Curve, Measure: a.Measure})
-		if err != nil {
-			t.Fatal(err)
+		if !reflect.DeepEqual(metrics[0], metrics[1]) {
+			t.Errorf("%s: cached and uncached runs differ:\n%+v\n%+v", setup.name, metrics[0], metrics[1])
 		}
-		m := res.Metrics
-		m.SolverMsP50, m.SolverMsP99, m.SolverMsMax, m.SolverMsTotal = 0, 0, 0, 0
-		metrics[i], stats[i] = m, a.Stats()
+		if stats[0].Predictions*2 > stats[1].Predictions {
+			t.Errorf("%s: the caches saved little: %d predictions against %d uncached", setup.name, stats[0].Predictions, stats[1].Predictions)
+		}
+		t.Logf("%s: cached %+v; uncached %+v", setup.name, stats[0], stats[1])
 	}
-	if !reflect.DeepEqual(metrics[0], metrics[1]) {
-		t.Errorf("cached and uncached runs differ:\n%+v\n%+v", metrics[0], metrics[1])
+}
+
+func TestNewJPARejectsBadOptions(t *testing.T) {
+	for _, tc := range []struct {
+		opts JPAOptions
+		want string
+	}{
+		{JPAOptions{Noise: math.NaN()}, "JPAOptions.Noise"},
+		{JPAOptions{Interval: math.Inf(1)}, "JPAOptions.Interval"},
+		{JPAOptions{ProfileChange: math.NaN()}, "JPAOptions.ProfileChange"},
+		{JPAOptions{Prior: []jpa.PriorCurve{{Name: "p", Points: []jpa.Point{{Nodes: 2, Throughput: 1}, {Nodes: 1, Throughput: 1}}}}}, "JPAOptions.Prior"},
+	} {
+		_, err := NewJPA(nil, tc.opts)
+		if err == nil || !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want ErrInvalidInput naming %s", tc.opts, err, tc.want)
+		}
 	}
-	if stats[0].Predictions*2 > stats[1].Predictions {
-		t.Errorf("the caches saved little: %d predictions against %d uncached", stats[0].Predictions, stats[1].Predictions)
-	}
-	t.Logf("cached %+v; uncached %+v", stats[0], stats[1])
 }
 
 // The same seed gives the same run (metrics other than solver times).

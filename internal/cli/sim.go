@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gleaner-hpc/gleaner/allocator"
 	"github.com/gleaner-hpc/gleaner/sim"
@@ -40,7 +41,8 @@ type simOptions struct {
 	json          bool
 	plot          string
 	plotFormat    string
-	syntheticFlag bool // --synthetic was given
+	syntheticFlag bool            // --synthetic was given
+	changed       map[string]bool // flags given on the command line
 }
 
 // Curve modes of --curves.
@@ -121,6 +123,8 @@ completed. Progress goes to stderr. See docs/sim.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.syntheticFlag = cmd.Flags().Changed("synthetic")
+			o.changed = map[string]bool{}
+			cmd.Flags().Visit(func(f *pflag.Flag) { o.changed[f.Name] = true })
 			return o.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -140,7 +144,7 @@ completed. Progress goes to stderr. See docs/sim.md.`,
 	f.StringVar(&o.window, "window", "", "replay only [FROM,TO) of the trace, in its seconds (unix time); 0 leaves a side unbounded")
 	f.Float64Var(&o.minHole, "min-hole", 0, "drop idle intervals shorter than S seconds")
 	f.IntVar(&o.maxNodes, "max-nodes", 0, "machine size in nodes (required for an SWF log without a MaxNodes header; overrides the file's)")
-	f.Uint64Var(&o.seed, "seed", 1, "seed of --synthetic")
+	f.Uint64Var(&o.seed, "seed", 1, "seed of --synthetic and of the JPA's measurement noise (--curves jpa)")
 	f.StringVar(&o.dataDir, "data", "", "reference data directory holding scaling/, for --synthetic (default: ../shared/data found from the working directory)")
 	f.BoolVar(&o.json, "json", false, "print one JSON object {trace, workload, policies}")
 	f.StringVar(&o.plot, "plot", "", "write figures into DIR (created if missing): nodes (idle and used over time), samples (cumulative), solver (solve time distribution)")
@@ -158,6 +162,13 @@ func (o *simOptions) validate() (policies []allocator.Formulation, window [2]flo
 	}
 	if o.syntheticFlag && o.synthetic < 1 {
 		return nil, window, usageErrorf("--synthetic: %d must be at least 1", o.synthetic)
+	}
+	if !o.syntheticFlag {
+		for _, name := range []string{"synthetic-arrivals", "synthetic-node-hours", "synthetic-stretch"} {
+			if o.changed[name] {
+				return nil, window, usageErrorf("--%s: only with --synthetic", name)
+			}
+		}
 	}
 	if o.synArrivals != "start" && o.synArrivals != "uniform" {
 		return nil, window, usageErrorf("--synthetic-arrivals: %q is not one of start, uniform", o.synArrivals)
@@ -305,9 +316,9 @@ func (o *simOptions) run(stdout, stderr io.Writer) error {
 		res, err := sim.Run(tr.Events, jobs, cfg)
 		if err != nil {
 			if errors.Is(err, sim.ErrInvalidInput) {
-				return withCode(ExitUsage, fmt.Errorf("policy %s: %w", p, err))
+				return withCode(ExitUsage, fmt.Errorf("%s: %w", label, err))
 			}
-			return fmt.Errorf("policy %s: %w", p, err)
+			return fmt.Errorf("%s: %w", label, err)
 		}
 		wall := time.Since(start)
 		fmt.Fprintf(stderr, "%s done in %s (%d decisions, %d/%d jobs completed)\n",

@@ -158,9 +158,10 @@ func TestSimBadFlags(t *testing.T) {
 		{"bad curves", append(base, "--curves", "psychic"), `--curves: "psychic" is not one of oracle, jpa`},
 		{"bad noise", append(base, "--curves", "jpa", "--noise", "2"), "--noise"},
 		{"positional argument", append(base, "extra"), "unknown command"},
-		{"bad arrivals", append(base, "--synthetic-arrivals", "soon"), `--synthetic-arrivals: "soon" is not one of start, uniform`},
-		{"bad node-hours", append(base, "--synthetic-node-hours", "0"), "--synthetic-node-hours: 0 must be a positive number"},
-		{"bad stretch", append(base, "--synthetic-stretch", "0"), "--synthetic-stretch: 0 must be at least 1"},
+		{"bad arrivals", []string{"--events", simEvents, "--synthetic", "2", "--data", simData, "--synthetic-arrivals", "soon"}, `--synthetic-arrivals: "soon" is not one of start, uniform`},
+		{"bad node-hours", []string{"--events", simEvents, "--synthetic", "2", "--data", simData, "--synthetic-node-hours", "0"}, "--synthetic-node-hours: 0 must be a positive number"},
+		{"bad stretch", []string{"--events", simEvents, "--synthetic", "2", "--data", simData, "--synthetic-stretch", "0"}, "--synthetic-stretch: 0 must be at least 1"},
+		{"synthetic flag without --synthetic", []string{"--events", simEvents, "--jobs", simJobs, "--synthetic-node-hours", "5"}, "--synthetic-node-hours: only with --synthetic"},
 		{"missing data", []string{"--events", simEvents, "--synthetic", "2", "--data", "no-such-dir"}, "--data"},
 	}
 	for _, c := range cases {

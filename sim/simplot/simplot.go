@@ -57,7 +57,8 @@ type Options struct {
 	Width, Height vg.Length
 }
 
-// ErrNothingToPlot is returned when no run has a series to draw.
+// ErrNothingToPlot is returned when there is no run, or a run has no
+// series to draw.
 var ErrNothingToPlot = errors.New("simplot: nothing to plot")
 
 // Write draws the three figures of runs into dir (created if missing)
@@ -79,12 +80,15 @@ func Write(dir string, runs []Run, opts Options) ([]string, error) {
 	if opts.Height == 0 {
 		opts.Height = 4 * vg.Inch
 	}
-	if len(runs) == 0 || runs[0].Result == nil || len(runs[0].Result.Series) == 0 {
+	if len(runs) == 0 {
 		return nil, ErrNothingToPlot
 	}
 	for i, r := range runs {
 		if r.Result == nil {
 			return nil, fmt.Errorf("simplot: runs[%d] (%s): no result", i, r.Label)
+		}
+		if len(r.Result.Series) == 0 {
+			return nil, fmt.Errorf("%w: runs[%d] (%s) has no series", ErrNothingToPlot, i, r.Label)
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {

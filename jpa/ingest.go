@@ -252,15 +252,9 @@ func (p *Profiler) Estimates(trialID string) []Estimate {
 	}
 	out := make([]Estimate, 0, len(st.rates))
 	for k, w := range st.rates {
-		if len(w) == 0 {
-			continue
+		if len(w) > 0 {
+			out = append(out, estimateOf(k, w))
 		}
-		m := math.Max(median(w), 0)
-		s := 1.4826 * mad(w)
-		out = append(out, Estimate{
-			Nodes: k.nodes, NodeType: k.typ, Throughput: m, Spread: s,
-			StdErr: math.Sqrt(math.Pi/2) * s / math.Sqrt(float64(len(w))), Intervals: len(w),
-		})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].NodeType != out[j].NodeType {
@@ -269,6 +263,46 @@ func (p *Profiler) Estimates(trialID string) []Estimate {
 		return out[i].Nodes < out[j].Nodes
 	})
 	return out
+}
+
+// Estimate returns the trial's estimate at one count and node type (its
+// entry of Estimates), false if it has none there.
+func (p *Profiler) Estimate(trialID string, nodes int, nodeType string) (Estimate, bool) {
+	st, ok := p.trials[trialID]
+	if !ok {
+		return Estimate{}, false
+	}
+	k := rateKey{nodes, nodeType}
+	w := st.rates[k]
+	if len(w) == 0 {
+		return Estimate{}, false
+	}
+	return estimateOf(k, w), true
+}
+
+// Rate is the trial's throughput estimate at one count and node type —
+// Estimate's Throughput, without the cost of its spread — false if it has
+// none there.
+func (p *Profiler) Rate(trialID string, nodes int, nodeType string) (float64, bool) {
+	st, ok := p.trials[trialID]
+	if !ok {
+		return 0, false
+	}
+	w := st.rates[rateKey{nodes, nodeType}]
+	if len(w) == 0 {
+		return 0, false
+	}
+	return math.Max(median(w), 0), true
+}
+
+// estimateOf is the robust estimate of one window of interval rates.
+func estimateOf(k rateKey, w []float64) Estimate {
+	m := math.Max(median(w), 0)
+	s := 1.4826 * mad(w)
+	return Estimate{
+		Nodes: k.nodes, NodeType: k.typ, Throughput: m, Spread: s,
+		StdErr: math.Sqrt(math.Pi/2) * s / math.Sqrt(float64(len(w))), Intervals: len(w),
+	}
 }
 
 // Observations returns the trial's estimates as Predict's input.

@@ -75,6 +75,22 @@ func TestIngestDropsWarmupAfterEveryStart(t *testing.T) {
 	require.Len(t, ests, 2)
 	assert.Equal(t, 2, ests[1].Nodes)
 	assert.InDelta(t, 180, ests[1].Throughput, 1e-9)
+
+	// Estimate is one entry of Estimates.
+	for _, e := range ests {
+		one, ok := p.Estimate("a", e.Nodes, e.NodeType)
+		require.True(t, ok)
+		assert.Equal(t, e, one)
+		rate, ok := p.Rate("a", e.Nodes, e.NodeType)
+		require.True(t, ok)
+		assert.Equal(t, e.Throughput, rate)
+	}
+	_, ok := p.Estimate("a", 3, "")
+	assert.False(t, ok, "no estimate at a count never run")
+	_, ok = p.Estimate("b", 1, "")
+	assert.False(t, ok, "no estimate for an unknown trial")
+	_, ok = p.Rate("a", 3, "")
+	assert.False(t, ok, "no rate at a count never run")
 }
 
 func TestIngestWarmupDuration(t *testing.T) {

@@ -280,27 +280,22 @@ func (a *JPA) ingest(job int, r jpa.Report) {
 // workflow's sendProfile does), with its spread as the sigma (as the
 // pool's ProfilePoint carries it).
 func (a *JPA) publish(job, n int) {
-	var est jpa.Estimate
-	found := false
-	for _, e := range a.prof.Estimates(a.jobs[job].Name) {
-		if e.Nodes == n {
-			est, found = e, true
-		}
-	}
-	if !found || !(est.Throughput > 0) {
+	name := a.jobs[job].Name
+	rate, found := a.prof.Rate(name, n, "")
+	if !found || !(rate > 0) {
 		return
 	}
 	s := &a.st[job]
 	i := sort.Search(len(s.profile), func(i int) bool { return s.profile[i].Nodes >= n })
+	known := i < len(s.profile) && s.profile[i].Nodes == n
+	if known && math.Abs(rate-s.profile[i].Throughput) <= a.opts.ProfileChange*s.profile[i].Throughput {
+		return
+	}
+	est, _ := a.prof.Estimate(name, n, "") // its spread, computed only to publish
 	o := jpa.Observation{Nodes: n, Throughput: est.Throughput, Sigma: est.Spread}
-	switch {
-	case i < len(s.profile) && s.profile[i].Nodes == n:
-		old := s.profile[i].Throughput
-		if math.Abs(o.Throughput-old) <= a.opts.ProfileChange*old {
-			return
-		}
+	if known {
 		s.profile[i] = o
-	default:
+	} else {
 		s.profile = slices.Insert(s.profile, i, o)
 	}
 	s.profileGen++

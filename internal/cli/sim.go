@@ -41,6 +41,7 @@ type simOptions struct {
 	json          bool
 	plot          string
 	plotFormat    string
+	perJob        bool
 	syntheticFlag bool            // --synthetic was given
 	changed       map[string]bool // flags given on the command line
 }
@@ -98,6 +99,8 @@ type simPolicyReport struct {
 	WallSeconds float64 `json:"wall_s"`
 	// JPA counts the JPA's work (jpa curves only).
 	JPA *sim.JPAStats `json:"jpa,omitempty"`
+	// PerJob is every job's metrics, in workload order (--per-job only).
+	PerJob []sim.JobMetrics `json:"per_job,omitempty"`
 }
 
 type simReport struct {
@@ -147,6 +150,7 @@ completed. Progress goes to stderr. See docs/sim.md.`,
 	f.Uint64Var(&o.seed, "seed", 1, "seed of --synthetic and of the JPA's measurement noise (--curves jpa)")
 	f.StringVar(&o.dataDir, "data", "", "reference data directory holding scaling/, for --synthetic (default: ../shared/data found from the working directory)")
 	f.BoolVar(&o.json, "json", false, "print one JSON object {trace, workload, policies}")
+	f.BoolVar(&o.perJob, "per-job", false, "with --json: add each job's metrics to every run (per_job)")
 	f.StringVar(&o.plot, "plot", "", "write figures into DIR (created if missing): nodes (idle and used over time), samples (cumulative), solver (solve time distribution)")
 	f.StringVar(&o.plotFormat, "plot-format", simplot.PNG, "format of the --plot figures: png or svg")
 	return cmd
@@ -181,6 +185,9 @@ func (o *simOptions) validate() (policies []allocator.Formulation, window [2]flo
 	}
 	if _, err := o.curveModes(); err != nil {
 		return nil, window, err
+	}
+	if o.perJob && !o.json {
+		return nil, window, usageErrorf("--per-job: only with --json")
 	}
 	if o.plotFormat != simplot.PNG && o.plotFormat != simplot.SVG {
 		return nil, window, usageErrorf("--plot-format: %q is not one of png, svg", o.plotFormat)
@@ -327,6 +334,9 @@ func (o *simOptions) run(stdout, stderr io.Writer) error {
 		if learner != nil {
 			st := learner.Stats()
 			pr.JPA = &st
+		}
+		if o.perJob {
+			pr.PerJob = res.PerJob
 		}
 		report.Policies = append(report.Policies, pr)
 		runs = append(runs, simplot.Run{Label: label, Result: res})

@@ -228,6 +228,34 @@ func TestSimBothCurvesAndPlots(t *testing.T) {
 	}
 }
 
+// --per-job adds every job's metrics, in workload order, to each run.
+func TestSimPerJob(t *testing.T) {
+	out, progress, err := runCLI(t, "sim", "--events", simEvents, "--jobs", simJobs, "--policy", "compact", "--json", "--per-job")
+	require.NoError(t, err, progress)
+	var r struct {
+		Policies []struct {
+			Samples float64          `json:"samples"`
+			PerJob  []map[string]any `json:"per_job"`
+		} `json:"policies"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &r), out)
+	require.Len(t, r.Policies, 1)
+	jobs := r.Policies[0].PerJob
+	require.Len(t, jobs, 2)
+	var samples float64
+	for _, j := range jobs {
+		require.Contains(t, j, "name")
+		require.Contains(t, j, "efficiency_vs_dedicated")
+		samples += j["samples"].(float64)
+	}
+	require.InDelta(t, r.Policies[0].Samples, samples, 1e-6*samples, "the run's samples are its jobs'")
+
+	plain := runSimJSON(t, "--events", simEvents, "--jobs", simJobs, "--policy", "compact", "--json")
+	require.NotContains(t, plain.Policies[0], "per_job")
+	_, _, err = runCLI(t, "sim", "--events", simEvents, "--jobs", simJobs, "--per-job")
+	require.ErrorContains(t, err, "--per-job: only with --json")
+}
+
 func TestSimProgressLines(t *testing.T) {
 	var buf strings.Builder
 	clock := time.Unix(0, 0)

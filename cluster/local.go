@@ -79,16 +79,11 @@ func (l *LocalLauncher) Launch(ctx context.Context, spec LaunchSpec) (Process, e
 	if err != nil {
 		return fail(err)
 	}
-	vars := [][2]string{
-		{trial.EnvTrialID, spec.TrialID},
-		{trial.EnvCampaignID, spec.CampaignID},
-		{trial.EnvParamsFile, run.params},
-		{trial.EnvNodes, strconv.Itoa(len(spec.Nodes))},
-		{trial.EnvHostfile, run.hostfile},
-		{trial.EnvCheckpointDir, run.checkpointDir},
-		{trial.EnvResumeFrom, spec.ResumeFrom},
-		{trial.EnvReportFile, run.report},
-	}
+	vars := trial.Env{
+		TrialID: spec.TrialID, CampaignID: spec.CampaignID, ParamsFile: run.params,
+		Nodes: len(spec.Nodes), Hostfile: run.hostfile, CheckpointDir: run.checkpointDir,
+		ResumeFrom: spec.ResumeFrom, ReportFile: run.report,
+	}.Vars()
 	if len(l.host.GPUs) > 0 {
 		vars = append(vars, [2]string{EnvCUDAVisibleDevices, gpus})
 	}

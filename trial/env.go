@@ -32,6 +32,33 @@ type Env struct {
 	ReportFile string
 }
 
+// Vars are the GLEANER_* variables a launcher sets for e, as name and
+// value pairs in a fixed order (what LoadEnvFrom reads back): TrialID,
+// CampaignID, ParamsFile, Nodes, Hostfile, CheckpointDir, ResumeFrom and
+// ReportFile. Params and Hosts are the files' contents, not variables.
+func (e Env) Vars() [][2]string {
+	return [][2]string{
+		{EnvTrialID, e.TrialID},
+		{EnvCampaignID, e.CampaignID},
+		{EnvParamsFile, e.ParamsFile},
+		{EnvNodes, strconv.Itoa(e.Nodes)},
+		{EnvHostfile, e.Hostfile},
+		{EnvCheckpointDir, e.CheckpointDir},
+		{EnvResumeFrom, e.ResumeFrom},
+		{EnvReportFile, e.ReportFile},
+	}
+}
+
+// Environ is Vars as NAME=value strings, for exec.Cmd.Env.
+func (e Env) Environ() []string {
+	vars := e.Vars()
+	out := make([]string, len(vars))
+	for i, kv := range vars {
+		out[i] = kv[0] + "=" + kv[1]
+	}
+	return out
+}
+
 // LoadEnv reads the trial's assignment from the process environment.
 func LoadEnv() (Env, error) { return LoadEnvFrom(os.LookupEnv) }
 

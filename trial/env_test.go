@@ -71,6 +71,32 @@ func TestLoadEnv(t *testing.T) {
 	}
 }
 
+// What a launcher sets (Env.Vars) is what a trainer reads (LoadEnvFrom).
+func TestEnvVarsRoundTrip(t *testing.T) {
+	vars := envFixture(t, `{"lr": 0.01}`, "node-a\nnode-b\n", "2")
+	e, err := LoadEnvFrom(lookupIn(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := map[string]string{}
+	for _, kv := range e.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		set[k] = v
+	}
+	for _, kv := range e.Vars() {
+		if set[kv[0]] != kv[1] {
+			t.Errorf("Environ has %s=%q, Vars %q", kv[0], set[kv[0]], kv[1])
+		}
+	}
+	again, err := LoadEnvFrom(lookupIn(set))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(again, e) {
+		t.Errorf("round trip:\n%+v\n%+v", again, e)
+	}
+}
+
 func TestLoadEnvErrorsNameTheVariable(t *testing.T) {
 	cases := []struct {
 		name   string

@@ -466,13 +466,7 @@ func appendBounded(h []MetricPoint, p MetricPoint) []MetricPoint {
 // sendProfile tells the pool what the trial measured at n nodes when the
 // estimate is new or moved by more than profileChange.
 func (t *trial) sendProfile(ctx workflow.Context, n int) {
-	var est jpa.Estimate
-	found := false
-	for _, e := range t.profiler.Estimates(t.wfID) {
-		if e.Nodes == n && e.NodeType == t.assignedType {
-			est, found = e, true
-		}
-	}
+	est, found := t.profiler.Estimate(t.wfID, n, t.assignedType)
 	up, down := t.profiler.RescaleCosts(t.wfID)
 	if !found || est.Throughput <= 0 {
 		return

@@ -107,16 +107,10 @@ func (d *trialDir) launch(params map[string]any, nodes int, resumeFrom string) *
 	}
 	r := &launchRun{t: t, reports: filepath.Join(runDir, "reports.jsonl"), stderr: new(bytes.Buffer), done: make(chan struct{})}
 	r.cmd = exec.Command(binary(t))
-	r.cmd.Env = append(os.Environ(),
-		trial.EnvTrialID+"=trial-1",
-		trial.EnvCampaignID+"=campaign-1",
-		trial.EnvParamsFile+"="+pf,
-		fmt.Sprintf("%s=%d", trial.EnvNodes, nodes),
-		trial.EnvHostfile+"="+hf,
-		trial.EnvCheckpointDir+"="+d.ckptDir(),
-		trial.EnvResumeFrom+"="+resumeFrom,
-		trial.EnvReportFile+"="+r.reports,
-	)
+	r.cmd.Env = append(os.Environ(), trial.Env{
+		TrialID: "trial-1", CampaignID: "campaign-1", ParamsFile: pf, Nodes: nodes, Hostfile: hf,
+		CheckpointDir: d.ckptDir(), ResumeFrom: resumeFrom, ReportFile: r.reports,
+	}.Environ()...)
 	r.cmd.Stderr = r.stderr
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := r.cmd.Start(); err != nil {

@@ -64,15 +64,11 @@ func launch(t *testing.T, py, root string, run int, params map[string]any, nodes
 	l.cmd.Env = append(os.Environ(),
 		"OMP_NUM_THREADS=1",
 		"PYTHONDONTWRITEBYTECODE=1", // no __pycache__ in the tree
-		trial.EnvTrialID+"=torch-1",
-		trial.EnvCampaignID+"=c",
-		trial.EnvParamsFile+"="+pf,
-		fmt.Sprintf("%s=%d", trial.EnvNodes, nodes),
-		trial.EnvHostfile+"="+hf,
-		trial.EnvCheckpointDir+"="+filepath.Join(root, "ckpt"),
-		trial.EnvResumeFrom+"="+resumeFrom,
-		trial.EnvReportFile+"="+l.reports,
 	)
+	l.cmd.Env = append(l.cmd.Env, trial.Env{
+		TrialID: "torch-1", CampaignID: "c", ParamsFile: pf, Nodes: nodes, Hostfile: hf,
+		CheckpointDir: filepath.Join(root, "ckpt"), ResumeFrom: resumeFrom, ReportFile: l.reports,
+	}.Environ()...)
 	l.cmd.Stderr = l.stderr
 	l.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := l.cmd.Start(); err != nil {

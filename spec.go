@@ -11,10 +11,12 @@ import (
 // WithDefaults documents.
 type CampaignSpec struct {
 	// Name identifies the campaign; its workflow id is "gleaner-campaign-<name>".
+	// 1 to MaxNameLength letters, digits, '.', '_' and '-' (ValidateName).
 	Name string `json:"name"`
 	// Kind is "hpo" (default) or "nas".
 	Kind string `json:"kind,omitempty"`
-	// Pool is the pool of idle nodes the trials run on (default "default").
+	// Pool is the pool of idle nodes the trials run on (default "default"),
+	// a name as Name is.
 	Pool string `json:"pool,omitempty"`
 	// Command is the trainer's argv, run without a shell.
 	Command []string `json:"command"`
@@ -148,11 +150,16 @@ func (s CampaignSpec) WithDefaults() CampaignSpec {
 	return s
 }
 
-// Validate checks a spec after WithDefaults; errors name the field.
+// Validate checks a spec after WithDefaults; errors name the field. The
+// name and the pool must be valid names (ValidateName).
 func (s CampaignSpec) Validate() error {
+	if err := ValidateName("name", s.Name); err != nil {
+		return err
+	}
+	if err := ValidateName("pool", s.Pool); err != nil {
+		return err
+	}
 	switch {
-	case s.Name == "":
-		return fmt.Errorf("name: empty")
 	case s.Kind != "hpo" && s.Kind != "nas":
 		return fmt.Errorf("kind: %q is not one of hpo, nas", s.Kind)
 	case len(s.Command) == 0 || s.Command[0] == "":

@@ -2,6 +2,7 @@ package gleaner
 
 import (
 	"bytes"
+	"context"
 	"encoding"
 	"encoding/json"
 	"errors"
@@ -72,6 +73,27 @@ func (e *DecodeError) Error() string {
 	return b.String()
 }
 
+// MaxSpecBytes bounds a campaign spec: the file (or the data DecodeSpec is
+// given) and the JSON the decoded spec encodes to. The spec travels as the
+// campaign workflow's input, and again in every continue-as-new input with
+// the campaign's state; Temporal refuses a payload over its blob size limit
+// (2 MB by default, limit.blobSize.error) with a bare ResourceExhausted.
+// 1 MiB leaves about half of that to the state and the envelope, and is
+// 500 times the largest spec in examples/. A spec that needs more carries
+// data that belongs in a file the trainer reads.
+const MaxSpecBytes = 1 << 20
+
+// errSpecTooLarge is the message of a spec over MaxSpecBytes; exact says
+// whether size is the spec's size or a lower bound.
+func errSpecTooLarge(what string, size int64, exact bool) string {
+	more := ""
+	if !exact {
+		more = "more than "
+	}
+	return fmt.Sprintf("%s is %s%d bytes, over the limit of %d bytes (1 MiB, gleaner.MaxSpecBytes); "+
+		"put large data in a file the trainer reads, not in the spec", what, more, size, MaxSpecBytes)
+}
+
 // DecodeSpec decodes a campaign spec strictly and returns it as written:
 // callers apply WithDefaults and Validate (or use DecodeAndValidate).
 //
@@ -82,22 +104,36 @@ func (e *DecodeError) Error() string {
 // Durations are strings like "30s" or "5m". In YAML, a bare scalar where a
 // string is expected is taken as written: `choices: [16, 32]` are the
 // strings "16" and "32" (JSON wants "16"). Empty lists and maps decode as
-// nil.
+// nil. Data over MaxSpecBytes is a *DecodeError before anything is
+// decoded; so is a spec whose values (YAML aliases expanded) or whose JSON
+// encoding add up to more.
 func DecodeSpec(data []byte, format Format) (CampaignSpec, error) {
+	return DecodeSpecContext(context.Background(), data, format)
+}
+
+// DecodeSpecContext is DecodeSpec that stops, returning ctx.Err(), once ctx
+// is done: it checks ctx between values.
+func DecodeSpecContext(ctx context.Context, data []byte, format Format) (CampaignSpec, error) {
+	if format != FormatYAML && format != FormatJSON {
+		return CampaignSpec{}, fmt.Errorf("spec format %q is not one of yaml, json", format)
+	}
+	if len(data) > MaxSpecBytes {
+		return CampaignSpec{}, &DecodeError{Msg: errSpecTooLarge("the spec", int64(len(data)), true)}
+	}
+	if err := ctx.Err(); err != nil {
+		return CampaignSpec{}, err
+	}
 	var root *yaml.Node
 	var err error
-	switch format {
-	case FormatYAML:
+	if format == FormatYAML {
 		root, err = parseYAML(data)
-	case FormatJSON:
-		root, err = parseJSON(data)
-	default:
-		return CampaignSpec{}, fmt.Errorf("spec format %q is not one of yaml, json", format)
+	} else {
+		root, err = newJSONParser(ctx, data).parse()
 	}
 	if err != nil {
 		return CampaignSpec{}, err
 	}
-	d := decoder{json: format == FormatJSON, st: &walkState{expanding: map[*yaml.Node]bool{}}}
+	d := decoder{json: format == FormatJSON, st: &walkState{ctx: ctx, expanding: map[*yaml.Node]bool{}}}
 	v, err := d.value(root, specType, "")
 	if err != nil {
 		return CampaignSpec{}, err
@@ -110,6 +146,10 @@ func DecodeSpec(data []byte, format Format) (CampaignSpec, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return CampaignSpec{}, fmt.Errorf("campaign spec: %w", err)
+	}
+	if len(raw) > MaxSpecBytes {
+		// Short YAML scalars grow quoted, escapes grow: the server sees this.
+		return CampaignSpec{}, &DecodeError{Msg: errSpecTooLarge("the spec as JSON", int64(len(raw)), true)}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -134,17 +174,24 @@ func DecodeAndValidate(data []byte, format Format) (CampaignSpec, error) {
 }
 
 // LoadSpec reads and decodes the spec in path (see DecodeSpec), in the
-// format its extension names (FormatFromPath). Errors name the file.
+// format its extension names (FormatFromPath). Errors name the file. It
+// reads at most MaxSpecBytes+1 bytes: a larger file is a *DecodeError.
 func LoadSpec(path string) (CampaignSpec, error) {
+	return LoadSpecContext(context.Background(), path)
+}
+
+// LoadSpecContext is LoadSpec that stops, returning ctx.Err() (wrapped),
+// once ctx is done: see DecodeSpecContext.
+func LoadSpecContext(ctx context.Context, path string) (CampaignSpec, error) {
 	format, err := FormatFromPath(path)
 	if err != nil {
 		return CampaignSpec{}, err
 	}
-	data, err := os.ReadFile(path)
+	data, err := readSpec(path)
 	if err != nil {
-		return CampaignSpec{}, fmt.Errorf("reading the campaign spec: %w", err)
+		return CampaignSpec{}, err
 	}
-	spec, err := DecodeSpec(data, format)
+	spec, err := DecodeSpecContext(ctx, data, format)
 	if err != nil {
 		var de *DecodeError
 		if errors.As(err, &de) {
@@ -154,6 +201,28 @@ func LoadSpec(path string) (CampaignSpec, error) {
 		return CampaignSpec{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return spec, nil
+}
+
+// readSpec reads the file at path, or fails with a *DecodeError once it
+// has read more than MaxSpecBytes.
+func readSpec(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the campaign spec: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxSpecBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the campaign spec %s: %w", path, err)
+	}
+	if len(data) > MaxSpecBytes {
+		size, exact := int64(MaxSpecBytes), false
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > MaxSpecBytes {
+			size, exact = st.Size(), true
+		}
+		return nil, &DecodeError{File: path, Msg: errSpecTooLarge("the spec", size, exact)}
+	}
+	return data, nil
 }
 
 // LoadAndValidate loads the spec in path (LoadSpec), applies its defaults
@@ -210,12 +279,28 @@ func yamlError(err error) error {
 	return &DecodeError{Msg: "invalid YAML: " + msg}
 }
 
-// parseJSON parses exactly one JSON value into a YAML node tree with
+// jsonParser parses exactly one JSON value into a YAML node tree with
 // JSON's positions, so that one schema walk serves both formats.
-func parseJSON(data []byte) (*yaml.Node, error) {
-	p := jsonParser{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
+type jsonParser struct {
+	ctx  context.Context
+	data []byte
+	dec  *json.Decoder
+	// lineStarts are the offsets just after each newline of data: pos is a
+	// binary search, so that parsing stays linear in the input's size.
+	lineStarts []int
+	// scanned, when set (by tests), is told how many bytes of data each
+	// position lookup reads.
+	scanned func(n int)
+}
+
+func newJSONParser(ctx context.Context, data []byte) *jsonParser {
+	p := &jsonParser{ctx: ctx, data: data, dec: json.NewDecoder(bytes.NewReader(data))}
 	p.dec.UseNumber()
-	n, err := p.value()
+	return p
+}
+
+func (p *jsonParser) parse() (*yaml.Node, error) {
+	n, err := p.value(0)
 	if err != nil {
 		return nil, err
 	}
@@ -227,11 +312,6 @@ func parseJSON(data []byte) (*yaml.Node, error) {
 	return n, nil
 }
 
-type jsonParser struct {
-	data []byte
-	dec  *json.Decoder
-}
-
 // next is the offset where the next token starts.
 func (p *jsonParser) next() int {
 	off := int(p.dec.InputOffset())
@@ -241,10 +321,30 @@ func (p *jsonParser) next() int {
 	return off
 }
 
+// pos is the 1-based line and column (in bytes) of offset off.
 func (p *jsonParser) pos(off int) (line, col int) {
-	off = min(off, len(p.data))
-	line = 1 + bytes.Count(p.data[:off], []byte{'\n'})
-	return line, off - (bytes.LastIndexByte(p.data[:off], '\n') + 1) + 1
+	if p.lineStarts == nil {
+		p.lineStarts = []int{}
+		for i := 0; ; {
+			j := bytes.IndexByte(p.data[i:], '\n')
+			if j < 0 {
+				break
+			}
+			i += j + 1
+			p.lineStarts = append(p.lineStarts, i)
+		}
+		if p.scanned != nil {
+			p.scanned(len(p.data))
+		}
+	}
+	off = max(0, min(off, len(p.data)))
+	// The lines that start at or before off.
+	n := sort.SearchInts(p.lineStarts, off+1)
+	start := 0
+	if n > 0 {
+		start = p.lineStarts[n-1]
+	}
+	return n + 1, off - start + 1
 }
 
 func (p *jsonParser) syntaxError(err error) error {
@@ -263,7 +363,14 @@ func (p *jsonParser) syntaxError(err error) error {
 	return &DecodeError{Msg: "invalid JSON: " + err.Error()}
 }
 
-func (p *jsonParser) value() (*yaml.Node, error) {
+// maxJSONDepth bounds the nesting of JSON lists and objects: a spec needs
+// five levels, and json.Decoder's tokens have no bound of their own.
+const maxJSONDepth = 100
+
+func (p *jsonParser) value(depth int) (*yaml.Node, error) {
+	if err := p.ctx.Err(); err != nil {
+		return nil, err
+	}
 	line, col := p.pos(p.next())
 	tok, err := p.dec.Token()
 	if err != nil {
@@ -272,6 +379,9 @@ func (p *jsonParser) value() (*yaml.Node, error) {
 	n := &yaml.Node{Line: line, Column: col}
 	switch t := tok.(type) {
 	case json.Delim:
+		if depth >= maxJSONDepth {
+			return nil, &DecodeError{Line: line, Column: col, Msg: fmt.Sprintf("invalid JSON: lists and objects nested more than %d deep", maxJSONDepth)}
+		}
 		end := json.Delim('}')
 		n.Kind, n.Tag = yaml.MappingNode, "!!map"
 		if t == '[' {
@@ -279,13 +389,13 @@ func (p *jsonParser) value() (*yaml.Node, error) {
 		}
 		for p.dec.More() {
 			if n.Kind == yaml.MappingNode {
-				k, err := p.value()
+				k, err := p.value(depth + 1)
 				if err != nil {
 					return nil, err
 				}
 				n.Content = append(n.Content, k)
 			}
-			v, err := p.value()
+			v, err := p.value(depth + 1)
 			if err != nil {
 				return nil, err
 			}
@@ -329,7 +439,9 @@ type decoder struct {
 // walkState guards against YAML aliases that refer to themselves or expand
 // to a huge tree ("billion laughs").
 type walkState struct {
+	ctx       context.Context // checked at every value
 	nodes     int
+	bytes     int // of scalars and keys, aliases expanded
 	expanding map[*yaml.Node]bool
 }
 
@@ -358,9 +470,13 @@ func describe(n *yaml.Node) string {
 }
 
 func (d decoder) value(n *yaml.Node, t reflect.Type, field string) (any, error) {
+	if err := d.st.ctx.Err(); err != nil {
+		return nil, err
+	}
 	if d.st.nodes++; d.st.nodes > maxSpecNodes {
 		return nil, d.errorf(n, field, "the spec holds more than %d values (aliases expanded)", maxSpecNodes)
 	}
+	at := n // where the value is used: the alias, if it is one
 	if n.Kind == yaml.AliasNode {
 		target := n.Alias
 		for target != nil && target.Kind == yaml.AliasNode {
@@ -378,6 +494,9 @@ func (d decoder) value(n *yaml.Node, t reflect.Type, field string) (any, error) 
 			return nil, nil
 		}
 		return d.value(n.Content[0], t, field)
+	}
+	if err := d.count(at, n, field); err != nil {
+		return nil, err
 	}
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return nil, nil
@@ -515,13 +634,27 @@ func (d decoder) element(n *yaml.Node, t reflect.Type, field string) (any, error
 }
 
 func (d decoder) key(k *yaml.Node, field string) (string, error) {
+	at := k
 	for k.Kind == yaml.AliasNode && k.Alias != nil {
 		k = k.Alias
 	}
 	if k.Kind != yaml.ScalarNode || (d.json && k.Tag != "!!str") || k.Tag == "!!merge" {
 		return "", d.errorf(k, field, "%s is not a field name", describe(k))
 	}
-	return k.Value, nil
+	return k.Value, d.count(at, k, field)
+}
+
+// count adds the bytes of scalar n, used at at (an alias of n, or n), to
+// the spec's: an alias of a long string, repeated, would otherwise make a
+// small file a huge spec.
+func (d decoder) count(at, n *yaml.Node, field string) error {
+	if n.Kind != yaml.ScalarNode {
+		return nil
+	}
+	if d.st.bytes += len(n.Value); d.st.bytes > MaxSpecBytes {
+		return d.errorf(at, field, "the spec's values add up to more than %d bytes (aliases expanded; gleaner.MaxSpecBytes)", MaxSpecBytes)
+	}
+	return nil
 }
 
 // object checks a mapping against a struct's fields.

@@ -153,6 +153,13 @@ func TestDecodeSpecErrors(t *testing.T) {
 		{"alias cycle", gleaner.FormatYAML, "command: &a [*a]\n", []string{"command[0]: a list is not a string"}},
 		{"alias cycle in a field", gleaner.FormatYAML, "space: &s [{name: x, type: choice, choices: *s}]\n", []string{"space[0].choices[0]: a mapping is not a string"}},
 		{"billion laughs", gleaner.FormatYAML, laughs(), []string{"more than 65536 values"}},
+		{"alias of a long string", gleaner.FormatYAML, longAliases(),
+			[]string{"line 2, column 15", "command[1]: the spec's values add up to more than 1048576 bytes"}},
+		{"over the size limit YAML", gleaner.FormatYAML, oversized(), []string{"the spec is 1048577 bytes, over the limit of 1048576 bytes"}},
+		{"over the size limit JSON", gleaner.FormatJSON, oversized(), []string{"the spec is 1048577 bytes, over the limit of 1048576 bytes"}},
+		{"over the size limit as JSON", gleaner.FormatYAML, growsAsJSON(), []string{"the spec as JSON is 1572", "over the limit of 1048576 bytes"}},
+		{"JSON nested too deep", gleaner.FormatJSON, `{"command": ` + strings.Repeat("[", 200),
+			[]string{"line 1, column 112", "nested more than 100 deep"}},
 		{"unknown format", "toml", "name = 'x'", []string{`spec format "toml" is not one of yaml, json`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -182,6 +189,34 @@ func laughs() string {
 		b.WriteString("  - *p\n")
 	}
 	return b.String()
+}
+
+// longAliases is a small file whose aliases of a long string make a spec
+// larger than MaxSpecBytes.
+func longAliases() string {
+	return "workdir: &s " + strings.Repeat("w", gleaner.MaxSpecBytes/3) + "\ncommand: [*s, *s, *s, *s]\n"
+}
+
+// oversized is a valid spec padded to one byte over MaxSpecBytes.
+func oversized() string {
+	spec := `{"name": "x", "command": ["t"], "objective": {"metric": "m"}, "budget": {"max_trials": 1}}`
+	return spec + strings.Repeat(" ", gleaner.MaxSpecBytes+1-len(spec))
+}
+
+// growsAsJSON is a YAML spec under MaxSpecBytes whose JSON is over it:
+// the 4-byte escape \x01 is 6 bytes in JSON.
+func growsAsJSON() string {
+	return `name: "` + strings.Repeat(`\x01`, 262000) + "\"\n"
+}
+
+// A spec of exactly MaxSpecBytes is not too large.
+func TestDecodeSpecAtTheSizeLimit(t *testing.T) {
+	spec := oversized()[:gleaner.MaxSpecBytes]
+	for _, f := range []gleaner.Format{gleaner.FormatJSON, gleaner.FormatYAML} {
+		if _, err := gleaner.DecodeSpec([]byte(spec), f); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
 }
 
 func TestLoadSpecNamesTheFile(t *testing.T) {
@@ -254,6 +289,12 @@ func TestExampleSpecsYAMLEqualsJSON(t *testing.T) {
 func FuzzDecodeSpec(f *testing.F) {
 	f.Add([]byte(fullYAML), false)
 	f.Add([]byte(fullJSON), true)
+	// Too large, or made too large by aliases or escapes: generated here,
+	// not kept in testdata.
+	f.Add([]byte(oversized()), true)
+	f.Add([]byte(oversized()), false)
+	f.Add([]byte(longAliases()), false)
+	f.Add([]byte(growsAsJSON()), false)
 	f.Fuzz(func(t *testing.T, data []byte, isJSON bool) {
 		format := gleaner.FormatYAML
 		if isJSON {

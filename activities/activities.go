@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -40,6 +41,52 @@ type Activities struct {
 	HeartbeatInterval time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+
+	locksMu sync.Mutex
+	locks   map[string]*trialLock
+}
+
+// trialLock serialises the attempts of one trial within this process.
+type trialLock struct {
+	ch   chan struct{}
+	refs int
+}
+
+// lockTrial waits, calling beat every heartbeat interval, until no other
+// attempt of the trial whose directory is dir runs in this process, and
+// returns the unlock function.
+func (a *Activities) lockTrial(ctx context.Context, dir string, beat func()) (func(), error) {
+	a.locksMu.Lock()
+	if a.locks == nil {
+		a.locks = map[string]*trialLock{}
+	}
+	l := a.locks[dir]
+	if l == nil {
+		l = &trialLock{ch: make(chan struct{}, 1)}
+		a.locks[dir] = l
+	}
+	l.refs++
+	a.locksMu.Unlock()
+	release := func() {
+		a.locksMu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(a.locks, dir)
+		}
+		a.locksMu.Unlock()
+	}
+	t := time.NewTicker(a.heartbeatInterval())
+	defer t.Stop()
+	for {
+		select {
+		case l.ch <- struct{}{}:
+			return func() { <-l.ch; release() }, nil
+		case <-ctx.Done():
+			release()
+			return nil, ctx.Err()
+		case <-t.C:
+			beat()
+		}
+	}
 }
 
 func (a *Activities) now() time.Time {

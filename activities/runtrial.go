@@ -10,14 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/cluster"
 	"github.com/gleaner-hpc/gleaner/jpa"
 	"github.com/gleaner-hpc/gleaner/trial"
@@ -30,22 +29,27 @@ const (
 	ErrTypeLaunchFailed  = "LaunchFailed"
 )
 
-// runState is RunTrial's heartbeat details: where a retry picks up.
+// runState is RunTrial's heartbeat details. The files of ledger.go are
+// the record a retry resumes from; the details only keep the failure count
+// should the run's directory be lost.
 type runState struct {
-	Checkpoint string  `json:"checkpoint,omitempty"`
-	Offset     int64   `json:"offset"`
-	Samples    float64 `json:"samples"`
-	Malformed  int     `json:"malformed"`
+	Failures int `json:"failures"`
 }
 
 // RunTrial launches one run of a trial's trainer on its nodes and follows
 // it until it exits or the activity is cancelled. It tails the report
-// file, heartbeats (details: last checkpoint and report offset, so a retry
-// after a failure or a lost worker resumes from the checkpoint), forwards
-// progress to the trial workflow, and on cancellation stops the trainer
-// gracefully (SIGTERM, SIGKILL after the grace period) and returns what it
-// reached. A trainer that exits non-zero is an error, retried by the
-// workflow's retry policy.
+// file, heartbeats, forwards progress to the trial workflow, and on
+// cancellation stops the trainer gracefully (SIGTERM, SIGKILL after the
+// grace period) and returns what it reached.
+//
+// Whatever failed before — the trainer, the worker (SIGKILL, a lost host)
+// or the server — an attempt resumes from the newest complete checkpoint
+// the trainer reported that still exists (ledger.go): it reads the report
+// lines no attempt read before, so a checkpoint written after the last
+// heartbeat is not missed, and one the trainer has since deleted is never
+// passed on. A run whose trainer already finished is not started again.
+// Only the trainer's own failures count against max_restarts; a retry
+// because the worker or server was lost does not.
 func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (workflows.RunTrialResult, error) {
 	info := activity.GetInfo(ctx)
 	r := &runner{a: a, in: in, attempt: int(info.Attempt), wfID: info.WorkflowExecution.ID, log: activity.GetLogger(ctx)}
@@ -54,9 +58,27 @@ func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (
 			return workflows.RunTrialResult{}, fmt.Errorf("reading heartbeat details: %w", err)
 		}
 	}
-	resume := in.ResumeFrom
-	if r.st.Checkpoint != "" {
-		resume = r.st.Checkpoint
+	if err := r.locate(); err != nil {
+		return workflows.RunTrialResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeInvalidTrial, err)
+	}
+	// An earlier attempt of this trial still running in this process
+	// (its server-side attempt timed out while the server was away) is
+	// stopping: wait for it, so two trainers never share the checkpoints.
+	unlock, err := a.lockTrial(ctx, r.trialDir, func() { activity.RecordHeartbeat(ctx, r.st) })
+	if err != nil {
+		return workflows.RunTrialResult{}, err
+	}
+	defer unlock()
+	resume, err := r.recover()
+	if err != nil {
+		return workflows.RunTrialResult{}, fmt.Errorf("trial %s: recovering run %d: %w", in.Trial.TrialID, in.Run, err)
+	}
+	if r.runLog.Finished {
+		// The trainer finished before a worker or server fault kept the
+		// result from the server: report it, do not train again.
+		r.heartbeat(ctx)
+		r.sendFinal()
+		return r.result(r.runLog.Exit, workflows.RunCompleted), nil
 	}
 	spec, err := r.spec(resume)
 	if err != nil {
@@ -70,7 +92,13 @@ func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 			return workflows.RunTrialResult{}, temporal.NewNonRetryableApplicationError(msg, workflows.ErrTypeInvalidTrial, nil)
 		}
-		return workflows.RunTrialResult{}, temporal.NewApplicationError(msg, ErrTypeLaunchFailed)
+		if ctx.Err() != nil {
+			return workflows.RunTrialResult{}, ctx.Err()
+		}
+		return workflows.RunTrialResult{}, r.failed(ctx, msg, ErrTypeLaunchFailed, r.result(cluster.ExitStatus{Code: -1}, workflows.RunCompleted))
+	}
+	if lp, ok := proc.(interface{ LeftoversKilled() []int }); ok && len(lp.LeftoversKilled()) > 0 {
+		r.log.Warn("killed processes an earlier run of the trial left behind", "trial", in.Trial.TrialID, "pids", lp.LeftoversKilled())
 	}
 	return r.follow(ctx, proc)
 }
@@ -83,15 +111,102 @@ type runner struct {
 	log     log.Logger
 	st      runState
 
+	// Where the trial lives: absolute, derived from validated names.
+	trialDir, runDir, ckptDir, workDir string
+
+	ledger     trialLedger
+	runLog     runLedger
+	followFrom int64 // report offset where this attempt's trainer starts
+	malformed  int   // malformed lines before followFrom
+
 	tail     *cluster.ReportTailer
-	last     trial.Report // merged: newest samples, step, metrics
+	last     trial.Report // merged: newest samples, step, metrics; checkpoint = resume point
 	prof     *jpa.Profiler
 	sentAt   time.Time
 	unsent   bool
 	lastBeat time.Time
 }
 
-// spec builds the launch: directories under DataDir, stable per trial.
+// locate derives the trial's directories: DataDir/<campaign>/<trial>,
+// with the names as they are (ValidateName's charset makes them distinct
+// path elements that stay inside DataDir).
+func (r *runner) locate() error {
+	t := r.in.Trial
+	if err := gleaner.ValidateName("campaign", t.CampaignID); err != nil {
+		return fmt.Errorf("trial %s: %w", t.TrialID, err)
+	}
+	if err := gleaner.ValidateName("trial id", t.TrialID); err != nil {
+		return err
+	}
+	if r.in.Run < 1 {
+		return fmt.Errorf("trial %s: run: %d must be at least 1", t.TrialID, r.in.Run)
+	}
+	data, err := filepath.Abs(r.a.DataDir)
+	if err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	r.trialDir = filepath.Join(data, t.CampaignID, t.TrialID)
+	r.runDir = filepath.Join(r.trialDir, "runs", runDirName(r.in.Run))
+	r.ckptDir = filepath.Join(r.trialDir, "checkpoints")
+	r.workDir = t.WorkDir
+	if r.workDir == "" {
+		// The spec's default: the worker's directory, so a command like
+		// bin/go-mlp means the same as in the shell that started it.
+		if r.workDir, err = os.Getwd(); err != nil {
+			return fmt.Errorf("trial %s: workdir: %w", t.TrialID, err)
+		}
+	}
+	return nil
+}
+
+// recover reads what earlier attempts and runs left on disk and returns
+// the checkpoint to resume from.
+func (r *runner) recover() (string, error) {
+	var err error
+	if r.ledger, err = loadLedger(r.trialDir); err != nil {
+		return "", err
+	}
+	bad, err := r.ledger.catchUp(r.trialDir, r.ckptDir, r.workDir, r.in.Run)
+	if err != nil {
+		return "", err
+	}
+	r.ledger.reject(bad)
+	if r.runLog, err = loadRunLedger(r.runDir); err != nil {
+		return "", err
+	}
+	r.runLog.Failures = max(r.runLog.Failures, r.st.Failures)
+	r.st.Failures = r.runLog.Failures
+	// This run's reports so far (an earlier attempt's), for its latest
+	// counters and metrics; the profiler sees only this attempt's lines.
+	tail, err := cluster.NewReportTailer(filepath.Join(r.runDir, cluster.ReportFileName), 0)
+	if err != nil {
+		return "", err
+	}
+	reports, err := tail.Poll()
+	if err != nil {
+		return "", err
+	}
+	mergeReports(&r.last, reports)
+	r.followFrom, r.malformed = tail.Offset(), tail.Malformed()
+	if err := os.MkdirAll(r.trialDir, 0o755); err != nil {
+		return "", err
+	}
+	if err := r.ledger.save(r.trialDir); err != nil {
+		return "", err
+	}
+	resume := r.ledger.resumePoint(r.ckptDir)
+	if resume == "" && r.in.ResumeFrom != "" {
+		// Reported on a worker whose data directory this is not (the
+		// ledger has no record): still only if it is there and inside.
+		if abs, err := checkCheckpoint(r.ckptDir, r.workDir, r.in.ResumeFrom); err == nil {
+			resume = abs
+		}
+	}
+	r.last.Checkpoint = resume
+	return resume, nil
+}
+
+// spec builds the launch.
 func (r *runner) spec(resume string) (cluster.LaunchSpec, error) {
 	t := r.in.Trial
 	if len(t.Command) == 0 {
@@ -104,53 +219,47 @@ func (r *runner) spec(resume string) (cluster.LaunchSpec, error) {
 	if params == nil || string(params) == "null" {
 		params = []byte("{}")
 	}
-	dir := filepath.Join(r.a.DataDir, safeName(t.CampaignID), safeName(t.TrialID))
-	workDir := t.WorkDir
-	if workDir == "" {
-		// The spec's default: the worker's directory, so a command like
-		// bin/go-mlp means the same as in the shell that started it.
-		if workDir, err = os.Getwd(); err != nil {
-			return cluster.LaunchSpec{}, fmt.Errorf("trial %s: workdir: %w", t.TrialID, err)
-		}
-	}
 	return cluster.LaunchSpec{
 		TrialID:       t.TrialID,
 		CampaignID:    t.CampaignID,
 		Command:       t.Command,
-		WorkDir:       workDir,
+		WorkDir:       r.workDir,
 		Env:           maps.Clone(t.Env),
 		Params:        params,
 		Nodes:         r.in.Nodes,
-		CheckpointDir: filepath.Join(dir, "checkpoints"),
+		CheckpointDir: r.ckptDir,
 		ResumeFrom:    resume,
-		RunDir:        filepath.Join(dir, "runs", strconv.Itoa(r.in.Run)),
+		RunDir:        r.runDir,
 	}, nil
 }
 
-// safeName keeps a path element readable and free of separators.
-func safeName(s string) string {
-	if s == "" {
-		return "_"
+// failed records a failure of the trainer (or of its launch) in the run's
+// ledger and returns the error for it: retryable while the trial has
+// restarts left, else final.
+func (r *runner) failed(ctx context.Context, msg, errType string, res workflows.RunTrialResult) error {
+	r.runLog.Failures++
+	r.st.Failures = r.runLog.Failures
+	if err := r.runLog.save(r.runDir); err != nil {
+		r.log.Warn("recording a trainer failure", "trial", r.in.Trial.TrialID, "error", err)
 	}
-	return strings.Map(func(c rune) rune {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
-			return c
-		}
-		return '_'
-	}, s)
+	r.heartbeat(ctx)
+	res.Failures = r.runLog.Failures
+	if r.runLog.Failures > r.in.Trial.MaxRestarts {
+		msg = fmt.Sprintf("%s; trial.max_restarts: %d reached", msg, r.in.Trial.MaxRestarts)
+		return temporal.NewNonRetryableApplicationError(msg, errType, nil, res)
+	}
+	return temporal.NewApplicationError(msg, errType, res)
 }
 
 func (r *runner) follow(ctx context.Context, proc cluster.Process) (workflows.RunTrialResult, error) {
 	var err error
-	if r.tail, err = cluster.NewReportTailer(proc.ReportFile(), r.st.Offset); err != nil {
+	if r.tail, err = cluster.NewReportTailer(proc.ReportFile(), r.followFrom); err != nil {
 		proc.Stop(r.in.Trial.GracePeriod)
 		return workflows.RunTrialResult{}, fmt.Errorf("trial %s: %w", r.in.Trial.TrialID, err)
 	}
 	if r.prof, err = jpa.NewProfiler(nil); err != nil {
 		return workflows.RunTrialResult{}, err
 	}
-	r.last.Samples = r.st.Samples
 	beat := time.NewTicker(r.a.heartbeatInterval())
 	defer beat.Stop()
 	for {
@@ -158,15 +267,21 @@ func (r *runner) follow(ctx context.Context, proc cluster.Process) (workflows.Ru
 		case <-proc.Done():
 			r.poll()
 			exit := proc.Exit()
+			if !exit.OK() {
+				err := r.failed(ctx, fmt.Sprintf("trial %s: trainer exited with %s (log: %s)", r.in.Trial.TrialID, describe(exit), proc.LogFile()),
+					ErrTypeTrainerFailed, r.result(exit, workflows.RunCompleted))
+				r.sendFinal()
+				return r.result(exit, workflows.RunCompleted), err
+			}
+			// Recorded before anything talks to the server: a retry after
+			// a fault now returns this instead of training again.
+			r.runLog.Finished, r.runLog.Exit = true, exit
+			if err := r.runLog.save(r.runDir); err != nil {
+				r.log.Warn("recording the trainer's exit", "trial", r.in.Trial.TrialID, "error", err)
+			}
 			r.heartbeat(ctx)
 			r.sendFinal()
-			res := r.result(exit, workflows.RunCompleted)
-			if !exit.OK() {
-				return res, temporal.NewApplicationError(
-					fmt.Sprintf("trial %s: trainer exited with %s (log: %s)", r.in.Trial.TrialID, describe(exit), proc.LogFile()),
-					ErrTypeTrainerFailed, res)
-			}
-			return res, nil
+			return r.result(exit, workflows.RunCompleted), nil
 		case <-ctx.Done():
 			exit := proc.Stop(r.in.Trial.GracePeriod)
 			r.poll()
@@ -184,23 +299,26 @@ func (r *runner) follow(ctx context.Context, proc cluster.Process) (workflows.Ru
 	}
 }
 
-// poll reads new report lines and folds them in.
+// poll reads new report lines and folds them in. A reported checkpoint
+// becomes the resume point only once checked (checkCheckpoint); the
+// ledger records it before anything else can be lost.
 func (r *runner) poll() {
 	reports, err := r.tail.Poll()
 	if err != nil {
 		r.log.Warn("reading reports", "trial", r.in.Trial.TrialID, "error", err)
 	}
 	now := r.a.now()
+	ledgerDirty := false
 	for _, rep := range reports {
-		if rep.Samples >= r.last.Samples {
-			r.last.Samples, r.last.Step, r.last.Epoch = rep.Samples, rep.Step, rep.Epoch
-		}
-		if len(rep.Metrics) > 0 {
-			r.last.Metrics = rep.Metrics
-		}
+		mergeReports(&r.last, []trial.Report{rep})
 		if rep.Checkpoint != "" {
-			r.last.Checkpoint = rep.Checkpoint
-			r.st.Checkpoint = rep.Checkpoint
+			ledgerDirty = true
+			if abs, err := checkCheckpoint(r.ckptDir, r.workDir, rep.Checkpoint); err != nil {
+				r.ledger.reject([]string{err.Error()})
+			} else {
+				r.ledger.add(reportedCheckpoint{Path: abs, Samples: rep.Samples, Step: rep.Step})
+				r.last.Checkpoint = r.ledger.Checkpoints[0].Path
+			}
 		}
 		at := now
 		if rep.Time > 0 {
@@ -209,7 +327,12 @@ func (r *runner) poll() {
 		r.prof.Ingest(jpa.Report{TrialID: r.in.Trial.TrialID, Nodes: len(r.in.Nodes), NodeType: r.in.NodeType, Samples: rep.Samples, Time: at})
 		r.unsent = true
 	}
-	r.st.Offset, r.st.Samples, r.st.Malformed = r.tail.Offset(), r.last.Samples, r.tail.Malformed()
+	if ledgerDirty {
+		r.ledger.Read[runDirName(r.in.Run)] = r.tail.Offset()
+		if err := r.ledger.save(r.trialDir); err != nil {
+			r.log.Warn("recording checkpoints", "trial", r.in.Trial.TrialID, "error", err)
+		}
+	}
 }
 
 func (r *runner) heartbeat(ctx context.Context) {
@@ -218,6 +341,9 @@ func (r *runner) heartbeat(ctx context.Context) {
 }
 
 func (r *runner) throughput() (float64, float64) {
+	if r.prof == nil {
+		return 0, 0 // nothing launched (a finished run's retry)
+	}
 	for _, e := range r.prof.Estimates(r.in.Trial.TrialID) {
 		if e.Nodes == len(r.in.Nodes) {
 			return e.Throughput, e.Spread
@@ -240,8 +366,19 @@ func (r *runner) progress() workflows.Progress {
 		Checkpoint: r.last.Checkpoint,
 		Throughput: tp,
 		Spread:     spread,
-		Malformed:  r.tail.Malformed(),
+		Malformed:  r.malformedCount(),
+		Failures:   r.runLog.Failures,
+
+		BadCheckpoints: r.ledger.Bad,
+		BadCheckpoint:  r.ledger.LastBad,
 	}
+}
+
+func (r *runner) malformedCount() int {
+	if r.tail == nil {
+		return r.malformed
+	}
+	return r.malformed + r.tail.Malformed()
 }
 
 // sendProgress signals the trial workflow. A failure is logged, not
@@ -268,8 +405,12 @@ func (r *runner) result(exit cluster.ExitStatus, outcome workflows.RunOutcome) w
 		Metrics:    r.last.Metrics,
 		Checkpoint: r.last.Checkpoint,
 		Exit:       exit,
-		Malformed:  r.tail.Malformed(),
+		Malformed:  r.malformedCount(),
 		Attempt:    r.attempt,
+		Failures:   r.runLog.Failures,
+
+		BadCheckpoints: r.ledger.Bad,
+		BadCheckpoint:  r.ledger.LastBad,
 	}
 }
 

@@ -3,7 +3,10 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +49,7 @@ func runTrialEnv(t *testing.T, c client.Client) (*testsuite.TestActivityEnvironm
 func runInput(script string) workflows.RunTrialInput {
 	return workflows.RunTrialInput{
 		Trial: workflows.TrialInput{TrialID: "t1", CampaignID: "c", Pool: "p", Command: []string{"/bin/sh", "-c", script},
-			Params: hpo.Params{"lr": hpo.Float(0.1)}, MinNodes: 1, MaxNodes: 2, GracePeriod: time.Second},
+			Params: hpo.Params{"lr": hpo.Float(0.1)}, MinNodes: 1, MaxNodes: 2, GracePeriod: time.Second, MaxRestarts: 2},
 		Run: 1, Nodes: []string{"local-0", "local-1"},
 	}
 }
@@ -56,9 +59,10 @@ func runInput(script string) workflows.RunTrialInput {
 // still carries the last report and checkpoint.
 func TestRunTrialCompletesWhenSignalsFail(t *testing.T) {
 	c := &failingClient{}
-	env, _ := runTrialEnv(t, c)
+	env, a := runTrialEnv(t, c)
 	script := `for i in 1 2 3 4 5; do
-  echo "{\"samples\": $((i*100)), \"step\": $i, \"metrics\": {\"loss\": 0.$i}, \"checkpoint\": \"ck-$i\"}" >> "$GLEANER_REPORT_FILE"
+  echo x > "$GLEANER_CHECKPOINT_DIR/ck-$i"
+  echo "{\"samples\": $((i*100)), \"step\": $i, \"metrics\": {\"loss\": 0.$i}, \"checkpoint\": \"$GLEANER_CHECKPOINT_DIR/ck-$i\"}" >> "$GLEANER_REPORT_FILE"
   echo 'not json' >> "$GLEANER_REPORT_FILE"
   sleep 0.05
 done`
@@ -68,7 +72,7 @@ done`
 	require.NoError(t, v.Get(&res))
 	require.Equal(t, workflows.RunCompleted, res.Outcome)
 	require.Equal(t, 500.0, res.Samples)
-	require.Equal(t, "ck-5", res.Checkpoint)
+	require.Equal(t, filepath.Join(a.DataDir, "c", "t1", "checkpoints", "ck-5"), res.Checkpoint)
 	require.Equal(t, 0.5, res.Metrics["loss"])
 	require.Equal(t, 5, res.Malformed)
 	require.Positive(t, c.signals, "progress was attempted")
@@ -98,4 +102,158 @@ func TestRunTrialMissingCommand(t *testing.T) {
 	require.Equal(t, workflows.ErrTypeInvalidTrial, app.Type())
 	require.True(t, app.NonRetryable())
 	require.True(t, strings.Contains(err.Error(), "no-such-trainer"))
+}
+
+// trialDirs are the directories RunTrial uses for runInput's trial.
+func trialDirs(a *Activities, run int) (ckpt, runDir string) {
+	dir := filepath.Join(a.DataDir, "c", "t1")
+	return filepath.Join(dir, "checkpoints"), filepath.Join(dir, "runs", strconv.Itoa(run))
+}
+
+// writeFile creates path's directory and writes data.
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte(data), 0o644))
+}
+
+// recordResume is a trainer that writes the GLEANER_RESUME_FROM it got
+// next to its report file and exits 0.
+const recordResume = `printf '%s' "$GLEANER_RESUME_FROM" > "$(dirname "$GLEANER_REPORT_FILE")/resume-from"`
+
+// The bug of issue #9: a worker killed mid-run left its last heartbeat
+// naming ck-1, while the trainer went on to write ck-2 and ck-3 and
+// deleted ck-1 and ck-2 (it keeps its newest). The retry must resume from
+// ck-3 — read from the report lines no attempt read — never from ck-1.
+func TestRunTrialResumesFromNewestCheckpointAfterLostWorker(t *testing.T) {
+	env, a := runTrialEnv(t, nil)
+	ckpt, runDir := trialDirs(a, 1)
+	var lines string
+	for i := 1; i <= 3; i++ {
+		lines += fmt.Sprintf(`{"samples":%d,"step":%d,"checkpoint":%q}`+"\n", 100*i, i, filepath.Join(ckpt, fmt.Sprintf("ck-%d", i)))
+	}
+	writeFile(t, filepath.Join(runDir, cluster.ReportFileName), lines+`{"samples":350,"metrics":{"loss":0.25}}`+"\n")
+	writeFile(t, filepath.Join(ckpt, "ck-3"), "weights")
+	env.SetHeartbeatDetails(runState{}) // what the old worker last sent
+	in := runInput(recordResume)
+	in.ResumeFrom = filepath.Join(ckpt, "ck-1") // what the workflow last heard
+	v, err := env.ExecuteActivity(workflows.RunTrialActivityName, in)
+	require.NoError(t, err)
+	got, err := os.ReadFile(filepath.Join(runDir, "resume-from"))
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(ckpt, "ck-3"), string(got))
+	var res workflows.RunTrialResult
+	require.NoError(t, v.Get(&res))
+	require.Equal(t, 350.0, res.Samples, "the earlier attempt's progress is kept")
+	require.Equal(t, 0.25, res.Metrics["loss"])
+	require.Zero(t, res.Failures, "a lost worker is not a trainer failure")
+}
+
+// A later run after a run whose worker died: the newest checkpoint the
+// dead run's trainer reported is found in that run's reports, although
+// the workflow never heard of it.
+func TestRunTrialNextRunResumesFromDeadRunsCheckpoint(t *testing.T) {
+	env, a := runTrialEnv(t, nil)
+	ckpt, run1 := trialDirs(a, 1)
+	_, run2 := trialDirs(a, 2)
+	writeFile(t, filepath.Join(run1, cluster.ReportFileName),
+		fmt.Sprintf(`{"samples":100,"checkpoint":%q}`+"\n"+`{"samples":200,"checkpoint":%q}`+"\n",
+			filepath.Join(ckpt, "a"), filepath.Join(ckpt, "b")))
+	writeFile(t, filepath.Join(ckpt, "a"), "old")
+	writeFile(t, filepath.Join(ckpt, "b"), "new")
+	in := runInput(recordResume)
+	in.Run, in.ResumeFrom = 2, filepath.Join(ckpt, "a")
+	_, err := env.ExecuteActivity(workflows.RunTrialActivityName, in)
+	require.NoError(t, err)
+	got, err := os.ReadFile(filepath.Join(run2, "resume-from"))
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(ckpt, "b"), string(got))
+}
+
+// A run whose trainer finished while the server was away (the result
+// never reached it) is not trained again: the retry returns the result.
+func TestRunTrialFinishedRunIsNotTrainedAgain(t *testing.T) {
+	c := &failingClient{} // the server is still away: progress is attempted
+	env, a := runTrialEnv(t, c)
+	ckpt, runDir := trialDirs(a, 1)
+	writeFile(t, filepath.Join(ckpt, "final"), "w")
+	writeFile(t, filepath.Join(runDir, cluster.ReportFileName),
+		fmt.Sprintf(`{"samples":900,"metrics":{"loss":0.1},"checkpoint":%q}`+"\n", filepath.Join(ckpt, "final")))
+	require.NoError(t, runLedger{Finished: true}.save(runDir))
+	v, err := env.ExecuteActivity(workflows.RunTrialActivityName, runInput(recordResume))
+	require.NoError(t, err)
+	var res workflows.RunTrialResult
+	require.NoError(t, v.Get(&res))
+	require.Equal(t, workflows.RunCompleted, res.Outcome)
+	require.Equal(t, 900.0, res.Samples)
+	require.Equal(t, 0.1, res.Metrics["loss"])
+	require.Equal(t, filepath.Join(ckpt, "final"), res.Checkpoint)
+	require.NoFileExists(t, filepath.Join(runDir, "resume-from"), "the trainer was not launched")
+	require.Positive(t, c.signals, "the final progress was attempted")
+}
+
+// Reported checkpoints that do not exist, or lie outside the trial's
+// checkpoint directory, never become resume points; they are counted and
+// the latest is named.
+func TestRunTrialRejectsBadCheckpoints(t *testing.T) {
+	env, a := runTrialEnv(t, nil)
+	outside := filepath.Join(t.TempDir(), "elsewhere")
+	writeFile(t, outside, "x")
+	script := fmt.Sprintf(`echo x > "$GLEANER_CHECKPOINT_DIR/good"
+echo "{\"samples\":1,\"checkpoint\":\"$GLEANER_CHECKPOINT_DIR/good\"}" >> "$GLEANER_REPORT_FILE"
+echo "{\"samples\":2,\"checkpoint\":\"$GLEANER_CHECKPOINT_DIR/missing\"}" >> "$GLEANER_REPORT_FILE"
+echo "{\"samples\":3,\"checkpoint\":\"$GLEANER_CHECKPOINT_DIR/../../../..\"}" >> "$GLEANER_REPORT_FILE"
+echo "{\"samples\":4,\"checkpoint\":\"%s\"}" >> "$GLEANER_REPORT_FILE"`, outside)
+	v, err := env.ExecuteActivity(workflows.RunTrialActivityName, runInput(script))
+	require.NoError(t, err)
+	var res workflows.RunTrialResult
+	require.NoError(t, v.Get(&res))
+	ckpt, _ := trialDirs(a, 1)
+	require.Equal(t, filepath.Join(ckpt, "good"), res.Checkpoint)
+	require.Equal(t, 3, res.BadCheckpoints)
+	require.Contains(t, res.BadCheckpoint, outside)
+	require.Contains(t, res.BadCheckpoint, "outside the trial's checkpoint directory")
+
+	// The next run resumes from the good one.
+	in := runInput(recordResume)
+	in.Run, in.ResumeFrom = 2, filepath.Join(ckpt, "missing")
+	_, err = env.ExecuteActivity(workflows.RunTrialActivityName, in)
+	require.NoError(t, err)
+	_, run2 := trialDirs(a, 2)
+	got, err := os.ReadFile(filepath.Join(run2, "resume-from"))
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(ckpt, "good"), string(got))
+}
+
+// Trainer failures are counted per run on disk; the one past
+// max_restarts is not retryable.
+func TestRunTrialCountsFailuresAgainstMaxRestarts(t *testing.T) {
+	env, _ := runTrialEnv(t, nil)
+	in := runInput(`exit 1`)
+	in.Trial.MaxRestarts = 1
+	for attempt, final := range []bool{false, true} {
+		_, err := env.ExecuteActivity(workflows.RunTrialActivityName, in)
+		var app *temporal.ApplicationError
+		require.ErrorAs(t, err, &app)
+		require.Equal(t, final, app.NonRetryable(), "attempt %d", attempt+1)
+		var res workflows.RunTrialResult
+		require.NoError(t, app.Details(&res))
+		require.Equal(t, attempt+1, res.Failures)
+	}
+}
+
+// Campaign and trial names that are not valid path elements never reach
+// the file system.
+func TestRunTrialRejectsNamesThatEscape(t *testing.T) {
+	for _, name := range []string{"..", "c/d", "-x", strings.Repeat("a", 300)} {
+		env, a := runTrialEnv(t, nil)
+		in := runInput(recordResume)
+		in.Trial.CampaignID = name
+		_, err := env.ExecuteActivity(workflows.RunTrialActivityName, in)
+		var app *temporal.ApplicationError
+		require.ErrorAs(t, err, &app, name)
+		require.Equal(t, workflows.ErrTypeInvalidTrial, app.Type())
+		entries, _ := os.ReadDir(a.DataDir)
+		require.Empty(t, entries, name)
+	}
 }

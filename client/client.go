@@ -78,7 +78,19 @@ var (
 	// ErrRejected: the campaign refused a Pause, Resume or Stop in its
 	// current state (already paused, not paused, already ended, …).
 	ErrRejected = errors.New("rejected")
+	// ErrInvalidName: a campaign or pool name that gleaner.ValidateName
+	// rejects; the error names the field, and the server was not asked.
+	ErrInvalidName = errors.New("invalid name")
 )
+
+// checkName is gleaner.ValidateName as an ErrInvalidName; field is
+// "campaign" or "pool".
+func checkName(field, name string) error {
+	if err := gleaner.ValidateName(field, name); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidName, err)
+	}
+	return nil
+}
 
 // Campaign identifies a submitted campaign.
 type Campaign struct {
@@ -90,8 +102,8 @@ type Campaign struct {
 }
 
 // Submit validates spec (after its defaults) and starts the campaign. An
-// invalid spec is an ErrInvalidSpec naming the field, and nothing is
-// started; a name in use (by a running or an ended campaign) is ErrExists.
+// invalid spec (its name and pool included: gleaner.ValidateName) is an
+// ErrInvalidSpec naming the field, and nothing is started; a name in use (by a running or an ended campaign) is ErrExists.
 func (c *Client) Submit(ctx context.Context, spec gleaner.CampaignSpec) (Campaign, error) {
 	spec = spec.WithDefaults()
 	if err := spec.Validate(); err != nil {
@@ -154,6 +166,9 @@ func (c *Client) query(ctx context.Context, workflowID, what, query string, out 
 // is answered by a worker, also once the campaign has ended.
 func (c *Client) Status(ctx context.Context, name string) (workflows.CampaignStatus, error) {
 	var s workflows.CampaignStatus
+	if err := checkName("campaign", name); err != nil {
+		return s, err
+	}
 	err := c.query(ctx, workflows.CampaignWorkflowID(name), fmt.Sprintf("campaign %q", name), workflows.QueryStatus, &s)
 	return s, err
 }
@@ -162,6 +177,9 @@ func (c *Client) Status(ctx context.Context, name string) (workflows.CampaignSta
 // first (at most workflows.LeaderboardSize).
 func (c *Client) Leaderboard(ctx context.Context, name string) ([]workflows.LeaderboardEntry, error) {
 	var l []workflows.LeaderboardEntry
+	if err := checkName("campaign", name); err != nil {
+		return nil, err
+	}
 	err := c.query(ctx, workflows.CampaignWorkflowID(name), fmt.Sprintf("campaign %q", name), workflows.QueryLeaderboard, &l)
 	return l, err
 }
@@ -172,6 +190,9 @@ func (c *Client) Leaderboard(ctx context.Context, name string) ([]workflows.Lead
 // finds trials through visibility (the GleanerCampaign and GleanerKind
 // search attributes), which lags a moment behind new trials.
 func (c *Client) Trials(ctx context.Context, name string) ([]workflows.TrialStatus, error) {
+	if err := checkName("campaign", name); err != nil {
+		return nil, err
+	}
 	q := fmt.Sprintf("%s = %q AND %s = %q", workflows.GleanerCampaign.GetName(), name, workflows.GleanerKind.GetName(), workflows.KindTrial)
 	// A trial that continued as new is listed once per run: keep its
 	// workflow id once, open if any run is.
@@ -220,10 +241,17 @@ func (c *Client) Trials(ctx context.Context, name string) ([]workflows.TrialStat
 func (c *Client) trialFromResult(ctx context.Context, workflowID string) (workflows.TrialStatus, error) {
 	var r workflows.TrialReport
 	if err := c.tc.GetWorkflow(ctx, workflowID, "").Get(ctx, &r); err != nil {
-		return workflows.TrialStatus{}, fmt.Errorf("reading the result of trial %s: %w", workflowID, err)
+		failed, ok := workflows.FailedTrialReport(err)
+		if !ok {
+			return workflows.TrialStatus{}, fmt.Errorf("reading the result of trial %s: %w", workflowID, err)
+		}
+		r = failed
 	}
+	// The result says only whether the objective was missing at the end
+	// (and nothing for trials older than that flag): seen unless it was.
 	return workflows.TrialStatus{TrialID: r.TrialID, Params: r.Params, TrialProgress: workflows.TrialProgress{
 		State: r.State, Samples: r.Samples, Metrics: r.Metrics, Restarts: r.Restarts, Rescales: r.Rescales, Error: r.Error,
+		ObjectiveSeen: !r.ObjectiveMissing,
 	}}, nil
 }
 
@@ -253,6 +281,9 @@ func (e *rejectedError) Unwrap() error        { return e.cause }
 // control sends a pause, resume or stop update (verb names it in errors)
 // and returns the status after.
 func (c *Client) control(ctx context.Context, name, verb, update, reason string) (workflows.CampaignStatus, error) {
+	if err := checkName("campaign", name); err != nil {
+		return workflows.CampaignStatus{}, fmt.Errorf("%s: %w", verb, err)
+	}
 	h, err := c.tc.UpdateWorkflow(ctx, tclient.UpdateWorkflowOptions{
 		WorkflowID:   workflows.CampaignWorkflowID(name),
 		UpdateName:   update,
@@ -314,6 +345,9 @@ func (c *Client) Stop(ctx context.Context, name, reason string) (workflows.Campa
 // returns its result and an error.
 func (c *Client) Wait(ctx context.Context, name string) (workflows.CampaignResult, error) {
 	var res workflows.CampaignResult
+	if err := checkName("campaign", name); err != nil {
+		return res, err
+	}
 	err := c.tc.GetWorkflow(ctx, workflows.CampaignWorkflowID(name), "").Get(ctx, &res)
 	if err != nil {
 		if isNotFound(err) {
@@ -346,9 +380,11 @@ func (p Progress) Done() bool {
 
 // Watch sends the campaign's status (and its pool's) at once and then
 // every `every` (default 2s) until the campaign has ended (the last value
-// is Done), is not found (the last value's Err is ErrNotFound) or ctx is
+// is Done), is not found or has an invalid name (the last value's Err is
+// ErrNotFound or ErrInvalidName) or ctx is
 // done; then it closes the channel. Other query errors are sent and the
-// watch goes on. Read until the channel closes, or cancel ctx.
+// watch goes on, backing off while they last (watchRetryDelay: up to 10s
+// between queries). Read until the channel closes, or cancel ctx.
 func (c *Client) Watch(ctx context.Context, name string, every time.Duration) <-chan Progress {
 	if every <= 0 {
 		every = 2 * time.Second
@@ -356,10 +392,12 @@ func (c *Client) Watch(ctx context.Context, name string, every time.Duration) <-
 	out := make(chan Progress)
 	go func() {
 		defer close(out)
-		t := time.NewTicker(every)
+		t := time.NewTimer(every)
 		defer t.Stop()
 		pool := ""
+		failures := 0
 		for {
+			start := time.Now()
 			var p Progress
 			p.Status, p.Err = c.Status(ctx, name)
 			if p.Err == nil {
@@ -375,9 +413,18 @@ func (c *Client) Watch(ctx context.Context, name string, every time.Duration) <-
 			case <-ctx.Done():
 				return
 			}
-			if p.Done() || errors.Is(p.Err, ErrNotFound) {
+			if p.Done() || errors.Is(p.Err, ErrNotFound) || errors.Is(p.Err, ErrInvalidName) {
 				return
 			}
+			delay := every
+			if p.Err != nil {
+				failures++
+				delay = watchRetryDelay(every, failures)
+			} else {
+				failures = 0
+			}
+			// The next query starts delay after this one started.
+			t.Reset(max(0, delay-time.Since(start)))
 			select {
 			case <-t.C:
 			case <-ctx.Done():
@@ -386,6 +433,20 @@ func (c *Client) Watch(ctx context.Context, name string, every time.Duration) <-
 		}
 	}()
 	return out
+}
+
+// watchRetryDelay is how long Watch waits after its failures-th query
+// failure in a row (failures ≥ 1) before it queries again: `every` after
+// the first, then twice as long each time, up to 10s (or `every` when that
+// is longer), so that a server that is down is asked less often, and one
+// that comes back is asked again within 10s of the last failure.
+func watchRetryDelay(every time.Duration, failures int) time.Duration {
+	limit := max(every, 10*time.Second)
+	d := every
+	for i := 1; i < failures && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
 }
 
 // poolOf is the pool a campaign runs in (from its start input), "default"
@@ -401,6 +462,9 @@ func (c *Client) poolOf(ctx context.Context, name string) string {
 // PoolStatus is a pool's nodes, trials and last allocation.
 func (c *Client) PoolStatus(ctx context.Context, pool string) (workflows.PoolStatus, error) {
 	var s workflows.PoolStatus
+	if err := checkName("pool", pool); err != nil {
+		return s, err
+	}
 	err := c.query(ctx, workflows.PoolWorkflowID(pool), fmt.Sprintf("pool %q", pool), workflows.QueryStatus, &s)
 	return s, err
 }
@@ -428,6 +492,9 @@ func (c *Client) startInput(ctx context.Context, workflowID string, out any) err
 // Spec returns the spec a campaign runs with (its defaults applied).
 func (c *Client) Spec(ctx context.Context, name string) (gleaner.CampaignSpec, error) {
 	var in workflows.CampaignInput
+	if err := checkName("campaign", name); err != nil {
+		return gleaner.CampaignSpec{}, err
+	}
 	if err := c.startInput(ctx, workflows.CampaignWorkflowID(name), &in); err != nil {
 		return gleaner.CampaignSpec{}, fmt.Errorf("campaign %q: %w", name, err)
 	}

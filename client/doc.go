@@ -15,8 +15,8 @@
 //	camp, err := c.Submit(ctx, spec)
 //	res, err := c.Wait(ctx, camp.Name)
 //
-// Errors wrap ErrNotFound, ErrExists, ErrInvalidSpec and ErrRejected for
-// errors.Is. See docs/client.md.
+// Errors wrap ErrNotFound, ErrExists, ErrInvalidSpec, ErrRejected and
+// ErrInvalidName for errors.Is. See docs/client.md.
 //
 // It imports gleaner and workflows (for their types and names) and the
 // Temporal SDK client; it must not import worker or activities: it steers

@@ -55,9 +55,10 @@ type Process interface {
 	Done() <-chan struct{}
 	// Exit returns the exit status once Done is closed.
 	Exit() ExitStatus
-	// Stop asks the trainer to checkpoint and exit (SIGTERM to its process
-	// group), then kills it (SIGKILL) if it has not exited after grace. It
-	// returns once the process has exited.
+	// Stop asks the trainer to checkpoint and exit (SIGTERM to every
+	// process it started), then kills it (SIGKILL) if it has not exited
+	// after grace. It returns once the process has exited and what it
+	// left has been killed.
 	Stop(grace time.Duration) ExitStatus
 }
 

@@ -6,7 +6,10 @@
 //
 //   - LocalLauncher runs each trial as a process group on this host, a
 //     node being a slot ("local-0", ...) with one GPU where the host has
-//     GPUs; it speaks the trial protocol of package trial.
+//     GPUs; it speaks the trial protocol of package trial. Every process
+//     a trainer starts is stopped with it, through its group, a cgroup v2
+//     of the run where one can be made, and a run token in the
+//     environment (GLEANER_RUN_TOKEN) found by a scan of /proc.
 //   - ReportTailer follows a trainer's report file from a byte offset, a
 //     pull API the RunTrial activity drives from its heartbeat ticker.
 //   - StaticSource offers fixed slots; ReplaySource makes slots come and

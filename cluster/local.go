@@ -30,15 +30,31 @@ const (
 // EnvCUDAVisibleDevices is set to the trial's GPU indices on a GPU host.
 const EnvCUDAVisibleDevices = "CUDA_VISIBLE_DEVICES"
 
+// EnvRunToken is set to a token unique to each launch. Every process the
+// trainer starts inherits it, whatever its session or process group, so
+// the launcher finds them all in /proc when it stops the run; a process
+// that clears its environment is the one that escapes.
+const EnvRunToken = "GLEANER_RUN_TOKEN"
+
+// ErrLeftoversAlive is returned by Launch when processes of an earlier
+// run of the same trial survive SIGKILL for 10 s (a process stuck in
+// uninterruptible sleep: a hung file system, a GPU driver).
+var ErrLeftoversAlive = errors.New("leftover processes of an earlier run still alive")
+
 // LocalLauncher runs trainers as processes on this host, a node being one
 // slot of the host (see LocalHost). Each trainer runs in its own process
-// group, so stopping it reaches every process it started, and gets
-// SIGKILL if the worker dies (Pdeathsig).
+// group, in a cgroup of its own where cgroup v2 allows, and with a run
+// token in its environment; stopping it reaches every process it started
+// through all three. It gets SIGKILL if the worker dies (Pdeathsig), and
+// the next launch of the same trial kills what it left.
 type LocalLauncher struct {
-	host LocalHost
+	host    LocalHost
+	cgroups cgroupHome
 }
 
-// NewLocalLauncher launches on host's slots.
+// NewLocalLauncher launches on host's slots. It probes once whether runs
+// can have cgroups of their own (see Cgroup) and, if so, removes the empty
+// run cgroups a dead worker left there.
 func NewLocalLauncher(host LocalHost) (*LocalLauncher, error) {
 	if host.Slots < 1 {
 		return nil, fmt.Errorf("local launcher: slots: %d: %w", host.Slots, errNoSlots)
@@ -46,11 +62,21 @@ func NewLocalLauncher(host LocalHost) (*LocalLauncher, error) {
 	if len(host.GPUs) > 0 && len(host.GPUs) != host.Slots {
 		return nil, fmt.Errorf("local launcher: %d slots but %d GPUs (one GPU per slot)", host.Slots, len(host.GPUs))
 	}
-	return &LocalLauncher{host: host}, nil
+	l := &LocalLauncher{host: host, cgroups: probeCgroups()}
+	if l.cgroups.dir != "" {
+		l.cgroups.pruneEmpty() // a dead worker's
+	}
+	return l, nil
 }
 
 // Host is the launcher's slot layout.
 func (l *LocalLauncher) Host() LocalHost { return l.host }
+
+// Cgroup is the cgroup v2 directory (this process's own cgroup) under
+// which each run gets a cgroup of its own, or "" when runs are tracked by
+// process group and run token only: no cgroup v2, no cgroup.kill (Linux
+// before 5.14), or no permission to create cgroups there.
+func (l *LocalLauncher) Cgroup() string { return l.cgroups.dir }
 
 // Launch prepares spec.RunDir and starts spec.Command there (or in
 // spec.WorkDir). It returns once the command has been exec'd; ctx bounds
@@ -62,8 +88,19 @@ func (l *LocalLauncher) Host() LocalHost { return l.host }
 // truncated, so a retried run in the same RunDir can resume tailing at an
 // offset) and trainer.log (stdout and stderr, appended). CheckpointDir is
 // created. The environment is os.Environ(), then spec.Env, then the
-// GLEANER_* variables of package trial and, on a GPU host,
-// CUDA_VISIBLE_DEVICES = the GPU indices of spec.Nodes, comma separated.
+// GLEANER_* variables of package trial, GLEANER_RUN_TOKEN and, on a GPU
+// host, CUDA_VISIBLE_DEVICES = the GPU indices of spec.Nodes, comma
+// separated.
+//
+// Before it starts the trainer, Launch SIGKILLs every process left from
+// an earlier launch of the same trial, on this host, by any launcher: a
+// process whose environment has a run token and the same absolute
+// GLEANER_CHECKPOINT_DIR (a dead worker's, or a still running one's), and
+// every process in the cgroup of such a run under this process's cgroup.
+// It waits until they are gone;
+// if some survive for 10 s it fails with ErrLeftoversAlive rather than
+// start a second trainer on the same checkpoints. The new process's
+// LeftoversKilled lists them.
 func (l *LocalLauncher) Launch(ctx context.Context, spec LaunchSpec) (Process, error) {
 	fail := func(err error) (Process, error) {
 		return nil, fmt.Errorf("launch trial %q: %w", spec.TrialID, err)
@@ -79,11 +116,17 @@ func (l *LocalLauncher) Launch(ctx context.Context, spec LaunchSpec) (Process, e
 	if err != nil {
 		return fail(err)
 	}
+	leftovers, err := l.killLeftovers(run.checkpointDir)
+	if err != nil {
+		return fail(err)
+	}
+	token := newRunToken(run.checkpointDir)
 	vars := trial.Env{
 		TrialID: spec.TrialID, CampaignID: spec.CampaignID, ParamsFile: run.params,
 		Nodes: len(spec.Nodes), Hostfile: run.hostfile, CheckpointDir: run.checkpointDir,
 		ResumeFrom: spec.ResumeFrom, ReportFile: run.report,
 	}.Vars()
+	vars = append(vars, [2]string{EnvRunToken, token})
 	if len(l.host.GPUs) > 0 {
 		vars = append(vars, [2]string{EnvCUDAVisibleDevices, gpus})
 	}
@@ -94,24 +137,80 @@ func (l *LocalLauncher) Launch(ctx context.Context, spec LaunchSpec) (Process, e
 		return fail(fmt.Errorf("log file: %w", err))
 	}
 	defer logFile.Close() // the child has its own copy once started
-	cmd := exec.Command(spec.Command[0], spec.Command[1:]...)
-	cmd.Dir = run.workDir
-	cmd.Env = env
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := startOnStableThread(cmd); err != nil {
+	command := func() *exec.Cmd {
+		cmd := exec.Command(spec.Command[0], spec.Command[1:]...)
+		cmd.Dir = run.workDir
+		cmd.Env = env
+		cmd.Stdout = logFile
+		cmd.Stderr = logFile
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		return cmd
+	}
+	cmd, cgroup, err := l.start(command, token)
+	if err != nil {
 		return fail(fmt.Errorf("start command %q: %w", spec.Command[0], err))
 	}
 	p := &LocalProcess{
-		cmd:    cmd,
-		pid:    cmd.Process.Pid,
-		report: run.report,
-		log:    run.log,
-		done:   make(chan struct{}),
+		cmd:       cmd,
+		pid:       cmd.Process.Pid,
+		report:    run.report,
+		log:       run.log,
+		done:      make(chan struct{}),
+		match:     runMatch(token),
+		cgroup:    cgroup,
+		leftovers: leftovers,
 	}
 	go p.wait()
 	return p, nil
+}
+
+// start starts the trainer in a new cgroup of the run where it can, and
+// without one where it cannot: a failure to create or enter the cgroup
+// is not the trainer's, and the run token still tracks it.
+func (l *LocalLauncher) start(command func() *exec.Cmd, token string) (*exec.Cmd, runCgroup, error) {
+	if l.cgroups.dir != "" {
+		if c, fd, err := l.cgroups.create(token); err == nil {
+			cmd := command()
+			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
+			err := startOnStableThread(cmd)
+			syscall.Close(fd)
+			if err == nil {
+				return cmd, c, nil
+			}
+			_ = syscall.Rmdir(c.dir) // and try again without: an exec error will recur
+		}
+	}
+	cmd := command()
+	return cmd, runCgroup{}, startOnStableThread(cmd)
+}
+
+// killLeftovers kills the processes of earlier runs of the trial with
+// checkpoint directory dir (absolute) and returns their pids, sorted.
+func (l *LocalLauncher) killLeftovers(dir string) ([]int, error) {
+	deadline := time.Now().Add(sweepTimeout)
+	var killed []int
+	var cgErr error
+	if l.cgroups.dir != "" {
+		killed, cgErr = l.cgroups.leftovers(trialKey(dir), deadline)
+	}
+	match := leftoverMatch(dir)
+	swept, alive := sweep(func() []int { return scanProcs(procRoot, match) },
+		func(pid int) bool { return environMatches(pid, match) }, deadline)
+	killed = append(killed, swept...)
+	slices.Sort(killed)
+	killed = slices.Compact(killed)
+	switch {
+	case len(alive) > 0:
+		return killed, fmt.Errorf("pids %v after %v: %w", alive, sweepTimeout, ErrLeftoversAlive)
+	case errors.Is(cgErr, errStillAlive):
+		// %v: cgErr may join file system errors of other cgroups, which
+		// must not make the launch look like a bad spec to errors.Is.
+		return killed, fmt.Errorf("%w: %v", ErrLeftoversAlive, cgErr)
+	}
+	// Any other cgroup error (an empty cgroup that could not be removed, a
+	// cgroup.kill refused while the sweep found every process by token)
+	// leaves nothing that would share the checkpoints.
+	return killed, nil
 }
 
 // check validates spec and returns the CUDA_VISIBLE_DEVICES value.
@@ -263,6 +362,10 @@ type LocalProcess struct {
 	escalated   atomic.Bool
 	mu          sync.Mutex // guards reaped against signalling a reused pid
 	reaped      bool
+	match       envMatch  // the run token
+	cgroup      runCgroup // zero when the run has none
+	leftovers   []int
+	unkilled    []int // set before done is closed
 }
 
 var _ Process = (*LocalProcess)(nil)
@@ -276,8 +379,27 @@ func (p *LocalProcess) ReportFile() string { return p.report }
 // LogFile holds the trainer's stdout and stderr.
 func (p *LocalProcess) LogFile() string { return p.log }
 
-// Done is closed once the trainer has exited and every process left in
-// its group has been killed.
+// Cgroup is the run's cgroup v2 directory, "" when it has none (see
+// LocalLauncher.Cgroup). It is removed once Done is closed.
+func (p *LocalProcess) Cgroup() string { return p.cgroup.dir }
+
+// LeftoversKilled are the pids, sorted, of the processes of earlier runs
+// of the same trial that Launch killed before starting this one: nil
+// unless a worker died or a run was launched twice.
+func (p *LocalProcess) LeftoversKilled() []int { return p.leftovers }
+
+// Unkilled waits for Done and returns the pids, sorted, of the run's
+// processes still alive then, having resisted SIGKILL for 10 s
+// (uninterruptible sleep: a hung file system, a GPU driver): nil almost
+// always.
+func (p *LocalProcess) Unkilled() []int {
+	<-p.done
+	return p.unkilled
+}
+
+// Done is closed once the trainer has exited and every process it
+// started has been killed and is gone (or has resisted SIGKILL for 10 s):
+// those of its group, of its cgroup, and those carrying its run token.
 func (p *LocalProcess) Done() <-chan struct{} { return p.done }
 
 // Exit waits for Done and returns how the trainer ended.
@@ -286,10 +408,13 @@ func (p *LocalProcess) Exit() ExitStatus {
 	return p.exit
 }
 
-// Stop sends SIGTERM to the trainer's process group, waits up to grace for
-// the trainer to exit, then sends SIGKILL to the group (Killed = true). It
-// returns once the trainer has exited; on an exited trainer it only
-// returns the status. Safe to call concurrently and repeatedly.
+// Stop sends SIGTERM to the trainer's process group and to every other
+// process of the run (those of its cgroup, those carrying its run token),
+// waits up to grace for the trainer to exit, then SIGKILLs the group and
+// the cgroup (Killed = true). Once the trainer has exited, whatever it
+// left is SIGKILLed (see Done). It returns once Done is closed; on an
+// exited trainer it only returns the status. Safe to call concurrently and
+// repeatedly.
 func (p *LocalProcess) Stop(grace time.Duration) ExitStatus {
 	select {
 	case <-p.done:
@@ -297,6 +422,7 @@ func (p *LocalProcess) Stop(grace time.Duration) ExitStatus {
 	default:
 	}
 	p.signalGroup(syscall.SIGTERM)
+	p.terminateOthers()
 	if grace > 0 {
 		t := time.NewTimer(grace)
 		select {
@@ -308,8 +434,32 @@ func (p *LocalProcess) Stop(grace time.Duration) ExitStatus {
 	}
 	p.escalated.Store(true)
 	p.signalGroup(syscall.SIGKILL)
+	if p.cgroup.dir != "" {
+		_ = p.cgroup.kill() // all at once; wait sweeps the rest
+	}
 	<-p.done
 	return p.exit
+}
+
+// terminateOthers sends SIGTERM to the run's processes outside the
+// trainer's group, which the group signal did not reach; those in it get
+// one SIGTERM only.
+func (p *LocalProcess) terminateOthers() {
+	pids := scanProcs(procRoot, p.match)
+	if p.cgroup.dir != "" {
+		pids = append(pids, p.cgroup.procs()...)
+		slices.Sort(pids)
+		pids = slices.Compact(pids)
+	}
+	fds, _ := signalProcs(pids, func(pid int) bool {
+		if pg, ok := processGroup(pid); !ok || pg == p.pid {
+			return false
+		}
+		return environMatches(pid, p.match) || (p.cgroup.dir != "" && p.cgroup.holds(pid))
+	}, syscall.SIGTERM)
+	for _, fd := range fds {
+		syscall.Close(fd)
+	}
 }
 
 // signalGroup signals the process group unless the leader has been reaped:
@@ -328,6 +478,7 @@ func (p *LocalProcess) wait() {
 	if err := waitExitedNoReap(p.pid); err == nil {
 		p.signalGroup(syscall.SIGKILL) // children that outlive the trainer
 	}
+	p.killRemains()
 	p.mu.Lock()
 	err := p.cmd.Wait()
 	p.reaped = true
@@ -335,6 +486,26 @@ func (p *LocalProcess) wait() {
 	p.exit = exitStatusOf(p.cmd.ProcessState, err)
 	p.exit.Killed = p.escalated.Load()
 	close(p.done)
+}
+
+// killRemains kills what the trainer left outside its group: the run's
+// cgroup first (killed at once and removed), then every process carrying
+// its run token, each waited for until gone. It gives up on a process
+// that survives SIGKILL for sweepTimeout, Done must close, and records it
+// in unkilled.
+func (p *LocalProcess) killRemains() {
+	deadline := time.Now().Add(sweepTimeout)
+	if p.cgroup.dir != "" {
+		// A cgroup left in place is reported by the processes still in it;
+		// the error says nothing more.
+		_, _ = p.cgroup.remove(deadline)
+		p.unkilled = p.cgroup.procs()
+	}
+	_, alive := sweep(func() []int { return scanProcs(procRoot, p.match) },
+		func(pid int) bool { return environMatches(pid, p.match) }, deadline)
+	p.unkilled = append(p.unkilled, alive...)
+	slices.Sort(p.unkilled)
+	p.unkilled = slices.Compact(p.unkilled)
 }
 
 func exitStatusOf(ps *os.ProcessState, err error) ExitStatus {

@@ -177,6 +177,9 @@ func TestLaunchSetsProtocolEnvAndFiles(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, env[k], v)
 		}
 	}
+	if tok := env[EnvRunToken]; !strings.HasPrefix(tok, trialKey(ckpt)+"-") {
+		t.Errorf("%s = %q, want the trial key %s, a dash and a random part", EnvRunToken, tok, trialKey(ckpt))
+	}
 	realRun, _ := filepath.EvalSymlinks(run)
 	if env["PWD_IS"] != realRun {
 		t.Errorf("working directory %q, want the run dir %q", env["PWD_IS"], realRun)
@@ -404,6 +407,7 @@ func TestHelperLauncher(t *testing.T) {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
+	fmt.Println("cgroup", p.(*LocalProcess).Cgroup())
 	fmt.Println("pid", p.(*LocalProcess).PID())
 	<-p.Done() // until killed
 }
@@ -425,6 +429,15 @@ func TestPdeathsigKillsTrainerWhenWorkerDies(t *testing.T) {
 	for pid == 0 && sc.Scan() {
 		if rest, ok := strings.CutPrefix(sc.Text(), "pid "); ok {
 			pid, _ = strconv.Atoi(rest)
+		}
+		if dir, ok := strings.CutPrefix(sc.Text(), "cgroup "); ok && dir != "" {
+			// A dead worker leaves its runs' cgroups; only a later launch
+			// of the same trial would remove this one.
+			t.Cleanup(func() {
+				if _, err := (runCgroup{dir: dir}).remove(time.Now().Add(testTimeout)); err != nil {
+					t.Error(err)
+				}
+			})
 		}
 	}
 	if pid == 0 {

@@ -138,6 +138,16 @@ type TrialProgress struct {
 	// and were SIGKILLed (they resumed from their last periodic checkpoint).
 	Killed int    `json:"killed,omitempty"`
 	Error  string `json:"error,omitempty"`
+	// Runs counts the trainer's launches over the trial's whole life (it
+	// survives continue-as-new, so run directories are never reused).
+	Runs int `json:"runs,omitempty"`
+	// BadCheckpoints counts reported checkpoints that were rejected
+	// (missing, or outside the checkpoint directory) and never became a
+	// resume point; BadCheckpoint names the latest and why.
+	BadCheckpoints int    `json:"bad_checkpoints,omitempty"`
+	BadCheckpoint  string `json:"bad_checkpoint,omitempty"`
+	// ObjectiveSeen is set once a report carried the objective metric.
+	ObjectiveSeen bool `json:"objective_seen,omitempty"`
 }
 
 // MetricPoint is one sample of the objective metric.
@@ -174,6 +184,10 @@ type RegisterTrial struct {
 	RescaleUpCost   time.Duration `json:"rescale_up_cost"`
 	RescaleDownCost time.Duration `json:"rescale_down_cost"`
 	Weight          float64       `json:"weight,omitempty"`
+	// GracePeriod is how long the trial's trainer may take to leave its
+	// nodes once stopped: the pool holds a node taken from the trial that
+	// long (plus a margin) before another trial may use it.
+	GracePeriod time.Duration `json:"grace_period,omitempty"`
 }
 
 // Released tells the pool that the trial's trainer no longer runs on any
@@ -222,6 +236,13 @@ type Progress struct {
 	Throughput float64 `json:"throughput,omitempty"`
 	Spread     float64 `json:"spread,omitempty"`
 	Malformed  int     `json:"malformed,omitempty"`
+	// Failures counts the trainer's failures in this run so far (a retry
+	// after a lost worker or server is not one).
+	Failures int `json:"failures,omitempty"`
+	// BadCheckpoints counts the trial's reported checkpoints that were
+	// rejected; BadCheckpoint names the latest and why.
+	BadCheckpoints int    `json:"bad_checkpoints,omitempty"`
+	BadCheckpoint  string `json:"bad_checkpoint,omitempty"`
 }
 
 // RunTrialInput runs one launch of a trial's trainer on its nodes.
@@ -258,6 +279,10 @@ type RunTrialResult struct {
 	Exit       cluster.ExitStatus `json:"exit"`
 	Attempt    int                `json:"attempt"`
 	Malformed  int                `json:"malformed,omitempty"`
+	// Failures, BadCheckpoints and BadCheckpoint are as in Progress.
+	Failures       int    `json:"failures,omitempty"`
+	BadCheckpoints int    `json:"bad_checkpoints,omitempty"`
+	BadCheckpoint  string `json:"bad_checkpoint,omitempty"`
 }
 
 // TrialReport is what a trial tells its campaign: its latest metrics while
@@ -274,6 +299,10 @@ type TrialReport struct {
 	Restarts   int                `json:"restarts"`
 	Rescales   int                `json:"rescales"`
 	Error      string             `json:"error,omitempty"`
+	// ObjectiveMissing marks a final report of a trial that ended without
+	// ever reporting the campaign's objective metric (Metrics holds the
+	// names it did report, if any).
+	ObjectiveMissing bool `json:"objective_missing,omitempty"`
 }
 
 // ControlRequest is the argument of the pause, resume and stop updates.

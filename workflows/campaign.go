@@ -334,8 +334,14 @@ func (c *campaign) startTrial(ctx workflow.Context, cr hpo.Create) {
 		c.started(ctx, t.WorkflowID)
 		// Within this run, a trial that dies without its final report (it
 		// was terminated, or its workflow failed) still ends here.
+		// A failed trial's workflow fails with its final report as the
+		// error's details: whichever of the two arrives first counts.
 		if err := fut.Get(ctx, nil); err != nil {
-			c.endTrial(ctx, t.WorkflowID, TrialReport{State: TrialFailed, Final: true, Error: err.Error()})
+			r, ok := FailedTrialReport(err)
+			if !ok {
+				r = TrialReport{State: TrialFailed, Final: true, Error: err.Error()}
+			}
+			c.endTrial(ctx, t.WorkflowID, r)
 		}
 	})
 }
@@ -427,6 +433,11 @@ func (c *campaign) endTrial(ctx workflow.Context, workflowID string, r TrialRepo
 		} else if j := c.ranked(t.TrialID); j >= 0 {
 			c.st.Leaderboard[j].State = r.State
 		}
+		// A trial stopped before it reported anything had no chance to
+		// report the objective: that says nothing about its name.
+		if r.ObjectiveMissing && (r.State == TrialCompleted || len(r.Metrics) > 0) {
+			c.missedObjective(t, r)
+		}
 		acts = c.searcher.TrialFinished(t.TrialID, metric, outcome)
 	default: // TrialFailed, or a final report without a terminal state
 		c.st.Counts.Failed++
@@ -442,6 +453,30 @@ func (c *campaign) endTrial(ctx workflow.Context, workflowID string, r TrialRepo
 			c.st.Counts.Failed, c.spec.Budget.MaxFailures))
 	}
 	c.dirty = true
+}
+
+// missedObjective counts a trial that finished without ever reporting the
+// objective metric. The campaign goes on (see docs/workflows-campaign.md):
+// it warns in its status, its details and, once, its log.
+func (c *campaign) missedObjective(t InFlightTrial, r TrialReport) {
+	c.st.Counts.ObjectiveMissing++
+	if c.st.Missed == nil {
+		c.st.Missed = &MissedObjective{}
+	}
+	c.st.Missed.add(t.TrialID, r.Metrics)
+	if c.st.Counts.ObjectiveMissing == 1 {
+		c.logger.Warn("a trial finished without reporting the objective metric", "trial", t.TrialID,
+			"objective", c.spec.Objective.Metric, "warning", c.warnings()[0])
+	}
+}
+
+// warnings are the campaign's warnings for a person (CampaignStatus.Warnings).
+func (c *campaign) warnings() []string {
+	if w := missedObjectiveWarning(c.spec.Objective.Metric, c.st.Missed, c.st.Counts.ObjectiveMissing,
+		c.st.Counts.Completed+c.st.Counts.Stopped); w != "" {
+		return []string{w}
+	}
+	return nil
 }
 
 func (c *campaign) score(r TrialReport) (float64, bool) {
@@ -552,7 +587,7 @@ func (c *campaign) status() CampaignStatus {
 		Running: len(c.st.InFlight), Pending: len(c.st.Pending),
 		MaxTrials: b.MaxTrials, MaxConcurrent: b.MaxConcurrent, MaxFailures: b.MaxFailures,
 		Progress: c.searcher.Progress(), Objective: c.spec.Objective.Metric, Mode: c.spec.Objective.Mode,
-		Best: c.best(), Runs: c.st.Runs,
+		Best: c.best(), Runs: c.st.Runs, Warnings: c.warnings(),
 	}
 }
 
@@ -562,5 +597,6 @@ func (c *campaign) result() CampaignResult {
 		lb = lb[:resultLeaderboardN]
 	}
 	return CampaignResult{Campaign: c.spec.Name, State: c.phase(), Reason: c.st.Reason,
-		CampaignCounts: c.st.Counts, Best: c.best(), Leaderboard: append([]LeaderboardEntry{}, lb...)}
+		CampaignCounts: c.st.Counts, Best: c.best(), Leaderboard: append([]LeaderboardEntry{}, lb...),
+		Warnings: c.warnings()}
 }

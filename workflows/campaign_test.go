@@ -36,12 +36,15 @@ type fakeTrials struct {
 
 // fakeRun is one trial's script: Reports non-final reports Every apart
 // (loss = Score + 1/step), then a final one: completed with loss = Score,
-// or failed.
+// or failed. Metric renames loss; Silent reports no metrics at all. A
+// trial that did not report the objective ends with ObjectiveMissing set.
 type fakeRun struct {
 	Reports int
 	Every   time.Duration
 	Score   float64
 	Fail    bool
+	Metric  string
+	Silent  bool
 }
 
 func newFakeTrials(script func(TrialInput) fakeRun) *fakeTrials {
@@ -80,6 +83,16 @@ func (f *fakeTrials) trial(ctx workflow.Context, in TrialInput) error {
 	f.enter(ctx, in)
 	defer f.exit() // after the final report has been delivered
 	run := f.script(in)
+	metric := "loss"
+	if run.Metric != "" {
+		metric = run.Metric
+	}
+	metrics := func(v float64) map[string]float64 {
+		if run.Silent {
+			return nil
+		}
+		return map[string]float64{metric: v}
+	}
 	report := func(r TrialReport) error {
 		r.TrialID, r.WorkflowID, r.Number, r.Params = in.TrialID, workflow.GetInfo(ctx).WorkflowExecution.ID, in.Number, in.Params
 		return workflow.SignalExternalWorkflow(ctx, in.CampaignWorkflowID, "", SignalTrialReport, r).Get(ctx, nil)
@@ -93,7 +106,7 @@ func (f *fakeTrials) trial(ctx workflow.Context, in TrialInput) error {
 			sel.AddFuture(workflow.NewTimer(tctx, run.Every), func(workflow.Future) {
 				step++
 				_ = report(TrialReport{State: TrialRunning, Samples: float64(100 * step),
-					Metrics: map[string]float64{"loss": run.Score + 1/float64(step)}})
+					Metrics: metrics(run.Score + 1/float64(step))})
 			})
 		}
 		sel.AddReceive(ctrl, func(ch workflow.ReceiveChannel, _ bool) {
@@ -113,18 +126,20 @@ func (f *fakeTrials) trial(ctx workflow.Context, in TrialInput) error {
 		cancel()
 	}
 	final := TrialReport{Final: true, State: TrialCompleted, Samples: float64(100 * step),
-		Metrics: map[string]float64{"loss": run.Score}}
+		Metrics: metrics(run.Score)}
 	switch {
 	case stopped:
 		final.State = TrialStopped
 		if step == 0 {
 			final.Metrics = nil
 		} else {
-			final.Metrics["loss"] = run.Score + 1/float64(step)
+			final.Metrics = metrics(run.Score + 1/float64(step))
 		}
 	case run.Fail:
 		final.State, final.Metrics, final.Error = TrialFailed, nil, "trainer exited 1"
 	}
+	_, reported := final.Metrics[in.ObjectiveMetric]
+	final.ObjectiveMissing = !reported // on a failure too: the campaign must not count it
 	return report(final)
 }
 
@@ -333,8 +348,12 @@ func TestCampaignCompletesWithLeaderboard(t *testing.T) {
 	}
 	details := md.GetCurrentDetails()
 	if !strings.Contains(details, "**mnist** · completed · 24/24 trials ended") ||
-		!strings.Contains(details, "| 1 | "+res.Best.TrialID+" |") {
+		!strings.Contains(details, "| 1 | "+res.Best.TrialID+" |") || strings.Contains(details, "Warning") {
 		t.Errorf("details:\n%s", details)
+	}
+	// Every trial reported the objective: nothing to warn about.
+	if len(s.Warnings) != 0 || len(res.Warnings) != 0 || s.ObjectiveMissing != 0 {
+		t.Errorf("warnings %q / %q, %d trials without the objective: want none", s.Warnings, res.Warnings, s.ObjectiveMissing)
 	}
 }
 
@@ -503,8 +522,14 @@ func TestCampaignPauseResumeStop(t *testing.T) {
 // as new, checks the carried input and returns it.
 func continued(t *testing.T) (CampaignInput, *fakeTrials) {
 	t.Helper()
-	spec := testSpec(24, 4)
-	f := newFakeTrials(steadyScript)
+	return continuedWith(t, testSpec(24, 4), steadyScript)
+}
+
+// continuedWith is continued with another spec (24 trials, 4 at once) and
+// trial script.
+func continuedWith(t *testing.T, spec gleaner.CampaignSpec, script func(TrialInput) fakeRun) (CampaignInput, *fakeTrials) {
+	t.Helper()
+	f := newFakeTrials(script)
 	env := newEnv(f)
 	env.RegisterDelayedCallback(func() { env.SetCurrentHistoryLength(500) }, 35*time.Second)
 	env.ExecuteWorkflow(CampaignWorkflowName, CampaignInput{Spec: spec, HistoryThreshold: 400})

@@ -81,6 +81,9 @@ type CampaignCounts struct {
 	Completed int `json:"completed"`
 	Stopped   int `json:"stopped"`
 	Failed    int `json:"failed"`
+	// ObjectiveMissing counts the completed and stopped trials (a subset
+	// of Completed + Stopped) that never reported objective.metric.
+	ObjectiveMissing int `json:"objective_missing,omitempty"`
 }
 
 // Ended is how many trials have ended, whichever way.
@@ -112,6 +115,28 @@ type CampaignState struct {
 	SearchDone bool `json:"search_done,omitempty"`
 	// Runs counts continue-as-new.
 	Runs int `json:"runs,omitempty"`
+	// Missed describes the trials counted in Counts.ObjectiveMissing.
+	Missed *MissedObjective `json:"missed_objective,omitempty"`
+}
+
+// Bounds of MissedObjective, so that CampaignState stays bounded.
+const (
+	missedTrialsKept  = 5
+	missedMetricsKept = 20
+)
+
+// MissedObjective is what a campaign remembers of its trials that finished
+// (completed or stopped) without ever reporting objective.metric: enough to
+// tell a person why its leaderboard is empty, whatever the trial count.
+type MissedObjective struct {
+	// Trials are the ids of the first such trials (at most missedTrialsKept).
+	Trials []string `json:"trials,omitempty"`
+	// Metrics are the metric names such trials reported last, sorted (at
+	// most missedMetricsKept; MetricsCut says that some were left out).
+	Metrics    []string `json:"metrics,omitempty"`
+	MetricsCut bool     `json:"metrics_cut,omitempty"`
+	// Silent counts such trials that reported no metrics at all.
+	Silent int `json:"silent,omitempty"`
 }
 
 // InFlightTrial is a trial the campaign has started and not yet heard the
@@ -160,6 +185,10 @@ type CampaignStatus struct {
 	Best          *LeaderboardEntry `json:"best,omitempty"`
 	// Runs counts continue-as-new.
 	Runs int `json:"runs"`
+	// Warnings are problems a person should act on, from the first
+	// finished trial that never reported objective.metric on (see
+	// ObjectiveMissing in the counts); empty when there are none.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // CampaignResult is what a campaign returns. A campaign that reaches
@@ -173,6 +202,8 @@ type CampaignResult struct {
 	Best *LeaderboardEntry `json:"best,omitempty"`
 	// Leaderboard is the top 10.
 	Leaderboard []LeaderboardEntry `json:"leaderboard"`
+	// Warnings are CampaignStatus.Warnings at the end.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Application error types of CampaignWorkflow.

@@ -64,6 +64,9 @@ func (c *campaign) details() string {
 		fmt.Fprintf(&b, " · %s", s.Reason)
 	}
 	b.WriteString("\n\n")
+	for _, w := range s.Warnings {
+		fmt.Fprintf(&b, "**Warning:** %s\n\n", escapeMarkdown(w))
+	}
 	if len(c.st.Leaderboard) == 0 {
 		b.WriteString("No trial has reported " + c.spec.Objective.Metric + " yet.\n")
 		return b.String()
@@ -79,6 +82,11 @@ func (c *campaign) details() string {
 	}
 	return b.String()
 }
+
+// escapeMarkdown keeps text the trainers chose (metric names) from turning
+// into markup, links or HTML in the UI.
+var escapeMarkdown = strings.NewReplacer(`\`, `\\`, "_", `\_`, "*", `\*`, "`", "\\`", "|", `\|`,
+	"<", `\<`, "[", `\[`).Replace
 
 func formatParams(p hpo.Params) string {
 	parts := make([]string, 0, len(p))

@@ -15,12 +15,16 @@ import (
 
 // Pool defaults; PoolInput fields left at zero take these.
 const (
-	DefaultPollInterval          = 5 * time.Second
-	DefaultAllocatePeriod        = 30 * time.Second
-	DefaultDebounce              = 500 * time.Millisecond
-	DefaultLookahead             = 5 * time.Minute
-	DefaultPoolHistoryThreshold  = 10_000
-	DefaultReleaseTimeout        = 2 * time.Minute
+	DefaultPollInterval         = 5 * time.Second
+	DefaultAllocatePeriod       = 30 * time.Second
+	DefaultDebounce             = 500 * time.Millisecond
+	DefaultLookahead            = 5 * time.Minute
+	DefaultPoolHistoryThreshold = 10_000
+	DefaultReleaseTimeout       = 2 * time.Minute
+	// ReleaseMargin is added to a trial's grace period when the pool waits
+	// for it to leave a node: the stop must reach the worker (a heartbeat)
+	// and the confirmation come back.
+	ReleaseMargin                = 30 * time.Second
 	defaultLocalActivityDeadline = time.Minute
 )
 
@@ -43,9 +47,10 @@ type PoolInput struct {
 	// HistoryThreshold is the history length at which the pool continues
 	// as new.
 	HistoryThreshold int `json:"history_threshold,omitempty"`
-	// ReleaseTimeout is how long a node taken from one trial is held back
-	// from another while the first has not confirmed its trainer left it
-	// (a lost worker, a stuck trainer).
+	// ReleaseTimeout is the shortest time a node taken from one trial is
+	// held back from another while the first has not confirmed its trainer
+	// left it (a lost worker, a stuck trainer); a trial whose grace period
+	// plus ReleaseMargin is longer holds its nodes that long.
 	ReleaseTimeout time.Duration `json:"release_timeout,omitempty"`
 	// State is the pool's state carried over continue-as-new.
 	State *PoolState `json:"state,omitempty"`
@@ -81,7 +86,7 @@ type PoolState struct {
 	Resend []string `json:"resend,omitempty"`
 	// Releasing are nodes taken from a trial whose trainer may still run
 	// on them: no other trial is told to use them until the trial confirms
-	// (Released) or ReleaseTimeout passes.
+	// (Released) or its hold expires (Releasing.Until).
 	Releasing []Releasing `json:"releasing,omitempty"`
 }
 
@@ -91,6 +96,22 @@ type Releasing struct {
 	TrialID string    `json:"trial_id"`
 	Epoch   int64     `json:"epoch"` // the decision that took it
 	Since   time.Time `json:"since"`
+	// Until is when the node is handed on without confirmation: Since +
+	// max(ReleaseTimeout, the trial's grace period + ReleaseMargin).
+	// Zero in a state from before it existed: Since + ReleaseTimeout.
+	Until time.Time `json:"until,omitempty"`
+}
+
+// releaseHold is how long a node taken from r's trial is held for it.
+func (in PoolInput) releaseHold(r RegisterTrial) time.Duration {
+	return max(in.ReleaseTimeout, r.GracePeriod+ReleaseMargin)
+}
+
+func (p *pool) releaseDeadline(r Releasing) time.Time {
+	if r.Until.IsZero() {
+		return r.Since.Add(p.in.ReleaseTimeout)
+	}
+	return r.Until
 }
 
 // PoolTrial is one registered trial as the pool sees it.
@@ -251,7 +272,13 @@ func (p *pool) loop(ctx workflow.Context) error {
 			p.released(ctx, r)
 		})
 		if len(p.st.Releasing) > 0 {
-			wait := p.in.ReleaseTimeout - workflow.Now(ctx).Sub(p.st.Releasing[0].Since)
+			next := p.releaseDeadline(p.st.Releasing[0])
+			for _, r := range p.st.Releasing[1:] {
+				if d := p.releaseDeadline(r); d.Before(next) {
+					next = d
+				}
+			}
+			wait := next.Sub(workflow.Now(ctx))
 			sel.AddFuture(workflow.NewTimer(ctx, max(wait, time.Millisecond)), func(workflow.Future) {
 				p.expireReleases(ctx)
 			})
@@ -337,12 +364,12 @@ func (p *pool) released(ctx workflow.Context, r Released) {
 	}
 }
 
-// expireReleases stops waiting for confirmations older than ReleaseTimeout.
+// expireReleases stops waiting for confirmations past their deadline.
 func (p *pool) expireReleases(ctx workflow.Context) {
 	now := workflow.Now(ctx)
 	n := len(p.st.Releasing)
 	p.st.Releasing = slices.DeleteFunc(p.st.Releasing, func(x Releasing) bool {
-		return now.Sub(x.Since) >= p.in.ReleaseTimeout
+		return !now.Before(p.releaseDeadline(x))
 	})
 	if len(p.st.Releasing) != n {
 		workflow.GetLogger(ctx).Warn("nodes handed over without confirmation", "pool", p.in.Name, "count", n-len(p.st.Releasing))
@@ -439,7 +466,8 @@ func (p *pool) allocate(ctx workflow.Context) error {
 		// still run there until it confirms.
 		for _, n := range t.Sent {
 			if !slices.Contains(a.Nodes, n) {
-				p.st.Releasing = append(p.st.Releasing, Releasing{Node: n, TrialID: t.Registration.TrialID, Epoch: p.st.Epoch, Since: now})
+				p.st.Releasing = append(p.st.Releasing, Releasing{Node: n, TrialID: t.Registration.TrialID, Epoch: p.st.Epoch,
+					Since: now, Until: now.Add(p.in.releaseHold(t.Registration))})
 			}
 		}
 		t.Nodes, t.NodeType = a.Nodes, a.NodeType

@@ -295,3 +295,39 @@ func TestPoolHandsNodesOverOnRelease(t *testing.T) {
 	require.Len(t, next.State.Trials, 2)
 	require.Empty(t, next.State.Releasing)
 }
+
+// A trial with a grace period longer than ReleaseTimeout keeps a node
+// taken from it for its whole grace period plus ReleaseMargin: the pool
+// never puts a second trainer on a node the first may still be
+// checkpointing on.
+func TestPoolHoldsNodesForTheGracePeriod(t *testing.T) {
+	e := newPoolEnv(t, "slow", "new")
+	e.nodes.set("n1", "n2")
+	in := poolInput()
+	in.ReleaseTimeout = 30 * time.Second
+	slow := reg("slow", 1, 2)
+	slow.GracePeriod = 5 * time.Minute
+	hold := slow.GracePeriod + wf.ReleaseMargin
+	e.at(time.Second, func() { e.SignalWorkflow(wf.SignalRegisterTrial, slow) })
+	e.at(3*time.Second, func() {
+		assert.Len(t, e.last("slow").Nodes, 2)
+		// A second trial arrives: the allocator gives it one of slow's
+		// nodes; slow never confirms it left it.
+		e.SignalWorkflow(wf.SignalRegisterTrial, reg("new", 1, 2))
+	})
+	e.at(5*time.Second, func() {
+		assert.Len(t, e.last("slow").Nodes, 1, "the shrink goes at once")
+		assert.Empty(t, e.last("new").Nodes, "the grant waits for slow to leave the node")
+	})
+	e.at(3*time.Second+2*in.ReleaseTimeout, func() {
+		assert.Empty(t, e.last("new").Nodes, "past ReleaseTimeout but inside slow's grace period: new waits")
+	})
+	e.at(3*time.Second+hold-10*time.Second, func() {
+		assert.Empty(t, e.last("new").Nodes, "still inside the grace period + margin")
+	})
+	e.at(3*time.Second+hold+10*time.Second, func() {
+		assert.Len(t, e.last("new").Nodes, 1, "handed over once the grace period + margin passed")
+	})
+	e.endAt(3*time.Second + hold + 20*time.Second)
+	e.ExecuteWorkflow(wf.PoolWorkflowName, in)
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -27,6 +28,11 @@ var (
 	TrialHeartbeatTimeout = 20 * time.Second
 	// TrialStartToClose bounds one launch of a trainer.
 	TrialStartToClose = 7 * 24 * time.Hour
+	// TrialFaultRetries is how many times one run is retried after a lost
+	// worker or server on top of its max_restarts: those retries resume
+	// from the newest checkpoint and do not count as restarts, but a run
+	// that takes its worker down every time must still end.
+	TrialFaultRetries = 100
 )
 
 const (
@@ -38,6 +44,8 @@ const (
 	profileChange = 0.05
 	// ErrTypeInvalidTrial marks a trial that can never run.
 	ErrTypeInvalidTrial = "InvalidTrial"
+	// ErrTypeTrialFailed is the error a failed trial's workflow ends with.
+	ErrTypeTrialFailed = "TrialFailed"
 )
 
 // TrialWorkflow runs one trial to its end: it registers with its pool,
@@ -65,7 +73,14 @@ func TrialWorkflow(ctx workflow.Context, in TrialInput) (TrialReport, error) {
 	if continueAsNew {
 		return TrialReport{}, t.continueAsNew(ctx)
 	}
-	return t.finish(ctx), nil
+	rep := t.finish(ctx)
+	// A failed trial's workflow fails too (red in the Temporal UI, not a
+	// green "Completed"); its report has reached the campaign already.
+	if rep.State == TrialFailed && workflow.GetVersion(ctx, "trial-failure-fails-workflow", workflow.DefaultVersion, 1) == 1 {
+		return rep, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("trial %s failed: %s", t.in.TrialID, rep.Error), ErrTypeTrialFailed, nil, rep)
+	}
+	return rep, nil
 }
 
 func (in TrialInput) validate() error {
@@ -104,9 +119,8 @@ type trial struct {
 	stopRequested bool
 	continuing    bool // stopping the trainer to continue as new
 
-	run      int // launches so far (this workflow run)
 	active   *activeRun
-	attempts map[int]int // highest activity attempt seen per run
+	failures map[int]int // trainer failures seen per run (p.Runs numbers runs)
 
 	// pausedSince is set while the trial sits at 0 nodes; the next launch
 	// is then a start (after a pause), not a rescale.
@@ -133,6 +147,7 @@ type activeRun struct {
 	stopping   bool
 	afterPause bool
 	seen       bool // a progress of this run has arrived
+	attempt    int  // activity attempt of the latest progress
 }
 
 func newTrial(ctx workflow.Context, in TrialInput) (*trial, error) {
@@ -144,7 +159,7 @@ func newTrial(ctx workflow.Context, in TrialInput) (*trial, error) {
 		in:       in,
 		wfID:     workflow.GetInfo(ctx).WorkflowExecution.ID,
 		p:        TrialProgress{State: TrialPending},
-		attempts: map[int]int{},
+		failures: map[int]int{},
 		atZero:   true,
 		profiler: prof,
 		sent:     map[int]float64{},
@@ -226,6 +241,7 @@ func (t *trial) register(ctx workflow.Context) error {
 		NodeType:        t.in.NodeType,
 		RescaleUpCost:   t.in.RescaleUpCost,
 		RescaleDownCost: t.in.RescaleDownCost,
+		GracePeriod:     t.in.GracePeriod,
 	}
 	err := workflow.ExecuteActivity(actx, RegisterTrialActivityName, RegisterTrialInput{Pool: t.in.Pool, Registration: reg}).Get(ctx, nil)
 	if err != nil {
@@ -329,7 +345,7 @@ func (t *trial) step(ctx workflow.Context) error {
 		t.setState(ctx, TrialPaused)
 	case len(t.assigned) >= t.in.MinNodes:
 		t.launch(ctx)
-	case t.run > 0 || t.p.Samples > 0:
+	case t.p.Runs > 0 || t.p.Samples > 0:
 		t.setState(ctx, TrialPaused) // preempted to 0 nodes
 	default:
 		t.setState(ctx, TrialPending)
@@ -338,7 +354,7 @@ func (t *trial) step(ctx workflow.Context) error {
 }
 
 func (t *trial) launch(ctx workflow.Context) {
-	t.run++
+	t.p.Runs++
 	if !t.atZero {
 		t.p.Rescales++
 	}
@@ -348,17 +364,19 @@ func (t *trial) launch(ctx workflow.Context) {
 		HeartbeatTimeout:    TrialHeartbeatTimeout,
 		WaitForCancellation: true,
 		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        time.Second,
-			BackoffCoefficient:     2,
-			MaximumInterval:        30 * time.Second,
-			MaximumAttempts:        int32(t.in.MaxRestarts + 1),
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    30 * time.Second,
+			// The activity ends the run for good once the trainer failed
+			// max_restarts+1 times; the rest are lost workers and servers.
+			MaximumAttempts:        int32(t.in.MaxRestarts + 1 + TrialFaultRetries),
 			NonRetryableErrorTypes: []string{ErrTypeInvalidTrial},
 		},
 	})
 	nodes := slices.Clone(t.assigned)
-	in := RunTrialInput{Trial: t.in, Run: t.run, Nodes: nodes, NodeType: t.assignedType, ResumeFrom: t.p.Checkpoint}
+	in := RunTrialInput{Trial: t.in, Run: t.p.Runs, Nodes: nodes, NodeType: t.assignedType, ResumeFrom: t.p.Checkpoint}
 	t.active = &activeRun{
-		run:        t.run,
+		run:        t.p.Runs,
 		nodes:      nodes,
 		future:     workflow.ExecuteActivity(actx, RunTrialActivityName, in),
 		cancel:     cancel,
@@ -406,31 +424,43 @@ func (t *trial) onControl(c Control) {
 }
 
 func (t *trial) onProgress(ctx workflow.Context, pr Progress) {
-	if pr.Attempt > t.attempts[pr.Run] {
-		if prev := t.attempts[pr.Run]; prev > 0 {
-			t.p.Restarts += pr.Attempt - prev
-		} else {
-			t.p.Restarts += pr.Attempt - 1
-		}
-		t.attempts[pr.Run] = pr.Attempt
-	}
+	t.countFailures(pr.Run, pr.Failures)
 	t.absorb(pr.Samples, pr.Step, pr.Epoch, pr.Metrics, pr.Checkpoint)
 	t.p.MalformedReports = max(t.p.MalformedReports, pr.Malformed)
+	t.noteBadCheckpoints(pr.BadCheckpoints, pr.BadCheckpoint)
 	a := t.active
 	if a == nil || a.run != pr.Run || pr.Nodes <= 0 || pr.Time.IsZero() {
 		return
 	}
+	// A new attempt of the run relaunched the trainer: its warm-up is a
+	// restart's, not throughput.
+	restart := !a.seen || pr.Attempt != a.attempt
 	t.profiler.Ingest(jpa.Report{
 		TrialID:    t.wfID,
 		Nodes:      pr.Nodes,
 		NodeType:   t.assignedType,
 		Samples:    pr.Samples,
 		Time:       pr.Time,
-		Restart:    !a.seen,
+		Restart:    restart,
 		AfterPause: !a.seen && a.afterPause,
 	})
-	a.seen = true
+	a.seen, a.attempt = true, pr.Attempt
 	t.sendProfile(ctx, pr.Nodes)
+}
+
+// countFailures adds the trainer failures of run not counted yet: the
+// trial's restarts. Retries after a lost worker or server are not failures.
+func (t *trial) countFailures(run, failures int) {
+	if failures > t.failures[run] {
+		t.p.Restarts += failures - t.failures[run]
+		t.failures[run] = failures
+	}
+}
+
+func (t *trial) noteBadCheckpoints(n int, last string) {
+	if n > t.p.BadCheckpoints {
+		t.p.BadCheckpoints, t.p.BadCheckpoint = n, last
+	}
 }
 
 // absorb keeps the newest progress: samples never go backwards (a late
@@ -445,6 +475,9 @@ func (t *trial) absorb(samples float64, step int64, epoch float64, metrics map[s
 	t.p.Samples, t.p.Step, t.p.Epoch = samples, step, epoch
 	if len(metrics) > 0 {
 		t.p.Metrics = metrics
+		if _, ok := metrics[t.in.ObjectiveMetric]; ok {
+			t.p.ObjectiveSeen = true
+		}
 		if v, ok := metrics[t.in.ObjectiveMetric]; ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
 			t.p.History = appendBounded(t.p.History, MetricPoint{Samples: samples, Value: v})
 		}
@@ -499,12 +532,7 @@ func (t *trial) onRunEnded(ctx workflow.Context, run *activeRun, f workflow.Futu
 		if res.Exit.Killed {
 			t.p.Killed++
 		}
-		t.absorb(res.Samples, res.Step, res.Epoch, res.Metrics, res.Checkpoint)
-		t.p.MalformedReports = max(t.p.MalformedReports, res.Malformed)
-		if res.Attempt > t.attempts[run.run] {
-			t.p.Restarts += res.Attempt - max(t.attempts[run.run], 1)
-			t.attempts[run.run] = res.Attempt
-		}
+		t.absorbResult(run.run, res)
 		if res.Outcome == RunCompleted {
 			t.p.Nodes = nil
 			t.setState(ctx, TrialCompleted)
@@ -513,6 +541,13 @@ func (t *trial) onRunEnded(ctx workflow.Context, run *activeRun, f workflow.Futu
 	case errors.As(err, &canceled):
 		// Stopped before the trainer started: nothing ran.
 	default:
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) && app.HasDetails() && app.Details(&res) == nil {
+			t.absorbResult(run.run, res)
+			if res.Failures > t.in.MaxRestarts {
+				t.p.Restarts-- // the failure that ended the trial was not followed by a restart
+			}
+		}
 		t.p.Error = errorMessage(err)
 		t.p.Nodes = nil
 		t.setState(ctx, TrialFailed)
@@ -522,6 +557,31 @@ func (t *trial) onRunEnded(ctx workflow.Context, run *activeRun, f workflow.Futu
 	// rescale; a wait at 0 nodes first makes the next launch a start.
 	t.p.Nodes = nil
 	t.atZero = t.paused || t.stopRequested || t.continuing || len(t.assigned) < t.in.MinNodes
+}
+
+// absorbResult folds a run's result (or a failed run's last state) in.
+func (t *trial) absorbResult(run int, res RunTrialResult) {
+	t.absorb(res.Samples, res.Step, res.Epoch, res.Metrics, res.Checkpoint)
+	t.p.MalformedReports = max(t.p.MalformedReports, res.Malformed)
+	t.countFailures(run, res.Failures)
+	t.noteBadCheckpoints(res.BadCheckpoints, res.BadCheckpoint)
+}
+
+// FailedTrialReport is the final report a failed trial's workflow carries
+// in its error (ErrTypeTrialFailed): Get on a failed trial's workflow
+// returns that error, not a result.
+func FailedTrialReport(err error) (TrialReport, bool) {
+	var app *temporal.ApplicationError
+	var r TrialReport
+	if errors.As(err, &app) && app.Type() == ErrTypeTrialFailed && app.HasDetails() && app.Details(&r) == nil && r.Final {
+		return r, true
+	}
+	return TrialReport{}, false
+}
+
+// mdCell makes s safe inside a markdown table cell.
+func mdCell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "`", "'").Replace(s)
 }
 
 func errorMessage(err error) string {
@@ -567,6 +627,12 @@ func (t *trial) details() string {
 	if t.p.Killed > 0 {
 		s += fmt.Sprintf("| runs killed after ignoring SIGTERM | %d |\n", t.p.Killed)
 	}
+	if t.p.BadCheckpoints > 0 {
+		s += fmt.Sprintf("| reported checkpoints rejected | %d (latest: %s) |\n", t.p.BadCheckpoints, mdCell(t.p.BadCheckpoint))
+	}
+	if t.p.State.Terminal() && t.p.State != TrialFailed && !t.p.ObjectiveSeen {
+		s += fmt.Sprintf("\n**Warning:** the trainer never reported the objective metric `%s`.\n", t.in.ObjectiveMetric)
+	}
 	if t.p.Error != "" {
 		s += fmt.Sprintf("\nError: %s\n", t.p.Error)
 	}
@@ -586,6 +652,8 @@ func (t *trial) report(final bool) TrialReport {
 		Restarts:   t.p.Restarts,
 		Rescales:   t.p.Rescales,
 		Error:      t.p.Error,
+
+		ObjectiveMissing: final && t.p.State != TrialFailed && !t.p.ObjectiveSeen,
 	}
 }
 

@@ -301,34 +301,85 @@ func TestTrialPauseResumeUpdates(t *testing.T) {
 }
 
 // A trainer that keeps failing is retried MaxRestarts times, then the
-// trial fails with the trainer's error; its final report says so.
+// trial fails with the trainer's error: its final report says so, and its
+// workflow fails (red in the UI) with the report as details.
 func TestTrialFailsAfterBoundedRetries(t *testing.T) {
 	e := newTrialEnv(t, func(in RunTrialInput, attempt int) (RunTrialResult, error, bool) {
-		return RunTrialResult{}, temporal.NewApplicationError("trainer exited with exit code 3", "TrainerFailed"), false
+		// RunTrial's contract: Failures counts the run's trainer
+		// failures; the one past max_restarts is not retryable.
+		res := RunTrialResult{Failures: attempt}
+		if attempt > in.Trial.MaxRestarts {
+			return res, temporal.NewNonRetryableApplicationError("trainer exited with exit code 3", "TrainerFailed", nil, res), false
+		}
+		return res, temporal.NewApplicationError("trainer exited with exit code 3", "TrainerFailed", res), false
 	})
 	e.assign(time.Second, 1, "n1")
 	e.ExecuteWorkflow(TrialWorkflowName, trialInput())
-	r := e.result(t)
+	require.True(t, e.IsWorkflowCompleted())
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, e.GetWorkflowError(), &app)
+	require.Equal(t, ErrTypeTrialFailed, app.Type())
+	var r TrialReport
+	require.NoError(t, app.Details(&r))
 	require.Equal(t, TrialFailed, r.State)
 	require.Contains(t, r.Error, "exit code 3")
+	require.Equal(t, 2, r.Restarts)
 	require.Len(t, e.trainer.calls(), 3, "1 attempt + MaxRestarts 2")
 	require.True(t, e.reports[len(e.reports)-1].Final)
+	require.Equal(t, TrialFailed, e.reports[len(e.reports)-1].State)
 }
 
 // A failure that a retry cures: the trial completes and counts the restart
-// (Attempt comes back in the result).
+// (Failures comes back in the error's details and the result).
 func TestTrialRetryCures(t *testing.T) {
 	e := newTrialEnv(t, func(in RunTrialInput, attempt int) (RunTrialResult, error, bool) {
 		if attempt == 1 {
-			return RunTrialResult{}, temporal.NewApplicationError("crash", "TrainerFailed"), false
+			return RunTrialResult{}, temporal.NewApplicationError("crash", "TrainerFailed", RunTrialResult{Failures: 1}), false
 		}
-		return RunTrialResult{Outcome: RunCompleted, Samples: 7, Attempt: attempt}, nil, false
+		return RunTrialResult{Outcome: RunCompleted, Samples: 7, Attempt: attempt, Failures: 1}, nil, false
 	})
 	e.assign(time.Second, 1, "n1")
 	e.ExecuteWorkflow(TrialWorkflowName, trialInput())
 	r := e.result(t)
 	require.Equal(t, TrialCompleted, r.State)
 	require.Equal(t, 1, r.Restarts)
+}
+
+// Retries after a lost worker or server (the activity's attempt timed
+// out: no trainer failure recorded) are not restarts, and do not use up
+// max_restarts: a run survives more of them than MaxRestarts.
+func TestTrialFaultRetriesAreNotRestarts(t *testing.T) {
+	faults := 5 // > MaxRestarts (2)
+	e := newTrialEnv(t, func(in RunTrialInput, attempt int) (RunTrialResult, error, bool) {
+		if attempt <= faults {
+			return RunTrialResult{}, temporal.NewApplicationError("activity heartbeat timeout", "Lost"), false
+		}
+		return RunTrialResult{Outcome: RunCompleted, Samples: 7, Attempt: attempt, Metrics: map[string]float64{"loss": 0.5}}, nil, false
+	})
+	e.assign(time.Second, 1, "n1")
+	e.ExecuteWorkflow(TrialWorkflowName, trialInput())
+	r := e.result(t)
+	require.Equal(t, TrialCompleted, r.State)
+	require.Zero(t, r.Restarts)
+	require.False(t, r.ObjectiveMissing)
+	require.Len(t, e.trainer.calls(), faults+1)
+}
+
+// A trial that finishes without ever reporting the objective metric is
+// marked in its final report and warned about in its details.
+func TestTrialObjectiveMissing(t *testing.T) {
+	e := newTrialEnv(t, func(in RunTrialInput, attempt int) (RunTrialResult, error, bool) {
+		return RunTrialResult{Outcome: RunCompleted, Samples: 7, Attempt: attempt, Metrics: map[string]float64{"val_loss": 0.5}}, nil, false
+	})
+	e.assign(time.Second, 1, "n1")
+	in := trialInput()
+	in.ObjectiveMetric = "valloss"
+	e.ExecuteWorkflow(TrialWorkflowName, in)
+	r := e.result(t)
+	require.Equal(t, TrialCompleted, r.State)
+	require.True(t, r.ObjectiveMissing)
+	require.Equal(t, map[string]float64{"val_loss": 0.5}, r.Metrics)
+	require.True(t, e.reports[len(e.reports)-1].ObjectiveMissing)
 }
 
 // An invalid trial fails at once with an error naming the field.
@@ -376,6 +427,11 @@ func TestTrialContinuesAsNew(t *testing.T) {
 	e2.ExecuteWorkflow(TrialWorkflowName, next)
 	require.Equal(t, TrialCompleted, e2.result(t).State)
 	require.Equal(t, ckpt(1), e2.trainer.calls()[0].ResumeFrom)
+	// Runs are numbered over the trial's life: the continued run's first
+	// launch is run 2, never run 1 again (its directory, reports and
+	// checkpoints are run 1's).
+	require.Equal(t, 1, next.State.Runs)
+	require.Equal(t, 2, e2.trainer.calls()[0].Run)
 }
 
 // Progress feeds the JPA: once past warm-up the trial tells the pool its

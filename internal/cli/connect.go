@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	tclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
+	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/client"
 	"github.com/gleaner-hpc/gleaner/worker"
 )
@@ -33,10 +37,19 @@ type connectOptions struct {
 	flags  worker.Config // bound to the flags
 	apiKey string        // apart, so that --help never shows TEMPORAL_API_KEY
 	ui     string
+	// links: the verb prints web UI links, so connect finds the UI
+	// (linkBase); without, the client makes none.
+	links bool
 
 	getenv func(string) string // os.Getenv unless a test sets it
 	// dial connects; worker.Dial unless a test sets it.
 	dial func(context.Context, worker.Config) (tclient.Client, error)
+	// probeUI reports whether a Temporal web UI answers at base;
+	// probeTemporalUI unless a test sets it.
+	probeUI func(ctx context.Context, base string) bool
+
+	// resolved is the configuration connect dialled, for messages.
+	resolved worker.Config
 }
 
 // connectionFlags are the flag names addFlags defines, each a field of
@@ -52,7 +65,7 @@ func (o *connectOptions) addFlags(f *pflag.FlagSet) {
 	o.flags = worker.DefaultConfig()
 	o.flags.ConnectTimeout = defaultClientConnectTimeout
 	bindConnectionFlags(f, &o.flags, &o.apiKey, "task queue Gleaner's workers poll")
-	f.StringVar(&o.ui, "ui", "", "Temporal web UI base address for links, - for none (default http://localhost:8233) ["+EnvUI+"]")
+	f.StringVar(&o.ui, "ui", "", "Temporal web UI base address for links, - for none (default: a dev server's UI found at the --address port + 1000, else none) ["+EnvUI+"]")
 }
 
 // bindConnectionFlags defines the flags every command that talks to
@@ -144,7 +157,7 @@ func connectionErrors(err error) error {
 	return errors.Join(keep...)
 }
 
-// uiBase is --ui, else GLEANER_UI, else the client's default.
+// uiBase is --ui, else GLEANER_UI, else "" (not given: see linkBase).
 func (o *connectOptions) uiBase(flags *pflag.FlagSet) string {
 	if flags.Changed("ui") {
 		return o.ui
@@ -170,6 +183,13 @@ func (o *connectOptions) connect(ctx context.Context, flags *pflag.FlagSet, stde
 	if dial == nil {
 		dial = func(ctx context.Context, c worker.Config) (tclient.Client, error) { return worker.Dial(ctx, c) }
 	}
+	// Look for the web UI while dialling: neither waits for the other.
+	ui := make(chan string, 1)
+	if o.links {
+		go func() { ui <- o.linkBase(ctx, flags, cfg) }()
+	} else {
+		ui <- "-"
+	}
 	tc, err := dial(ctx, cfg)
 	if err != nil {
 		var fe *worker.FieldError
@@ -178,14 +198,161 @@ func (o *connectOptions) connect(ctx context.Context, flags *pflag.FlagSet, stde
 		}
 		return nil, nil, err
 	}
-	c := client.New(tc, client.Options{TaskQueue: cfg.TaskQueue, Namespace: cfg.Namespace, UIBase: o.uiBase(flags)})
+	o.resolved = cfg
+	c := client.New(tc, client.Options{TaskQueue: cfg.TaskQueue, Namespace: cfg.Namespace, UIBase: <-ui})
 	return c, tc.Close, nil
 }
 
-// checkCampaignName rejects an empty CAMPAIGN argument (exit 2).
-func checkCampaignName(name string) error {
-	if strings.TrimSpace(name) == "" {
-		return usageErrorf("CAMPAIGN: empty name")
+// uiProbeTimeout bounds the look for a dev server's web UI.
+const uiProbeTimeout = time.Second
+
+// linkBase is the web UI links point to: --ui or GLEANER_UI when given;
+// else, for a server without TLS, a dev server's UI when one answers at
+// the frontend port + 1000 (where `temporal server start-dev` puts it
+// unless told otherwise); else, for Temporal Cloud, its UI; else "-", no
+// links: better none than one to a UI that is not there.
+func (o *connectOptions) linkBase(ctx context.Context, flags *pflag.FlagSet, cfg worker.Config) string {
+	if ui := o.uiBase(flags); ui != "" {
+		return ui
 	}
-	return nil
+	host, _, err := net.SplitHostPort(cfg.HostPort)
+	if err != nil {
+		return "-"
+	}
+	if strings.HasSuffix(strings.ToLower(host), ".tmprl.cloud") {
+		return temporalCloudUI
+	}
+	if cfg.UsesTLS() {
+		return "-"
+	}
+	probe, shown, ok := devServerUI(cfg.HostPort)
+	if !ok {
+		return "-"
+	}
+	check := o.probeUI
+	if check == nil {
+		check = probeTemporalUI
+	}
+	ctx, cancel := context.WithTimeout(ctx, uiProbeTimeout)
+	defer cancel()
+	if !check(ctx, probe) {
+		return "-"
+	}
+	return shown
+}
+
+// temporalCloudUI is Temporal Cloud's web UI.
+const temporalCloudUI = "https://cloud.temporal.io"
+
+// devServerUI is where `temporal server start-dev --port P` serves its web
+// UI unless --ui-port says otherwise: port P+1000 of the same host. probe
+// is the address to check; shown is the one for people (localhost for a
+// loopback address, as the dev server itself prints it).
+func devServerUI(hostPort string) (probe, shown string, ok bool) {
+	host, port, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return "", "", false
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p <= 0 || p+1000 > 65535 {
+		return "", "", false
+	}
+	uiPort := strconv.Itoa(p + 1000)
+	probe = "http://" + net.JoinHostPort(host, uiPort)
+	shown = probe
+	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
+		shown = "http://" + net.JoinHostPort("localhost", uiPort)
+	}
+	return probe, shown, true
+}
+
+// probeTemporalUI reports whether a Temporal web UI answers at base: its
+// server's settings endpoint, which every version since 2.0 serves without
+// a login, answers 200.
+func probeTemporalUI(ctx context.Context, base string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/api/v1/settings", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// hintConnectionFlags are the flags a hint repeats, in this order, so that
+// the command it suggests reaches the same server and namespace.
+var hintConnectionFlags = []string{"address", "namespace", "task-queue", "tls", "tls-ca", "tls-cert",
+	"tls-key", "tls-server-name", "api-key", "ui"}
+
+// hintFlags renders the connection flags given on this command line for a
+// hint that suggests another gleaner command (connectionHint); withUI
+// keeps --ui, which `gleaner worker` does not take.
+func hintFlags(flags *pflag.FlagSet, withUI bool) string {
+	return connectionHint(func(name string) (string, bool) {
+		f := flags.Lookup(name)
+		if f == nil || !f.Changed {
+			return "", false
+		}
+		return f.Value.String(), true
+	}, withUI)
+}
+
+// connectionHint renders the connection flags that given reports (by
+// flag name: value, and whether it was given) as they go on a hinted
+// gleaner command line: " --address host:7233 --namespace ns", shell-quoted,
+// or "" when none was given. Settings from the environment are left out:
+// the command the hint suggests reads the same environment. An API key is
+// never shown: --api-key appears as "--api-key …", for the reader to fill
+// in (or to drop in favour of TEMPORAL_API_KEY).
+func connectionHint(given func(flag string) (string, bool), withUI bool) string {
+	var b strings.Builder
+	for _, name := range hintConnectionFlags {
+		v, ok := given(name)
+		if !ok || (name == "ui" && !withUI) {
+			continue
+		}
+		switch name {
+		case "tls":
+			if v == "true" {
+				b.WriteString(" --tls")
+			} else {
+				b.WriteString(" --tls=" + shellQuote(v))
+			}
+		case "api-key":
+			b.WriteString(" --api-key …")
+		default:
+			b.WriteString(" --" + name + " " + shellQuote(v))
+		}
+	}
+	return b.String()
+}
+
+// commandHint is a gleaner command line for a hint: args shell-quoted
+// (placeholders in capitals, such as NAME, read as they are), then conn,
+// from hintFlags or connectionHint.
+func commandHint(conn string, args ...string) string {
+	var b strings.Builder
+	b.WriteString("gleaner")
+	for _, a := range args {
+		b.WriteString(" " + shellQuote(a))
+	}
+	return b.String() + conn
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.,:/=@%+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// checkCampaignName rejects a CAMPAIGN argument that is not a valid name
+// (gleaner.ValidateName): exit 2, before anything contacts the server.
+func checkCampaignName(name string) error {
+	return withCode(ExitUsage, gleaner.ValidateName("CAMPAIGN", name))
 }

@@ -94,6 +94,7 @@ func (o *controlOptions) run(ctx context.Context, flags *pflag.FlagSet, name str
 	if err := checkCampaignName(name); err != nil {
 		return err
 	}
+	o.conn.links = o.json // only the JSON has the campaign's link
 	c, closeClient, err := o.conn.connect(ctx, flags, stderr)
 	if err != nil {
 		return err

@@ -123,6 +123,9 @@ type devRun struct {
 	o              *devOptions
 	stdout, stderr io.Writer
 	tty            bool // stdout is a terminal: redraw the progress line
+	// conn is what a hinted gleaner command needs to reach this run's
+	// server (devConnectionHint); set once the server is up.
+	conn string
 }
 
 func (d *devRun) say(format string, args ...any) {
@@ -240,6 +243,7 @@ func (o *devOptions) run(parent context.Context, nodesGiven bool, stdout, stderr
 		d.say("stopped")
 	}()
 	ui := devUIBase(srv.UIURL(), o.ip)
+	d.conn = devConnectionHint(srv.Address(), srv.Namespace(), ui)
 	d.say("Temporal dev server ready at %s in %v (namespace %s)", srv.Address(), time.Since(start).Round(100*time.Millisecond), srv.Namespace())
 	d.say("Temporal web UI:  %s", ui)
 	if serverLog != "" {
@@ -310,6 +314,7 @@ func (o *devOptions) run(parent context.Context, nodesGiven bool, stdout, stderr
 		camp.Name, file, spec.Budget.MaxTrials, spec.Budget.MaxConcurrent,
 		spec.Resources.MinNodes, spec.Resources.MaxNodes, spec.Objective.Mode, spec.Objective.Metric)
 	d.say("campaign in the UI: %s", camp.UIURL)
+	d.say("follow it from another shell: %s", commandHint(d.conn, "status", camp.Name, "--watch"))
 	if slots > 0 && slots <= 64 {
 		d.say("progress every %v; node map: # running a trial, o idle and free, . taken back by the batch scheduler", o.interval)
 	}
@@ -410,16 +415,21 @@ func (d *devRun) loadCampaign() (gleaner.CampaignSpec, string, error) {
 	}
 	spec, err := gleaner.LoadSpec(file)
 	if err != nil {
-		return spec, file, fmt.Errorf("--campaign %s: %w", file, err)
+		return spec, file, withCode(ExitUsage, fmt.Errorf("--campaign %s: %w", file, err))
 	}
 	if spec.Name == "" {
 		spec.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	}
+	if err := gleaner.ValidateName("name", spec.Name); err != nil {
+		return spec, file, withCode(ExitUsage, fmt.Errorf("--campaign %s: %w", file, err))
+	}
 	// A name of its own per run, so that a rerun on the same --db starts
-	// a new campaign instead of colliding with the last one.
-	spec.Name += "-" + time.Now().Format("20060102-150405")
+	// a new campaign instead of colliding with the last one; the name is
+	// cut to leave the suffix room within gleaner.MaxNameLength.
+	suffix := "-" + time.Now().Format("20060102-150405")
+	spec.Name = spec.Name[:min(len(spec.Name), gleaner.MaxNameLength-len(suffix))] + suffix
 	if err := spec.WithDefaults().Validate(); err != nil {
-		return spec, file, fmt.Errorf("--campaign %s: %w", file, err)
+		return spec, file, withCode(ExitUsage, fmt.Errorf("--campaign %s: %w", file, err))
 	}
 	return spec, file, nil
 }
@@ -534,8 +544,27 @@ func (d *devRun) noteEarlierCampaigns(ctx context.Context, srv *devserver.Server
 		names = append(names, strings.TrimPrefix(e.GetExecution().GetWorkflowId(), workflows.CampaignWorkflowID("")))
 	}
 	sort.Strings(names)
-	d.say("note: %d campaign(s) of an earlier run are still running and resume on this worker, sharing its nodes: %s (stop one with: gleaner stop NAME)",
-		len(names), strings.Join(names, " "))
+	d.say("note: %d campaign(s) of an earlier run are still running and resume on this worker, sharing its nodes: %s (stop one with: %s)",
+		len(names), strings.Join(names, " "), commandHint(d.conn, "stop", "NAME"))
+}
+
+// devConnectionHint is the connection flags (connectionHint) a gleaner
+// command run beside `gleaner dev` needs to reach its server: --address
+// and --namespace unless they are the defaults, and --ui unless the
+// command finds the UI by itself, at the server's port + 1000.
+func devConnectionHint(address, namespace, ui string) string {
+	return connectionHint(func(flag string) (string, bool) {
+		switch flag {
+		case "address":
+			return address, address != worker.DefaultHostPort
+		case "namespace":
+			return namespace, namespace != worker.DefaultNamespace
+		case "ui":
+			_, found, ok := devServerUI(address)
+			return ui, ui != "" && (!ok || found != ui)
+		}
+		return "", false
+	}, true)
 }
 
 // devTrainerGate wraps RunTrial so that, on shutdown, the running trainers

@@ -193,6 +193,11 @@ func TestDevRunsACampaignToItsEnd(t *testing.T) {
 			require.Regexp(t, `(?m)^  1 +\d+ +[0-9.e-]+ +completed`, out)
 			require.Regexp(t, `Temporal web UI: `+regexp.QuoteMeta(ui)+`\n  the campaign: +`+regexp.QuoteMeta(ui)+`/namespaces/default/workflows/gleaner-campaign-dev-test-`, out)
 			require.Regexp(t, `GleanerCampaign = "dev-test-\d{8}-\d{6}"`, out)
+			// Hints name this server, and its UI, which is not where the CLI
+			// looks (the port + 1000).
+			conn := devConnectionHint(fmt.Sprintf("127.0.0.1:%d", port), "default", ui)
+			require.Contains(t, conn, fmt.Sprintf("--address 127.0.0.1:%d", port))
+			require.Regexp(t, `follow it from another shell: gleaner status dev-test-\d{8}-\d{6} --watch`+regexp.QuoteMeta(conn)+`\n`, out)
 			require.Contains(t, out, "gleaner dev: stopped")
 			require.FileExists(t, filepath.Join(dir, "state", "temporal.db"), "--db keeps the state")
 		})

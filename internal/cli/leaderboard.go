@@ -29,9 +29,12 @@ func newLeaderboardCmd() *cobra.Command {
 		Long: `Prints the campaign's leaderboard: its running, completed and stopped trials
 that have reported the objective, best first (ties: the earlier trial
 first), with rank, trial, score, parameters, samples trained and restarts
-after failures. Failed trials leave the leaderboard.
+after failures. Failed trials leave the leaderboard. An empty leaderboard
+says why when the campaign knows: trials that finished without ever
+reporting the objective metric (see gleaner status).
 
---json prints one JSON array of entries, best first.`,
+--json prints one JSON array of entries, best first (warnings go to
+stderr).`,
 		Example: `  gleaner leaderboard go-mlp-spirals
   gleaner leaderboard go-mlp-spirals --top 3
   gleaner leaderboard go-mlp-spirals --json | jq '.[0].params'`,
@@ -72,18 +75,45 @@ func (o *leaderboardOptions) run(ctx context.Context, flags *pflag.FlagSet, name
 		return campaignErr(name, err)
 	}
 	l = topN(l, o.top)
+	var why *workflows.CampaignStatus
+	if len(l) == 0 {
+		// Say why it is empty: the campaign warns when its trials finish
+		// without the objective. Without the status, the bare message.
+		if s, err := c.Status(ctx, name); err == nil {
+			why = &s
+		}
+	}
 	if o.json {
 		if l == nil {
 			l = []workflows.LeaderboardEntry{}
 		}
+		if why != nil {
+			for _, w := range why.Warnings {
+				fmt.Fprintf(stderr, "warning: %s\n", w)
+			}
+		}
 		return writeJSON(stdout, l)
 	}
 	if len(l) == 0 {
-		fmt.Fprintf(stdout, "campaign %s: no trial has reported the objective yet\n", name)
+		writeEmptyLeaderboard(stdout, name, why)
 		return nil
 	}
 	writeLeaderboard(stdout, l)
 	return nil
+}
+
+// writeEmptyLeaderboard says that no trial has reported the objective and,
+// when the campaign's status s is known, why.
+func writeEmptyLeaderboard(w io.Writer, name string, s *workflows.CampaignStatus) {
+	if s == nil {
+		fmt.Fprintf(w, "campaign %s: no trial has reported the objective yet\n", name)
+		return
+	}
+	fmt.Fprintf(w, "campaign %s: no trial has reported objective metric %q yet (%d of %d trials ended, %d running)\n",
+		name, s.Objective, s.Ended(), s.MaxTrials, s.Running)
+	for _, warning := range s.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warning)
+	}
 }
 
 // topN is the first n entries (all for n = 0).

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/client"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
@@ -62,8 +63,8 @@ status, solve time, nodes used and trials whose nodes changed.
 }
 
 func (o *poolStatusOptions) run(ctx context.Context, flags *pflag.FlagSet, name string, stdout, stderr io.Writer) error {
-	if strings.TrimSpace(name) == "" {
-		return usageErrorf("POOL: empty name")
+	if err := gleaner.ValidateName("POOL", name); err != nil {
+		return withCode(ExitUsage, err)
 	}
 	c, closeClient, err := o.conn.connect(ctx, flags, stderr)
 	if err != nil {

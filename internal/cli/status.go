@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.temporal.io/api/serviceerror"
+	"google.golang.org/grpc/codes"
 
 	"github.com/gleaner-hpc/gleaner/client"
 	"github.com/gleaner-hpc/gleaner/workflows"
@@ -25,6 +27,9 @@ type statusOptions struct {
 	watch    bool
 	json     bool
 	interval time.Duration
+
+	now   func() time.Time                                // time.Now unless a test sets it
+	reach func(ctx context.Context, address string) error // dialTCP unless a test sets it
 }
 
 func newStatusCmd() *cobra.Command {
@@ -39,9 +44,17 @@ with its trial and parameters, the search's progress and the web UI link.
 With --watch, redraws a one-line progress bar (trials done/total, running,
 nodes in use in the campaign's pool, best score) every --interval until the
 campaign ends; when stdout is not a terminal it writes a plain line each
-time the progress changes instead. --watch exits 1 if the campaign failed.
+time the progress changes instead. While the server does not answer it
+says so on stderr and retries, backing off up to 10s between tries, until
+it answers again; no such campaign exits 3, and an error retrying cannot
+mend (permission denied, …) exits 1. --watch exits 1 if the campaign failed.
 
---json prints the status as one JSON object (with --watch, one per line).`,
+Trials that finished without ever reporting the objective metric make a
+"warning" line: how many, the metrics they reported instead and, when one
+is close, the name objective.metric probably meant.
+
+--json prints the status as one JSON object (with --watch, one per line),
+warnings under "warnings".`,
 		Example: `  gleaner status go-mlp-spirals
   gleaner status go-mlp-spirals --watch
   gleaner status go-mlp-spirals --json | jq .best.score`,
@@ -58,6 +71,7 @@ time the progress changes instead. --watch exits 1 if the campaign failed.
 	f.BoolVar(&o.json, "json", false, "print JSON")
 	f.DurationVar(&o.interval, "interval", 2*time.Second, "with --watch: how often to refresh")
 	o.conn.addFlags(f)
+	o.conn.links = true
 	return cmd
 }
 
@@ -94,23 +108,32 @@ func (o *statusOptions) run(ctx context.Context, flags *pflag.FlagSet, name stri
 		return nil
 	}
 
+	return o.follow(ctx, c, name, url, stdout, stderr)
+}
+
+// follow is --watch: the progress (or JSON) from src until the campaign
+// ends, its trouble reaching the server on stderr.
+func (o *statusOptions) follow(ctx context.Context, src campaignWatcher, name, url string, stdout, stderr io.Writer) error {
+	trouble := newWatchTrouble(stderr, o.conn.resolved.HostPort, o.now, o.reach)
 	var last workflows.CampaignStatus
 	if o.json {
 		enc := json.NewEncoder(stdout)
-		for p := range c.Watch(ctx, name, o.interval) {
+		for p := range src.Watch(ctx, name, o.interval) {
 			if p.Err != nil {
-				if isNotFound(p.Err) {
-					return campaignErr(name, p.Err)
+				if err := trouble.failed(ctx, name, p.Err); err != nil {
+					return err
 				}
 				continue
 			}
+			trouble.answered()
 			last = p.Status
 			if err := enc.Encode(statusJSON{p.Status, url}); err != nil {
 				return err
 			}
 		}
 	} else {
-		if last, err = followProgress(ctx, c, name, o.interval, stdout); err != nil {
+		var err error
+		if last, err = followProgress(ctx, src, name, o.interval, stdout, trouble); err != nil {
 			return err
 		}
 		writeStatus(stdout, last, url)
@@ -165,27 +188,39 @@ func writeStatus(w io.Writer, s workflows.CampaignStatus, url string) {
 	} else {
 		fmt.Fprintf(w, "best      none yet (%s %s)\n", s.Mode, s.Objective)
 	}
+	for _, warning := range s.Warnings {
+		fmt.Fprintf(w, "warning   %s\n", warning)
+	}
 	fmt.Fprintf(w, "progress  %.0f%%\n", 100*s.Progress)
 	if url != "" {
 		fmt.Fprintf(w, "ui        %s\n", url)
 	}
 }
 
-// followProgress renders c.Watch as a progress bar until the campaign ends
-// and returns its last status. On a terminal the bar is redrawn in place;
-// elsewhere a plain line is written whenever it changes.
-func followProgress(ctx context.Context, c *client.Client, name string, every time.Duration, w io.Writer) (workflows.CampaignStatus, error) {
+// campaignWatcher is where the watch loops get their observations: a
+// *client.Client, or a fake in tests.
+type campaignWatcher interface {
+	Watch(ctx context.Context, name string, every time.Duration) <-chan client.Progress
+}
+
+// followProgress renders src.Watch as a progress bar until the campaign
+// ends and returns its last status. On a terminal the bar is redrawn in
+// place; elsewhere a plain line is written whenever it changes. Failed
+// queries go to trouble, which ends the watch on an error retrying cannot
+// mend.
+func followProgress(ctx context.Context, src campaignWatcher, name string, every time.Duration, w io.Writer, trouble *watchTrouble) (workflows.CampaignStatus, error) {
 	tty := isTerminal(w)
 	var last workflows.CampaignStatus
 	var lastLine string
 	seen := false
-	for p := range c.Watch(ctx, name, every) {
+	for p := range src.Watch(ctx, name, every) {
 		if p.Err != nil {
-			if isNotFound(p.Err) {
-				return last, campaignErr(name, p.Err)
+			if err := trouble.failed(ctx, name, p.Err); err != nil {
+				return last, err
 			}
-			continue // a failed query: the next one may do
+			continue // the next query may do
 		}
+		trouble.answered()
 		last, seen = p.Status, true
 		line := progressLine(p)
 		switch {
@@ -233,6 +268,9 @@ func progressLine(p client.Progress) string {
 	if s.Failed > 0 {
 		fmt.Fprintf(&b, "  failed %d", s.Failed)
 	}
+	if s.ObjectiveMissing > 0 {
+		fmt.Fprintf(&b, "  no %s %d", s.Objective, s.ObjectiveMissing)
+	}
 	fmt.Fprintf(&b, "  %s", s.State)
 	return b.String()
 }
@@ -245,4 +283,132 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// watchTrouble tells a person on stderr, while a watch's queries fail,
+// that it is retrying and since when, and that the server answers again
+// once it does: the progress line alone would go stale without a word.
+type watchTrouble struct {
+	w       io.Writer
+	tty     bool   // w is a terminal: redraw the message in place
+	address string // the server, as the connection names it
+	now     func() time.Time
+	// reach tells whether the server's port takes connections: a query
+	// to a server that is down fails as a timeout (the SDK retries until
+	// its own deadline), just as one no worker answers does.
+	reach func(ctx context.Context, address string) error
+
+	since   time.Time // the first failure of this run of them; zero when answering
+	retries int
+	down    bool // the latest failure: the server was unreachable
+	lost    bool // some failure of this run: the server was unreachable
+}
+
+// newWatchTrouble reports on w about the server at address; now and
+// reach may be nil (time.Now, dialTCP).
+func newWatchTrouble(w io.Writer, address string, now func() time.Time, reach func(context.Context, string) error) *watchTrouble {
+	if now == nil {
+		now = time.Now
+	}
+	if reach == nil {
+		reach = dialTCP
+	}
+	return &watchTrouble{w: w, tty: isTerminal(w), address: address, now: now, reach: reach}
+}
+
+// reachTimeout bounds the check that the server takes connections.
+const reachTimeout = time.Second
+
+// dialTCP connects to address and hangs up.
+func dialTCP(ctx context.Context, address string) error {
+	ctx, cancel := context.WithTimeout(ctx, reachTimeout)
+	defer cancel()
+	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", address)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}
+
+// failed takes a failed query of campaign name. Errors that retrying
+// cannot mend end the watch: they are returned, no such campaign with
+// exit code 3, the others (permission denied, no such namespace, …) 1.
+// Any other error is said, and failed returns nil: the watch goes on.
+func (t *watchTrouble) failed(ctx context.Context, name string, err error) error {
+	if ctx.Err() != nil {
+		return nil // interrupted: the watch ends without a word
+	}
+	if isNotFound(err) {
+		return campaignErr(name, err)
+	}
+	if !retryable(err) {
+		return fmt.Errorf("watching campaign %s: %w", name, err)
+	}
+	if t.since.IsZero() {
+		t.since = t.now()
+	}
+	t.retries++
+	t.down = unreachable(err) || (t.address != "" && t.reach(ctx, t.address) != nil)
+	t.lost = t.lost || t.down
+	var msg string
+	if t.down {
+		msg = fmt.Sprintf("reconnecting to %s (server unavailable since %s, retry %d)…",
+			t.server(), t.since.Format("15:04:05"), t.retries)
+	} else {
+		msg = fmt.Sprintf("retrying campaign %s on %s (no status since %s, retry %d: %s)…",
+			name, t.server(), t.since.Format("15:04:05"), t.retries, firstLine(err.Error(), 200))
+	}
+	if t.tty {
+		fmt.Fprintf(t.w, "\r\x1b[K%s", msg)
+	} else {
+		fmt.Fprintln(t.w, msg)
+	}
+	return nil
+}
+
+// answered takes a query that succeeded: after failures, it says so.
+func (t *watchTrouble) answered() {
+	if t.since.IsZero() {
+		return
+	}
+	after := t.now().Sub(t.since).Round(time.Second)
+	msg := fmt.Sprintf("reconnected to %s after %s", t.server(), after)
+	if !t.lost {
+		msg = fmt.Sprintf("status again from %s after %s", t.server(), after)
+	}
+	if t.tty {
+		fmt.Fprintf(t.w, "\r\x1b[K%s\n", msg)
+	} else {
+		fmt.Fprintln(t.w, msg)
+	}
+	t.since, t.retries, t.down, t.lost = time.Time{}, 0, false, false
+}
+
+// server names the server in messages.
+func (t *watchTrouble) server() string {
+	if t.address == "" {
+		return "the Temporal server"
+	}
+	return t.address
+}
+
+// retryable reports whether a failed query may succeed if tried again:
+// not for a missing campaign or namespace, a refused permission or a
+// request the server cannot take; yes for the rest (the server down or
+// slow, no worker answering, a query the workflow failed, …).
+func retryable(err error) bool {
+	var qf *serviceerror.QueryFailed
+	if errors.As(err, &qf) {
+		return true // the workflow's answer; a mended worker may answer
+	}
+	switch serviceerror.ToStatus(err).Code() {
+	case codes.NotFound, codes.PermissionDenied, codes.Unauthenticated, codes.InvalidArgument, codes.Unimplemented:
+		return false
+	}
+	return true
+}
+
+// unreachable reports whether err says the server cannot be reached.
+func unreachable(err error) bool {
+	return serviceerror.ToStatus(err).Code() == codes.Unavailable || errors.Is(err, syscall.ECONNREFUSED)
 }

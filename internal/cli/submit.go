@@ -13,9 +13,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/client"
+	"github.com/gleaner-hpc/gleaner/worker"
 )
 
 type submitOptions struct {
@@ -34,7 +37,9 @@ func newSubmitCmd() *cobra.Command {
 		Long: `Loads a campaign spec (YAML or JSON, docs/campaign-spec.md), applies its
 defaults and validates it before anything starts: an invalid spec exits 2
 naming the file and the field. Then starts the campaign on the task queue
-and prints its name, workflow id and web UI link.
+and prints its name, workflow id and web UI link. Warns on stderr (and
+still exits 0) when no worker polls the task queue: the campaign waits
+until one does.
 
 With --wait, follows the campaign's progress until it ends and prints its
 leaderboard (its best 10); exits 1 if the campaign failed.`,
@@ -55,19 +60,30 @@ leaderboard (its best 10); exits 1 if the campaign failed.`,
 	f.BoolVar(&o.wait, "wait", false, "follow progress until the campaign ends, then print its leaderboard")
 	f.DurationVar(&o.interval, "interval", 2*time.Second, "with --wait: how often to refresh the progress")
 	o.conn.addFlags(f)
+	o.conn.links = true
 	return cmd
 }
 
-// spec loads, defaults and validates the spec: exit 2 on any problem.
-func (o *submitOptions) spec() (gleaner.CampaignSpec, error) {
+// spec loads, defaults and validates the spec: exit 2 on any problem, all
+// before anything contacts the server. Loading stops once ctx is done
+// (SIGINT, SIGTERM): that error is not the spec's, and exits 1.
+func (o *submitOptions) spec(ctx context.Context) (gleaner.CampaignSpec, error) {
 	if o.file == "" {
 		return gleaner.CampaignSpec{}, usageErrorf("--file (-f): required: the campaign spec to submit")
 	}
 	if o.interval <= 0 {
 		return gleaner.CampaignSpec{}, usageErrorf("--interval %v: must be positive", o.interval)
 	}
-	spec, err := gleaner.LoadSpec(o.file)
+	if o.name != "" {
+		if err := gleaner.ValidateName("--name", o.name); err != nil {
+			return gleaner.CampaignSpec{}, withCode(ExitUsage, err)
+		}
+	}
+	spec, err := gleaner.LoadSpecContext(ctx, o.file)
 	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return spec, fmt.Errorf("interrupted while loading the campaign spec: %w", err)
+		}
 		if strings.Contains(err.Error(), o.file) { // LoadSpec names the file
 			return spec, withCode(ExitUsage, fmt.Errorf("campaign spec: %w", err))
 		}
@@ -84,7 +100,7 @@ func (o *submitOptions) spec() (gleaner.CampaignSpec, error) {
 }
 
 func (o *submitOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, stderr io.Writer) error {
-	spec, err := o.spec()
+	spec, err := o.spec(ctx)
 	if err != nil {
 		return err
 	}
@@ -106,11 +122,15 @@ func (o *submitOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, s
 	if camp.UIURL != "" {
 		fmt.Fprintf(stdout, "  ui        %s\n", camp.UIURL)
 	}
+	cfg := o.conn.resolved
+	warnIfNoWorker(ctx, c.Temporal(), cfg, camp.Name, stderr, commandHint(hintFlags(flags, false), "worker"))
 	if !o.wait {
+		fmt.Fprintf(stdout, "  follow    %s\n", commandHint(hintFlags(flags, true), "status", camp.Name, "--watch"))
 		return nil
 	}
 
-	if _, err := followProgress(ctx, c, camp.Name, o.interval, stdout); err != nil {
+	trouble := newWatchTrouble(stderr, cfg.HostPort, nil, nil)
+	if _, err := followProgress(ctx, c, camp.Name, o.interval, stdout, trouble); err != nil {
 		return err
 	}
 	res, waitErr := c.Wait(ctx, camp.Name)
@@ -126,4 +146,29 @@ func (o *submitOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, s
 		fmt.Fprintf(stdout, "  ui        %s\n", camp.UIURL)
 	}
 	return waitErr
+}
+
+// taskQueueDescriber is what warnIfNoWorker asks; a Temporal client is one.
+type taskQueueDescriber interface {
+	DescribeTaskQueue(ctx context.Context, taskQueue string, typ enumspb.TaskQueueType) (*workflowservice.DescribeTaskQueueResponse, error)
+}
+
+// noWorkerCheckTimeout bounds the look for a worker after a submit.
+const noWorkerCheckTimeout = 5 * time.Second
+
+// warnIfNoWorker warns on w when no worker has polled cfg's task queue for
+// workflow tasks lately (the server lists the pollers of the last minutes):
+// the campaign then waits, with nothing said, until one does. startWorker
+// is the command that starts one. The check is advice: when it cannot be
+// made (the server refuses to describe task queues, say) it says nothing,
+// and the submit stands either way.
+func warnIfNoWorker(ctx context.Context, d taskQueueDescriber, cfg worker.Config, campaign string, w io.Writer, startWorker string) {
+	ctx, cancel := context.WithTimeout(ctx, noWorkerCheckTimeout)
+	defer cancel()
+	resp, err := d.DescribeTaskQueue(ctx, cfg.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+	if err != nil || len(resp.GetPollers()) > 0 {
+		return
+	}
+	fmt.Fprintf(w, "gleaner submit: warning: no worker polls task queue %s on %s (namespace %s): campaign %s waits until one does\n"+
+		"  start one with: %s\n", cfg.TaskQueue, cfg.HostPort, cfg.Namespace, campaign, startWorker)
 }

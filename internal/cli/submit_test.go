@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -59,7 +60,7 @@ func TestSubmitNameOverridesTheSpec(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "c.json")
 	require.NoError(t, os.WriteFile(p, []byte(validSpecJSON), 0o644))
 	o := &submitOptions{file: p, name: "renamed", interval: 1}
-	spec, err := o.spec()
+	spec, err := o.spec(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, "renamed", spec.Name)
 	require.Equal(t, 8, spec.Budget.MaxConcurrent, "defaults applied")

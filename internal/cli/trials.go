@@ -29,10 +29,12 @@ func newTrialsCmd() *cobra.Command {
 paused, completed, stopped, failed), the nodes it runs on now, the samples
 it has trained, its restarts after failures and rescales (relaunches for a
 new node count, a preemption or a resume), its latest checkpoint and its
-latest value of the campaign's objective metric.
+latest value of the campaign's objective metric. A trial that finished
+without ever reporting that metric says so in its state, and the campaign's
+warnings follow the table.
 
 --json prints one JSON array of trial statuses (with the full checkpoint
-path, every metric and the parameters).`,
+path, every metric and the parameters); warnings go to stderr.`,
 		Example: `  gleaner trials go-mlp-spirals
   gleaner trials go-mlp-spirals --json | jq '.[] | select(.state == "failed") | .error'`,
 		Args: exactArgs(1, "one CAMPAIGN name"),
@@ -66,9 +68,17 @@ func (o *trialsOptions) run(ctx context.Context, flags *pflag.FlagSet, name stri
 	if err != nil {
 		return campaignErr(name, err)
 	}
+	// The campaign's warnings; none if it does not answer.
+	var warnings []string
+	if s, err := c.Status(ctx, name); err == nil {
+		warnings = s.Warnings
+	}
 	if o.json {
 		if trials == nil {
 			trials = []workflows.TrialStatus{}
+		}
+		for _, w := range warnings {
+			fmt.Fprintf(stderr, "warning: %s\n", w)
 		}
 		return writeJSON(stdout, trials)
 	}
@@ -77,9 +87,28 @@ func (o *trialsOptions) run(ctx context.Context, flags *pflag.FlagSet, name stri
 		return nil
 	}
 	writeTrials(stdout, trials, spec.Objective.Metric)
+	for _, w := range warnings {
+		fmt.Fprintf(stdout, "warning: %s\n", w)
+	}
 	return nil
 }
 
+// missedObjective reports whether trial t finished without ever reporting
+// the objective metric: completed, or stopped after reporting something
+// (stopped before its first report, it had no chance to). These are the
+// trials its campaign counts in CampaignCounts.ObjectiveMissing.
+func missedObjective(t workflows.TrialStatus) bool {
+	switch {
+	case t.ObjectiveSeen:
+		return false
+	case t.State == workflows.TrialCompleted:
+		return true
+	}
+	return t.State == workflows.TrialStopped && len(t.Metrics) > 0
+}
+
+// writeTrials prints trials as a table; a trial that finished without the
+// objective metric says so in its state.
 func writeTrials(w io.Writer, trials []workflows.TrialStatus, metric string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "TRIAL\tSTATE\tNODES\tSAMPLES\tRESTARTS\tRESCALES\tCHECKPOINT\t%s\n", strings.ToUpper(metric))
@@ -95,6 +124,9 @@ func writeTrials(w io.Writer, trials []workflows.TrialStatus, metric string) {
 		state := string(t.State)
 		if t.Error != "" && t.State == workflows.TrialFailed {
 			state += " (" + firstLine(t.Error, 40) + ")"
+		}
+		if missedObjective(t) {
+			state += " (no " + metric + " reported)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\n",
 			t.TrialID, state, len(t.Nodes), formatCount(t.Samples), t.Restarts, t.Rescales, ckpt, score)

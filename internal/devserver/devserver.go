@@ -466,7 +466,12 @@ func (s *Server) stopProcess(grace time.Duration) error {
 
 // Restart stops the server (if it still runs) and starts it again on the
 // same port and database, waiting until it is ready. Client keeps working.
-func (s *Server) Restart(ctx context.Context) error {
+func (s *Server) Restart(ctx context.Context) error { return s.RestartAfter(ctx, nil) }
+
+// RestartAfter is Restart with an outage: down (if not nil) runs while the
+// server is stopped, and the server starts again once it returns; an
+// error from down is returned after the restart.
+func (s *Server) RestartAfter(ctx context.Context, down func(context.Context) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
@@ -474,6 +479,10 @@ func (s *Server) Restart(ctx context.Context) error {
 	}
 	if err := s.stopProcess(30 * time.Second); err != nil {
 		return err
+	}
+	var downErr error
+	if down != nil {
+		downErr = down(ctx)
 	}
 	s.out.Reset()
 	if err := s.launch(); err != nil {
@@ -485,7 +494,7 @@ func (s *Server) Restart(ctx context.Context) error {
 		return err
 	}
 	c.Close()
-	return nil
+	return downErr
 }
 
 // FreePort returns a TCP port on ip that is free now. The port is left in

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -78,5 +79,24 @@ func TestJSONPositionsMatchTheOracle(t *testing.T) {
 				t.Fatalf("%q offset %d: %d:%d, want %d:%d", in, off, line, col, wantLine, wantCol)
 			}
 		}
+	}
+}
+
+// BenchmarkDecodeSpecOneLine decodes one-line JSON specs of growing size
+// (under the 65,536-value bound): the time per byte stays flat (linear
+// decoding).
+//
+//	go test -run '^$' -bench DecodeSpecOneLine -benchtime 5x .
+func BenchmarkDecodeSpecOneLine(b *testing.B) {
+	for _, size := range []int{32 << 10, 128 << 10, 512 << 10} {
+		data := oneLineJSONSpec(size)
+		b.Run(strconv.Itoa(len(data)>>10)+"KiB", func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := DecodeSpec(data, FormatJSON); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -39,6 +39,9 @@ type Activities struct {
 	// (default 250ms, so a cancellation reaches it quickly).
 	ProgressInterval  time.Duration
 	HeartbeatInterval time.Duration
+	// ProgressTimeout bounds one progress signal (default 5s): while the
+	// server is away a signal would otherwise wait until it is back.
+	ProgressTimeout time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 
@@ -101,6 +104,13 @@ func (a *Activities) progressInterval() time.Duration {
 		return a.ProgressInterval
 	}
 	return 2 * time.Second
+}
+
+func (a *Activities) progressTimeout() time.Duration {
+	if a.ProgressTimeout > 0 {
+		return a.ProgressTimeout
+	}
+	return 5 * time.Second
 }
 
 func (a *Activities) heartbeatInterval() time.Duration {

@@ -52,6 +52,9 @@ type trialLedger struct {
 	// outside the checkpoint directory); LastBad says which and why.
 	Bad     int    `json:"bad,omitempty"`
 	LastBad string `json:"last_bad,omitempty"`
+	// Owner is the trial workflow chain (first run id) the directory
+	// belongs to.
+	Owner string `json:"owner,omitempty"`
 }
 
 // reject counts rejected checkpoint reports (each an error message).
@@ -109,18 +112,17 @@ func (l *trialLedger) save(trialDir string) error {
 }
 
 // catchUp reads the report lines of runs Closed+1 … run that the ledger
-// has not read and records the valid checkpoints among them: lines a
+// has not read and records the checkpoints among them (record): lines a
 // worker that died never read, or a run that ended while the server was
 // down. Runs before run are then closed: a run starts only once the
-// previous one's trainer is gone. Bad checkpoint paths are returned, not
-// recorded.
-func (l *trialLedger) catchUp(trialDir, ckptDir, workDir string, run int) (bad []string, err error) {
+// previous one's trainer is gone.
+func (l *trialLedger) catchUp(trialDir, ckptDir, workDir string, run int) error {
 	for n := l.Closed + 1; n <= run; n++ {
 		name := runDirName(n)
 		path := filepath.Join(trialDir, "runs", name, cluster.ReportFileName)
 		tail, err := cluster.NewReportTailer(path, l.Read[name])
 		if err != nil {
-			return bad, err
+			return err
 		}
 		reports, err := tail.Poll()
 		if err != nil {
@@ -130,20 +132,10 @@ func (l *trialLedger) catchUp(trialDir, ckptDir, workDir string, run int) (bad [
 				reports, err = tail.Poll()
 			}
 			if err != nil {
-				return bad, err
+				return err
 			}
 		}
-		for _, rep := range reports {
-			if rep.Checkpoint == "" {
-				continue
-			}
-			abs, err := checkCheckpoint(ckptDir, workDir, rep.Checkpoint)
-			if err != nil {
-				bad = append(bad, err.Error())
-				continue
-			}
-			l.add(reportedCheckpoint{Path: abs, Samples: rep.Samples, Step: rep.Step})
-		}
+		l.record(reports, ckptDir, workDir)
 		if n < run {
 			delete(l.Read, name)
 		} else {
@@ -151,8 +143,39 @@ func (l *trialLedger) catchUp(trialDir, ckptDir, workDir string, run int) (bad [
 		}
 	}
 	l.Closed = max(l.Closed, run-1)
-	return bad, nil
+	return nil
 }
+
+// record checks the checkpoints reports name, in order, and records the
+// valid ones; it returns how many reports named one. A rejected one is
+// counted (reject) — except a checkpoint that is gone while a newer one
+// reported after it exists: the trainer pruned it, as it may.
+func (l *trialLedger) record(reports []trial.Report, ckptDir, workDir string) int {
+	named := 0
+	var missing []string
+	for _, rep := range reports {
+		if rep.Checkpoint == "" {
+			continue
+		}
+		named++
+		abs, err := checkCheckpoint(ckptDir, workDir, rep.Checkpoint)
+		switch {
+		case errors.Is(err, errCheckpointGone):
+			missing = append(missing, err.Error())
+		case err != nil:
+			l.reject([]string{err.Error()})
+		default:
+			missing = nil // superseded: pruned by the trainer
+			l.add(reportedCheckpoint{Path: abs, Samples: rep.Samples, Step: rep.Step})
+		}
+	}
+	l.reject(missing)
+	return named
+}
+
+// errCheckpointGone is a reported checkpoint that is not (or no longer) on
+// disk.
+var errCheckpointGone = errors.New("does not exist")
 
 // checkCheckpoint resolves a reported checkpoint path (relative paths are
 // relative to the trainer's working directory) and checks that it exists
@@ -176,7 +199,7 @@ func checkCheckpoint(ckptDir, workDir, path string) (string, error) {
 			}
 		}
 	} else if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("checkpoint %q: does not exist", path)
+		return "", fmt.Errorf("checkpoint %q: %w", path, errCheckpointGone)
 	} else {
 		return "", fmt.Errorf("checkpoint %q: %w", path, err)
 	}
@@ -192,6 +215,33 @@ type runLedger struct {
 	// run returns the result instead of training again.
 	Finished bool               `json:"finished,omitempty"`
 	Exit     cluster.ExitStatus `json:"exit"`
+	// Error and ErrorType are the latest failure's, for the final error
+	// when a retry finds the restarts used up.
+	Error     string `json:"error,omitempty"`
+	ErrorType string `json:"error_type,omitempty"`
+}
+
+// endLine appends a newline to the report file at path when its last line
+// (past offset, where the complete lines end) is incomplete — a trainer
+// killed mid-write — so the next trainer's first line is not glued to it
+// (the fragment becomes one malformed line).
+func endLine(path string, offset int64) error {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && fi.Size() <= offset {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write([]byte{'\n'}); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func loadRunLedger(runDir string) (runLedger, error) {

@@ -69,9 +69,25 @@ func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (
 		return workflows.RunTrialResult{}, err
 	}
 	defer unlock()
+	// Nothing of a dead worker's trainer may write or prune checkpoints
+	// while the resume point is chosen.
+	if k, ok := a.Launcher.(leftoverKiller); ok {
+		pids, err := k.KillLeftovers(r.ckptDir)
+		if len(pids) > 0 {
+			r.log.Warn("killed processes an earlier run of the trial left behind", "trial", in.Trial.TrialID, "pids", pids)
+		}
+		if err != nil {
+			return workflows.RunTrialResult{}, fmt.Errorf("trial %s: %w", in.Trial.TrialID, err)
+		}
+	}
 	resume, err := r.recover()
 	if err != nil {
 		return workflows.RunTrialResult{}, fmt.Errorf("trial %s: recovering run %d: %w", in.Trial.TrialID, in.Run, err)
+	}
+	if r.runLog.Failures > in.Trial.MaxRestarts {
+		// The final failure was recorded but its error never reached the
+		// server (a lost worker or server): end the run, do not relaunch.
+		return r.result(r.runLog.Exit, workflows.RunCompleted), r.finalFailure(ctx)
 	}
 	if r.runLog.Finished {
 		// The trainer finished before a worker or server fault kept the
@@ -103,6 +119,12 @@ func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (
 	return r.follow(ctx, proc)
 }
 
+// leftoverKiller is a launcher that can kill what earlier runs of a trial
+// left running (cluster.LocalLauncher).
+type leftoverKiller interface {
+	KillLeftovers(checkpointDir string) ([]int, error)
+}
+
 type runner struct {
 	a       *Activities
 	in      workflows.RunTrialInput
@@ -119,12 +141,15 @@ type runner struct {
 	followFrom int64 // report offset where this attempt's trainer starts
 	malformed  int   // malformed lines before followFrom
 
-	tail     *cluster.ReportTailer
-	last     trial.Report // merged: newest samples, step, metrics; checkpoint = resume point
-	prof     *jpa.Profiler
-	sentAt   time.Time
-	unsent   bool
-	lastBeat time.Time
+	tail   *cluster.ReportTailer
+	last   trial.Report // merged: newest samples, step, metrics; checkpoint = resume point
+	prof   *jpa.Profiler
+	sentAt time.Time
+	unsent bool
+	// The progress sender (sendProgress): latest progress not sent yet.
+	sendCh     chan workflows.Progress
+	senderDone chan struct{}
+	lastBeat   time.Time
 }
 
 // locate derives the trial's directories: DataDir/<campaign>/<trial>,
@@ -148,13 +173,10 @@ func (r *runner) locate() error {
 	r.trialDir = filepath.Join(data, t.CampaignID, t.TrialID)
 	r.runDir = filepath.Join(r.trialDir, "runs", runDirName(r.in.Run))
 	r.ckptDir = filepath.Join(r.trialDir, "checkpoints")
-	r.workDir = t.WorkDir
-	if r.workDir == "" {
-		// The spec's default: the worker's directory, so a command like
-		// bin/go-mlp means the same as in the shell that started it.
-		if r.workDir, err = os.Getwd(); err != nil {
-			return fmt.Errorf("trial %s: workdir: %w", t.TrialID, err)
-		}
+	// The spec's default workdir is the worker's directory, so a command
+	// like bin/go-mlp means the same as in the shell that started it.
+	if r.workDir, err = filepath.Abs(t.WorkDir); err != nil {
+		return fmt.Errorf("trial %s: workdir: %w", t.TrialID, err)
 	}
 	return nil
 }
@@ -166,11 +188,22 @@ func (r *runner) recover() (string, error) {
 	if r.ledger, err = loadLedger(r.trialDir); err != nil {
 		return "", err
 	}
-	bad, err := r.ledger.catchUp(r.trialDir, r.ckptDir, r.workDir, r.in.Run)
-	if err != nil {
+	if r.ledger.Owner != "" && r.in.Owner != "" && r.ledger.Owner != r.in.Owner {
+		// Left by an earlier campaign of the same name (its workflows are
+		// gone from the server): keep it, but never resume from it.
+		aside := fmt.Sprintf("%s.replaced-%s", r.trialDir, r.a.now().UTC().Format("20060102T150405.000000000"))
+		if err := os.Rename(r.trialDir, aside); err != nil {
+			return "", fmt.Errorf("moving aside an earlier trial's directory: %w", err)
+		}
+		r.log.Warn("the trial directory belonged to an earlier trial of the same name; moved aside", "trial", r.in.Trial.TrialID, "to", aside)
+		r.ledger = trialLedger{Read: map[string]int64{}}
+	}
+	if r.ledger.Owner == "" {
+		r.ledger.Owner = r.in.Owner
+	}
+	if err := r.ledger.catchUp(r.trialDir, r.ckptDir, r.workDir, r.in.Run); err != nil {
 		return "", err
 	}
-	r.ledger.reject(bad)
 	if r.runLog, err = loadRunLedger(r.runDir); err != nil {
 		return "", err
 	}
@@ -188,6 +221,9 @@ func (r *runner) recover() (string, error) {
 	}
 	mergeReports(&r.last, reports)
 	r.followFrom, r.malformed = tail.Offset(), tail.Malformed()
+	if err := endLine(tail.Path(), r.followFrom); err != nil {
+		return "", err
+	}
 	if err := os.MkdirAll(r.trialDir, 0o755); err != nil {
 		return "", err
 	}
@@ -238,6 +274,7 @@ func (r *runner) spec(resume string) (cluster.LaunchSpec, error) {
 // restarts left, else final.
 func (r *runner) failed(ctx context.Context, msg, errType string, res workflows.RunTrialResult) error {
 	r.runLog.Failures++
+	r.runLog.Exit, r.runLog.Error, r.runLog.ErrorType = res.Exit, msg, errType
 	r.st.Failures = r.runLog.Failures
 	if err := r.runLog.save(r.runDir); err != nil {
 		r.log.Warn("recording a trainer failure", "trial", r.in.Trial.TrialID, "error", err)
@@ -245,10 +282,21 @@ func (r *runner) failed(ctx context.Context, msg, errType string, res workflows.
 	r.heartbeat(ctx)
 	res.Failures = r.runLog.Failures
 	if r.runLog.Failures > r.in.Trial.MaxRestarts {
-		msg = fmt.Sprintf("%s; trial.max_restarts: %d reached", msg, r.in.Trial.MaxRestarts)
-		return temporal.NewNonRetryableApplicationError(msg, errType, nil, res)
+		return r.finalFailure(ctx)
 	}
 	return temporal.NewApplicationError(msg, errType, res)
+}
+
+// finalFailure is the error that ends a run whose trainer failed more
+// than max_restarts times, as run.json recorded the last failure.
+func (r *runner) finalFailure(ctx context.Context) error {
+	res := r.result(r.runLog.Exit, workflows.RunCompleted)
+	msg := fmt.Sprintf("%s; trial.max_restarts: %d reached", r.runLog.Error, r.in.Trial.MaxRestarts)
+	errType := r.runLog.ErrorType
+	if errType == "" {
+		errType = ErrTypeTrainerFailed
+	}
+	return temporal.NewNonRetryableApplicationError(msg, errType, nil, res)
 }
 
 func (r *runner) follow(ctx context.Context, proc cluster.Process) (workflows.RunTrialResult, error) {
@@ -265,24 +313,14 @@ func (r *runner) follow(ctx context.Context, proc cluster.Process) (workflows.Ru
 	for {
 		select {
 		case <-proc.Done():
-			r.poll()
-			exit := proc.Exit()
-			if !exit.OK() {
-				err := r.failed(ctx, fmt.Sprintf("trial %s: trainer exited with %s (log: %s)", r.in.Trial.TrialID, describe(exit), proc.LogFile()),
-					ErrTypeTrainerFailed, r.result(exit, workflows.RunCompleted))
-				r.sendFinal()
-				return r.result(exit, workflows.RunCompleted), err
-			}
-			// Recorded before anything talks to the server: a retry after
-			// a fault now returns this instead of training again.
-			r.runLog.Finished, r.runLog.Exit = true, exit
-			if err := r.runLog.save(r.runDir); err != nil {
-				r.log.Warn("recording the trainer's exit", "trial", r.in.Trial.TrialID, "error", err)
-			}
-			r.heartbeat(ctx)
-			r.sendFinal()
-			return r.result(exit, workflows.RunCompleted), nil
+			return r.exited(ctx, proc)
 		case <-ctx.Done():
+			select {
+			case <-proc.Done():
+				// It finished as the stop came: a finish, not a stop.
+				return r.exited(ctx, proc)
+			default:
+			}
 			exit := proc.Stop(r.in.Trial.GracePeriod)
 			r.poll()
 			r.sendFinal()
@@ -293,10 +331,31 @@ func (r *runner) follow(ctx context.Context, proc cluster.Process) (workflows.Ru
 			// A heartbeat's response may have just cancelled ctx: the
 			// ctx.Done branch then sends the last progress, detached.
 			if ctx.Err() == nil && r.unsent && r.a.now().Sub(r.sentAt) >= r.a.progressInterval() {
-				r.sendProgress(ctx, false)
+				r.sendProgress(ctx)
 			}
 		}
 	}
+}
+
+// exited ends a run whose trainer exited by itself.
+func (r *runner) exited(ctx context.Context, proc cluster.Process) (workflows.RunTrialResult, error) {
+	r.poll()
+	exit := proc.Exit()
+	if !exit.OK() {
+		err := r.failed(ctx, fmt.Sprintf("trial %s: trainer exited with %s (log: %s)", r.in.Trial.TrialID, describe(exit), proc.LogFile()),
+			ErrTypeTrainerFailed, r.result(exit, workflows.RunCompleted))
+		r.sendFinal()
+		return r.result(exit, workflows.RunCompleted), err
+	}
+	// Recorded before anything talks to the server: a retry after a fault
+	// now returns this instead of training again.
+	r.runLog.Finished, r.runLog.Exit = true, exit
+	if err := r.runLog.save(r.runDir); err != nil {
+		r.log.Warn("recording the trainer's exit", "trial", r.in.Trial.TrialID, "error", err)
+	}
+	r.heartbeat(ctx)
+	r.sendFinal()
+	return r.result(exit, workflows.RunCompleted), nil
 }
 
 // poll reads new report lines and folds them in. A reported checkpoint
@@ -308,18 +367,12 @@ func (r *runner) poll() {
 		r.log.Warn("reading reports", "trial", r.in.Trial.TrialID, "error", err)
 	}
 	now := r.a.now()
-	ledgerDirty := false
+	ledgerDirty := r.ledger.record(reports, r.ckptDir, r.workDir) > 0
+	if len(r.ledger.Checkpoints) > 0 {
+		r.last.Checkpoint = r.ledger.Checkpoints[0].Path
+	}
 	for _, rep := range reports {
 		mergeReports(&r.last, []trial.Report{rep})
-		if rep.Checkpoint != "" {
-			ledgerDirty = true
-			if abs, err := checkCheckpoint(r.ckptDir, r.workDir, rep.Checkpoint); err != nil {
-				r.ledger.reject([]string{err.Error()})
-			} else {
-				r.ledger.add(reportedCheckpoint{Path: abs, Samples: rep.Samples, Step: rep.Step})
-				r.last.Checkpoint = r.ledger.Checkpoints[0].Path
-			}
-		}
 		at := now
 		if rep.Time > 0 {
 			at = time.Unix(0, int64(rep.Time*1e9))
@@ -381,17 +434,39 @@ func (r *runner) malformedCount() int {
 	return r.malformed + r.tail.Malformed()
 }
 
-// sendProgress signals the trial workflow. A failure is logged, not
-// fatal: the result and the next progress carry the same state.
-func (r *runner) sendProgress(ctx context.Context, final bool) {
-	if !r.unsent && !final {
-		return
-	}
-	if r.a.Client == nil {
+// sendProgress queues the latest progress for the trial workflow. The
+// signal goes out from the sender goroutine, so a server that does not
+// answer never holds up the loop that notices the trainer's exit, a
+// cancellation or the next heartbeat; progress not sent yet is replaced
+// by the newer. A failure is logged, not fatal: the result and the next
+// progress carry the same state.
+func (r *runner) sendProgress(ctx context.Context) {
+	if !r.unsent || r.a.Client == nil {
 		return
 	}
 	r.sentAt, r.unsent = r.a.now(), false
-	if err := r.a.Client.SignalWorkflow(ctx, r.wfID, "", workflows.SignalProgress, r.progress()); err != nil {
+	if r.sendCh == nil {
+		r.sendCh, r.senderDone = make(chan workflows.Progress, 1), make(chan struct{})
+		go r.sender(ctx)
+	}
+	select {
+	case <-r.sendCh: // superseded before it went out
+	default:
+	}
+	r.sendCh <- r.progress()
+}
+
+func (r *runner) sender(ctx context.Context) {
+	defer close(r.senderDone)
+	for pr := range r.sendCh {
+		r.signal(ctx, pr)
+	}
+}
+
+func (r *runner) signal(ctx context.Context, pr workflows.Progress) {
+	ctx, cancel := context.WithTimeout(ctx, r.a.progressTimeout())
+	defer cancel()
+	if err := r.a.Client.SignalWorkflow(ctx, r.wfID, "", workflows.SignalProgress, pr); err != nil {
 		r.log.Warn("forwarding progress", "trial", r.in.Trial.TrialID, "error", err)
 	}
 }
@@ -425,10 +500,17 @@ func describe(e cluster.ExitStatus) string {
 	}
 }
 
-// sendFinal forwards the last progress in a context detached from the
-// activity's: it must arrive even when the activity was cancelled.
+// sendFinal forwards the last progress, after any still in flight, in a
+// context detached from the activity's: it must arrive even when the
+// activity was cancelled.
 func (r *runner) sendFinal() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	r.sendProgress(ctx, true)
+	if r.sendCh != nil {
+		close(r.sendCh)
+		<-r.senderDone // at most ProgressTimeout
+		r.sendCh = nil
+	}
+	if r.a.Client == nil {
+		return
+	}
+	r.signal(context.Background(), r.progress())
 }

@@ -184,6 +184,19 @@ func (l *LocalLauncher) start(command func() *exec.Cmd, token string) (*exec.Cmd
 	return cmd, runCgroup{}, startOnStableThread(cmd)
 }
 
+// KillLeftovers kills every process left by earlier runs of the trial
+// whose checkpoint directory is checkpointDir (the same processes Launch
+// kills first) and returns their pids, sorted. Callers that read the
+// checkpoint directory before a launch call it first, so that no process
+// of a dead worker's trainer writes or prunes checkpoints meanwhile.
+func (l *LocalLauncher) KillLeftovers(checkpointDir string) ([]int, error) {
+	dir, err := filepath.Abs(checkpointDir)
+	if err != nil {
+		return nil, err
+	}
+	return l.killLeftovers(dir)
+}
+
 // killLeftovers kills the processes of earlier runs of the trial with
 // checkpoint directory dir (absolute) and returns their pids, sorted.
 func (l *LocalLauncher) killLeftovers(dir string) ([]int, error) {

@@ -252,6 +252,10 @@ type RunTrialInput struct {
 	Nodes      []string   `json:"nodes"`
 	NodeType   string     `json:"node_type,omitempty"`
 	ResumeFrom string     `json:"resume_from,omitempty"`
+	// Owner identifies the trial's workflow chain (its first run id): a
+	// trial directory left by an earlier campaign of the same name is
+	// not taken for this trial's.
+	Owner string `json:"owner,omitempty"`
 }
 
 // RegisterTrialInput is the RegisterTrial activity's input.

@@ -168,6 +168,9 @@ func newTrial(ctx workflow.Context, in TrialInput) (*trial, error) {
 	if in.State != nil {
 		t.p = *in.State
 		t.p.Nodes = nil
+		// A state carried from before ObjectiveSeen existed.
+		_, reported := t.p.Metrics[in.ObjectiveMetric]
+		t.p.ObjectiveSeen = t.p.ObjectiveSeen || reported || len(t.p.History) > 0
 	}
 	t.paused = in.Paused
 	t.in.State, t.in.Paused = nil, false
@@ -374,7 +377,12 @@ func (t *trial) launch(ctx workflow.Context) {
 		},
 	})
 	nodes := slices.Clone(t.assigned)
-	in := RunTrialInput{Trial: t.in, Run: t.p.Runs, Nodes: nodes, NodeType: t.assignedType, ResumeFrom: t.p.Checkpoint}
+	info := workflow.GetInfo(ctx)
+	owner := info.FirstRunID // the same across continue-as-new
+	if owner == "" {
+		owner = info.WorkflowExecution.RunID
+	}
+	in := RunTrialInput{Trial: t.in, Run: t.p.Runs, Nodes: nodes, NodeType: t.assignedType, ResumeFrom: t.p.Checkpoint, Owner: owner}
 	t.active = &activeRun{
 		run:        t.p.Runs,
 		nodes:      nodes,
@@ -434,7 +442,10 @@ func (t *trial) onProgress(ctx workflow.Context, pr Progress) {
 	}
 	// A new attempt of the run relaunched the trainer: its warm-up is a
 	// restart's, not throughput.
-	restart := !a.seen || pr.Attempt != a.attempt
+	restart := !a.seen
+	if pr.Attempt != a.attempt && a.seen && workflow.GetVersion(ctx, "profile-restart-per-attempt", workflow.DefaultVersion, 1) == 1 {
+		restart = true
+	}
 	t.profiler.Ingest(jpa.Report{
 		TrialID:    t.wfID,
 		Nodes:      pr.Nodes,
@@ -540,6 +551,11 @@ func (t *trial) onRunEnded(ctx workflow.Context, run *activeRun, f workflow.Futu
 		}
 	case errors.As(err, &canceled):
 		// Stopped before the trainer started: nothing ran.
+	case run.stopping && isTimeout(err):
+		// The worker was lost while the run was being stopped: the server
+		// does not retry an activity whose cancellation was requested, it
+		// times it out. The trainer is gone; the next launch resumes from
+		// its newest checkpoint.
 	default:
 		var app *temporal.ApplicationError
 		if errors.As(err, &app) && app.HasDetails() && app.Details(&res) == nil {
@@ -557,6 +573,11 @@ func (t *trial) onRunEnded(ctx workflow.Context, run *activeRun, f workflow.Futu
 	// rescale; a wait at 0 nodes first makes the next launch a start.
 	t.p.Nodes = nil
 	t.atZero = t.paused || t.stopRequested || t.continuing || len(t.assigned) < t.in.MinNodes
+}
+
+func isTimeout(err error) bool {
+	var te *temporal.TimeoutError
+	return errors.As(err, &te)
 }
 
 // absorbResult folds a run's result (or a failed run's last state) in.

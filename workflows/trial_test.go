@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	enumspb "go.temporal.io/api/enums/v1"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,8 @@ type fakeTrainer struct {
 	mu        sync.Mutex
 	launches  []RunTrialInput
 	behaviour func(in RunTrialInput, attempt int) (RunTrialResult, error, bool) // result, error, block until cancelled
+	// onCancel, when set, is what a blocked launch returns on cancellation.
+	onCancel func(in RunTrialInput) (RunTrialResult, error)
 }
 
 func (f *fakeTrainer) run(ctx context.Context, in RunTrialInput) (RunTrialResult, error) {
@@ -40,6 +43,9 @@ func (f *fakeTrainer) run(ctx context.Context, in RunTrialInput) (RunTrialResult
 		return res, err
 	}
 	<-ctx.Done()
+	if f.onCancel != nil {
+		return f.onCancel(in)
+	}
 	return RunTrialResult{Outcome: RunStopped, Samples: float64(100 * in.Run), Checkpoint: ckpt(in.Run), Attempt: attempt}, nil
 }
 
@@ -458,3 +464,30 @@ func TestTrialSendsProfileToPool(t *testing.T) {
 }
 
 var _ = cluster.ExitStatus{}
+
+// The worker is lost while a run is being stopped (a resize): the server
+// does not retry an activity whose cancellation was requested, it times
+// it out. That is a stop, not a failure: the trial relaunches on its new
+// nodes and completes.
+func TestTrialLostWorkerDuringStopIsNotAFailure(t *testing.T) {
+	e := newTrialEnv(t, func(in RunTrialInput, attempt int) (RunTrialResult, error, bool) {
+		if in.Run == 1 {
+			return RunTrialResult{}, nil, true
+		}
+		return RunTrialResult{Outcome: RunCompleted, Samples: 500, Metrics: map[string]float64{"loss": 0.1}}, nil, false
+	})
+	e.trainer.onCancel = func(RunTrialInput) (RunTrialResult, error) {
+		return RunTrialResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
+	}
+	e.assign(time.Second, 1, "n1")
+	e.assign(3*time.Second, 2, "n2")
+	e.ExecuteWorkflow(TrialWorkflowName, trialInput())
+	r := e.result(t)
+	require.Equal(t, TrialCompleted, r.State, r.Error)
+	require.Zero(t, r.Restarts)
+	calls := e.trainer.calls()
+	require.Len(t, calls, 2)
+	require.Equal(t, []string{"n2"}, calls[1].Nodes)
+	require.NotEmpty(t, calls[0].Owner, "launches name the trial's workflow chain")
+	require.Equal(t, calls[0].Owner, calls[1].Owner)
+}

@@ -1,7 +1,12 @@
 // Package gleaner holds Gleaner's public types: the campaign spec that the
-// CLI and Go programs submit, and (in later milestones) the client API.
+// CLI and Go programs submit, and the plain data that crosses between
+// workflows, activities and clients (Node, ExitStatus), so that none of
+// them imports another's implementation for a struct. The client API is
+// package client.
 //
 // A campaign is one NAS or HPO study: a search space and algorithm, an
 // objective metric, a budget, a trial command and its resource bounds, and
-// the pool of idle nodes it runs on. It must not import Temporal.
+// the pool of idle nodes it runs on. Of Gleaner's packages it imports only
+// hpo (pure); it must not import Temporal, cluster, workflows, activities
+// or worker, which build on it.
 package gleaner

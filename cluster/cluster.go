@@ -3,16 +3,14 @@ package cluster
 import (
 	"context"
 	"time"
+
+	"github.com/gleaner-hpc/gleaner"
 )
 
-// Node is an idle node as a source reports it.
-type Node struct {
-	ID   string `json:"id"`
-	Type string `json:"type,omitempty"`
-	// IdleUntil is when the node is expected to be taken back; zero when
-	// unknown.
-	IdleUntil time.Time `json:"idle_until,omitzero"`
-}
+// Node is an idle node as a source reports it. It is defined in the root
+// package, gleaner.Node, because workflows and clients carry it too; the
+// alias keeps this package's code and its users' unchanged.
+type Node = gleaner.Node
 
 // NodeSource reports the nodes that are idle now.
 type NodeSource interface {
@@ -62,14 +60,7 @@ type Process interface {
 	Stop(grace time.Duration) ExitStatus
 }
 
-// ExitStatus is how a process ended.
-type ExitStatus struct {
-	Code int // exit code; -1 when killed by a signal
-	// Signal is the signal that killed it, if any ("killed", "terminated").
-	Signal string
-	// Killed is true when Stop had to escalate to SIGKILL.
-	Killed bool
-}
-
-// OK reports a zero exit code.
-func (e ExitStatus) OK() bool { return e.Code == 0 && e.Signal == "" }
+// ExitStatus is how a process ended (Code, Signal, Killed; OK reports a
+// clean exit). It is defined in the root package, gleaner.ExitStatus,
+// because the RunTrial result that workflows read carries it.
+type ExitStatus = gleaner.ExitStatus

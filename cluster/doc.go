@@ -15,5 +15,10 @@
 //   - StaticSource offers fixed slots; ReplaySource makes slots come and
 //     go as the nodes of a real idle-node trace did, time compressed.
 //
-// See docs/cluster.md. It must not import Temporal.
+// Node and ExitStatus are aliases of gleaner.Node and gleaner.ExitStatus:
+// the plain data that crosses into workflows lives in the root package, so
+// workflows and clients need not import this one.
+//
+// See docs/cluster.md. It imports gleaner (the root package) and trial; it
+// must not import Temporal, workflows or activities.
 package cluster

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gleaner-hpc/gleaner/cluster"
+	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/hpo"
 )
 
@@ -280,7 +280,7 @@ type RunTrialResult struct {
 	Epoch      float64            `json:"epoch,omitempty"`
 	Metrics    map[string]float64 `json:"metrics,omitempty"`
 	Checkpoint string             `json:"checkpoint,omitempty"`
-	Exit       cluster.ExitStatus `json:"exit"`
+	Exit       gleaner.ExitStatus `json:"exit"`
 	Attempt    int                `json:"attempt"`
 	Malformed  int                `json:"malformed,omitempty"`
 	// Failures, BadCheckpoints and BadCheckpoint are as in Progress.

@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gleaner-hpc/gleaner/cluster"
+	"github.com/gleaner-hpc/gleaner"
 )
 
 // Pool defaults; PoolInput fields left at zero take these.
@@ -76,7 +76,7 @@ func (in PoolInput) withDefaults() PoolInput {
 // PoolState is everything the pool knows, compact enough to carry across
 // continue-as-new.
 type PoolState struct {
-	Nodes  []cluster.Node `json:"nodes"`
+	Nodes  []gleaner.Node `json:"nodes"`
 	Trials []PoolTrial    `json:"trials"` // sorted by TrialID
 	Epoch  int64          `json:"epoch"`
 	Solves int64          `json:"solves"`
@@ -165,7 +165,7 @@ type PollNodesInput struct {
 // AllocateInput is the Allocate activity's input: a snapshot of the pool.
 type AllocateInput struct {
 	Pool        string         `json:"pool"`
-	Nodes       []cluster.Node `json:"nodes"`
+	Nodes       []gleaner.Node `json:"nodes"`
 	Trials      []PoolTrial    `json:"trials"`
 	Lookahead   time.Duration  `json:"lookahead"`
 	Formulation string         `json:"formulation,omitempty"`
@@ -415,7 +415,7 @@ func localActivity(ctx workflow.Context) workflow.Context {
 
 // poll asks the node source which nodes are idle; a change is an event.
 func (p *pool) poll(ctx workflow.Context) error {
-	var nodes []cluster.Node
+	var nodes []gleaner.Node
 	err := workflow.ExecuteLocalActivity(localActivity(ctx), PollNodesActivityName, PollNodesInput{Pool: p.in.Name}).Get(ctx, &nodes)
 	if err != nil {
 		// A node source that fails keeps the last known nodes; the next
@@ -430,8 +430,8 @@ func (p *pool) poll(ctx workflow.Context) error {
 	return nil
 }
 
-func sameNodes(a, b []cluster.Node) bool {
-	return slices.EqualFunc(a, b, func(x, y cluster.Node) bool {
+func sameNodes(a, b []gleaner.Node) bool {
+	return slices.EqualFunc(a, b, func(x, y gleaner.Node) bool {
 		return x.ID == y.ID && x.Type == y.Type && x.IdleUntil.Equal(y.IdleUntil)
 	})
 }

@@ -17,15 +17,15 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/activities"
-	"github.com/gleaner-hpc/gleaner/cluster"
 	wf "github.com/gleaner-hpc/gleaner/workflows"
 )
 
 // nodeSet is a node source the test changes while the pool runs.
 type nodeSet struct {
 	mu    sync.Mutex
-	nodes []cluster.Node
+	nodes []gleaner.Node
 }
 
 func (s *nodeSet) set(ids ...string) {
@@ -33,11 +33,11 @@ func (s *nodeSet) set(ids ...string) {
 	defer s.mu.Unlock()
 	s.nodes = nil
 	for _, id := range ids {
-		s.nodes = append(s.nodes, cluster.Node{ID: id})
+		s.nodes = append(s.nodes, gleaner.Node{ID: id})
 	}
 }
 
-func (s *nodeSet) Idle(context.Context, time.Time) ([]cluster.Node, error) {
+func (s *nodeSet) Idle(context.Context, time.Time) ([]gleaner.Node, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.nodes), nil

@@ -18,7 +18,6 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gleaner-hpc/gleaner/cluster"
 	"github.com/gleaner-hpc/gleaner/hpo"
 )
 
@@ -462,8 +461,6 @@ func TestTrialSendsProfileToPool(t *testing.T) {
 	s := e.status(t)
 	require.NotEmpty(t, s.History, "objective history kept")
 }
-
-var _ = cluster.ExitStatus{}
 
 // The worker is lost while a run is being stopped (a resize): the server
 // does not retry an activity whose cancellation was requested, it times

@@ -217,7 +217,10 @@ type pool struct {
 	dirty     bool
 	resend    map[string]bool
 	lastAlloc time.Time
-	out       outbox
+	// awake is the workflow time the loop last finished handling events;
+	// a much later Now means the pool was not running (see expireReleases).
+	awake time.Time
+	out   outbox
 }
 
 func (p *pool) trial(id string) (int, bool) {
@@ -322,11 +325,19 @@ func (p *pool) loop(ctx workflow.Context) error {
 				periodTimer = workflow.NewTimer(ctx, p.in.AllocatePeriod)
 			}
 		}
+		p.awake = workflow.Now(ctx)
 		info := workflow.GetInfo(ctx)
 		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > p.in.HistoryThreshold {
 			return p.continueAsNew(ctx, regCh, deregCh, profCh, pollCh, relCh)
 		}
 	}
+}
+
+// asleep reports whether the pool handled nothing from awake to now for
+// longer than its poll timer allows (PollInterval) plus ReleaseMargin: the
+// server, or every worker, was away.
+func (in PoolInput) asleep(awake, now time.Time) bool {
+	return !awake.IsZero() && now.Sub(awake) > in.PollInterval+ReleaseMargin
 }
 
 func (p *pool) register(r RegisterTrial) {
@@ -367,6 +378,17 @@ func (p *pool) released(ctx workflow.Context, r Released) {
 // expireReleases stops waiting for confirmations past their deadline.
 func (p *pool) expireReleases(ctx workflow.Context) {
 	now := workflow.Now(ctx)
+	if p.in.asleep(p.awake, now) {
+		// The hold ran out while the pool was not running: the stop may
+		// not even have reached the trainer yet (it goes out as the server
+		// comes back). Hold the due nodes ReleaseMargin more.
+		for i, x := range p.st.Releasing {
+			if !now.Before(p.releaseDeadline(x)) {
+				p.st.Releasing[i].Until = now.Add(ReleaseMargin)
+			}
+		}
+		return
+	}
 	n := len(p.st.Releasing)
 	p.st.Releasing = slices.DeleteFunc(p.st.Releasing, func(x Releasing) bool {
 		return !now.Before(p.releaseDeadline(x))

@@ -331,3 +331,27 @@ func TestPoolHoldsNodesForTheGracePeriod(t *testing.T) {
 	e.endAt(3*time.Second + hold + 20*time.Second)
 	e.ExecuteWorkflow(wf.PoolWorkflowName, in)
 }
+
+// A pool that handled nothing for longer than its poll timer allows was
+// not running (the server or every worker was away): node holds that ran
+// out meanwhile are extended, not expired.
+func TestPoolAsleep(t *testing.T) {
+	in := poolInput()
+	in.PollInterval = 5 * time.Second
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		awake time.Time
+		now   time.Time
+		want  bool
+	}{
+		{time.Time{}, t0, false}, // first iteration of a run
+		{t0, t0.Add(in.PollInterval), false},
+		{t0, t0.Add(in.PollInterval + wf.ReleaseMargin), false},
+		{t0, t0.Add(in.PollInterval + wf.ReleaseMargin + time.Second), true},
+		{t0, t0.Add(10 * time.Minute), true},
+	} {
+		if got := wf.PoolAsleep(in, c.awake, c.now); got != c.want {
+			t.Errorf("asleep(%v after) = %v, want %v", c.now.Sub(c.awake), got, c.want)
+		}
+	}
+}

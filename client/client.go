@@ -44,7 +44,7 @@ func (o Options) withDefaults() Options {
 	}
 	o.UIBase = strings.TrimRight(o.UIBase, "/")
 	if o.Namespace == "" {
-		o.Namespace = "default"
+		o.Namespace = DefaultNamespace
 	}
 	return o
 }
@@ -55,9 +55,9 @@ type Client struct {
 	opts Options
 }
 
-// New wraps a Temporal client. worker.Dial makes one from a worker.Config
-// (address, namespace, TLS or mTLS, API key); so does go.temporal.io's
-// client.Dial. The Client does not own tc: close it yourself.
+// New wraps a Temporal client. Connection.Dial makes one (address,
+// namespace, TLS or mTLS, API key); so does go.temporal.io's client.Dial.
+// The Client does not own tc: close it yourself.
 func New(tc tclient.Client, opts Options) *Client {
 	return &Client{tc: tc, opts: opts.withDefaults()}
 }

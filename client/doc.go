@@ -5,12 +5,14 @@
 // (gleaner worker) runs the workflows; it needs Gleaner's search attributes
 // registered there for Trials.
 //
-// Connect with worker.Dial, which takes the worker's connection settings
-// (address, namespace, TLS or mTLS, API key), or with any Temporal client:
+// Connect with a Connection — address, namespace, task queue, TLS or mTLS,
+// API key: the settings, flags and environment variables of the gleaner
+// CLI and workers — or with any Temporal client:
 //
-//	cfg := worker.DefaultConfig() // localhost:7233, namespace "default"
-//	tc, err := worker.Dial(ctx, cfg)
-//	c := client.New(tc, client.Options{Namespace: cfg.Namespace})
+//	conn := client.DefaultConnection() // localhost:7233, namespace "default"
+//	err := conn.LoadEnv(nil)           // TEMPORAL_ADDRESS, TEMPORAL_API_KEY, …
+//	tc, err := conn.Dial(ctx)
+//	c := client.New(tc, client.Options{TaskQueue: conn.TaskQueue, Namespace: conn.Namespace})
 //	spec, err := gleaner.LoadSpec("campaign.yaml")
 //	camp, err := c.Submit(ctx, spec)
 //	res, err := c.Wait(ctx, camp.Name)
@@ -20,5 +22,5 @@
 //
 // It imports gleaner and workflows (for their types and names) and the
 // Temporal SDK client; it must not import worker or activities: it steers
-// workers, it is not one (its tests and examples use worker.Dial).
+// workers, it is not one. The worker imports it, for Connection.
 package client

@@ -9,32 +9,32 @@ import (
 
 	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/client"
-	"github.com/gleaner-hpc/gleaner/worker"
 )
 
 // These examples need a Temporal server and a Gleaner worker, so they are
 // compiled but not run (they have no Output comment).
 
-// Connect with the worker's settings: address, namespace, TLS or mTLS,
-// API key — from the TEMPORAL_* environment variables here.
+// Connect with the settings the gleaner CLI and workers use: address,
+// namespace, task queue, TLS or mTLS, API key — from the TEMPORAL_* and
+// GLEANER_TASK_QUEUE environment variables here.
 func ExampleNew() {
 	ctx := context.Background()
-	cfg := worker.DefaultConfig() // localhost:7233, namespace default, task queue gleaner
-	if err := worker.LoadEnv(&cfg, nil); err != nil {
+	conn := client.DefaultConnection() // localhost:7233, namespace default, task queue gleaner
+	if err := conn.LoadEnv(nil); err != nil {
 		log.Fatal(err)
 	}
-	tc, err := worker.Dial(ctx, cfg)
+	tc, err := conn.Dial(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer tc.Close()
-	c := client.New(tc, client.Options{TaskQueue: cfg.TaskQueue, Namespace: cfg.Namespace})
+	c := client.New(tc, client.Options{TaskQueue: conn.TaskQueue, Namespace: conn.Namespace})
 	_ = c
 }
 
 // newClient connects to a local dev server.
 func newClient(ctx context.Context) *client.Client {
-	tc, err := worker.Dial(ctx, worker.DefaultConfig())
+	tc, err := client.DefaultConnection().Dial(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}

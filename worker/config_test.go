@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gleaner-hpc/gleaner/client"
 	"github.com/gleaner-hpc/gleaner/worker"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
@@ -32,15 +33,15 @@ func TestDefaultConfigIsValid(t *testing.T) {
 
 func TestLoadEnv(t *testing.T) {
 	c := worker.DefaultConfig()
-	err := worker.LoadEnv(&c, env(map[string]string{
-		worker.EnvAddress:       "temporal.example.org:7233",
-		worker.EnvNamespace:     "science",
-		worker.EnvTaskQueue:     "gleaner-gpu",
-		worker.EnvAPIKey:        "secret-key",
-		worker.EnvTLSCA:         "/ca.pem",
-		worker.EnvTLSCert:       "/c.pem",
-		worker.EnvTLSKey:        "/k.pem",
-		worker.EnvTLSServerName: "temporal.internal",
+	err := c.LoadEnv(env(map[string]string{
+		client.EnvAddress:       "temporal.example.org:7233",
+		client.EnvNamespace:     "science",
+		client.EnvTaskQueue:     "gleaner-gpu",
+		client.EnvAPIKey:        "secret-key",
+		client.EnvTLSCA:         "/ca.pem",
+		client.EnvTLSCert:       "/c.pem",
+		client.EnvTLSKey:        "/k.pem",
+		client.EnvTLSServerName: "temporal.internal",
 		worker.EnvDataDir:       "/scratch/gleaner",
 		worker.EnvNodeSource:    "replay:trace.csv,slots=8,factor=60,offset=1h",
 	}))
@@ -48,13 +49,16 @@ func TestLoadEnv(t *testing.T) {
 		t.Fatalf("LoadEnv: %v", err)
 	}
 	want := worker.Config{
-		HostPort: "temporal.example.org:7233", Namespace: "science", TaskQueue: "gleaner-gpu",
-		APIKey:  "secret-key",
-		TLS:     worker.TLSConfig{CAFile: "/ca.pem", CertFile: "/c.pem", KeyFile: "/k.pem", ServerName: "temporal.internal"},
+		Connection: client.Connection{
+			HostPort: "temporal.example.org:7233", Namespace: "science", TaskQueue: "gleaner-gpu",
+			APIKey:         "secret-key",
+			TLS:            client.TLSConfig{CAFile: "/ca.pem", CertFile: "/c.pem", KeyFile: "/k.pem", ServerName: "temporal.internal"},
+			ConnectTimeout: client.DefaultConnectTimeout,
+		},
 		DataDir: "/scratch/gleaner",
 		Nodes: worker.NodeSourceConfig{Kind: worker.NodeSourceReplay, Replay: worker.ReplayNodes{
 			File: "trace.csv", Slots: 8, Factor: 60, Offset: time.Hour}},
-		ConnectTimeout: worker.DefaultConnectTimeout, StopTimeout: worker.DefaultStopTimeout,
+		StopTimeout: worker.DefaultStopTimeout,
 	}
 	if c != want {
 		t.Errorf("LoadEnv:\n got %+v\nwant %+v", c, want)
@@ -69,7 +73,7 @@ func TestLoadEnv(t *testing.T) {
 
 func TestLoadEnvKeepsDefaultsWhenUnset(t *testing.T) {
 	c := worker.DefaultConfig()
-	if err := worker.LoadEnv(&c, env(nil)); err != nil {
+	if err := c.LoadEnv(env(nil)); err != nil {
 		t.Fatal(err)
 	}
 	if c != worker.DefaultConfig() {
@@ -82,15 +86,17 @@ func TestLoadEnvErrorsNameTheVariable(t *testing.T) {
 		env  map[string]string
 		want []string
 	}{
-		{map[string]string{worker.EnvTLS: "yes please"}, []string{"--tls", worker.EnvTLS, "boolean"}},
+		{map[string]string{client.EnvTLS: "yes please"}, []string{"--tls", client.EnvTLS, "boolean"}},
 		{map[string]string{worker.EnvNodeSource: "static:zero"}, []string{"--nodes", worker.EnvNodeSource, "node count"}},
 	} {
 		c := worker.DefaultConfig()
-		err := worker.LoadEnv(&c, env(tc.env))
+		err := c.LoadEnv(env(tc.env))
 		checkFieldError(t, err, tc.want...)
 	}
 }
 
+// The connection's own checks are client.Connection's (tested there); a
+// worker config runs them, then its own.
 func TestValidateNamesTheField(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "file")
@@ -102,17 +108,8 @@ func TestValidateNamesTheField(t *testing.T) {
 		modify func(*worker.Config)
 		want   []string
 	}{
-		{"empty address", func(c *worker.Config) { c.HostPort = "" }, []string{"--address", worker.EnvAddress, "must be set"}},
-		{"address without port", func(c *worker.Config) { c.HostPort = "temporal.example.org" }, []string{"--address", "temporal.example.org"}},
-		{"address bad port", func(c *worker.Config) { c.HostPort = "h:99999" }, []string{"--address", "1..65535"}},
-		{"address no host", func(c *worker.Config) { c.HostPort = ":7233" }, []string{"--address"}},
-		{"namespace", func(c *worker.Config) { c.Namespace = " " }, []string{"--namespace", worker.EnvNamespace}},
-		{"task queue", func(c *worker.Config) { c.TaskQueue = "" }, []string{"--task-queue", worker.EnvTaskQueue}},
-		{"cert without key", func(c *worker.Config) { c.TLS.CertFile = file }, []string{"--tls-key", "together"}},
-		{"key without cert", func(c *worker.Config) { c.TLS.KeyFile = file }, []string{"--tls-cert", "together"}},
-		{"missing CA", func(c *worker.Config) { c.TLS.CAFile = filepath.Join(dir, "nope.pem") }, []string{"--tls-ca", worker.EnvTLSCA, "nope.pem", "no such file"}},
-		{"CA is a dir", func(c *worker.Config) { c.TLS.CAFile = dir }, []string{"--tls-ca", "directory"}},
-		{"api key spaces", func(c *worker.Config) { c.APIKey = "key\n" }, []string{"--api-key", "white space"}},
+		{"empty address", func(c *worker.Config) { c.HostPort = "" }, []string{"--address", client.EnvAddress, "must be set"}},
+		{"task queue", func(c *worker.Config) { c.TaskQueue = "" }, []string{"--task-queue", client.EnvTaskQueue}},
 		{"data dir empty", func(c *worker.Config) { c.DataDir = "" }, []string{"--data-dir", worker.EnvDataDir}},
 		{"data dir is a file", func(c *worker.Config) { c.DataDir = file }, []string{"--data-dir", "not a directory"}},
 		{"no node source", func(c *worker.Config) { c.Nodes = worker.NodeSourceConfig{} }, []string{"--nodes", "must be set"}},
@@ -149,22 +146,22 @@ func TestValidateAcceptsExistingTraceAndTLSFiles(t *testing.T) {
 	c := worker.DefaultConfig()
 	c.DataDir = filepath.Join(dir, "not-yet-created")
 	c.Nodes = worker.NodeSourceConfig{Kind: worker.NodeSourceReplay, Replay: worker.ReplayNodes{File: trace, Slots: 2, Factor: 10}}
-	c.TLS = worker.TLSConfig{CAFile: trace, CertFile: trace, KeyFile: trace}
+	c.TLS = client.TLSConfig{CAFile: trace, CertFile: trace, KeyFile: trace}
 	if err := c.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
 }
 
-// checkFieldError checks that err is (or joins) a *worker.FieldError and
+// checkFieldError checks that err is (or joins) a *client.FieldError and
 // that its message contains every want.
 func checkFieldError(t *testing.T, err error, want ...string) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("err = nil, want an error containing %q", want)
 	}
-	var fe *worker.FieldError
+	var fe *client.FieldError
 	if !errors.As(err, &fe) {
-		t.Errorf("err = %v (%T), want a *worker.FieldError", err, err)
+		t.Errorf("err = %v (%T), want a *client.FieldError", err, err)
 	}
 	for _, w := range want {
 		if !strings.Contains(err.Error(), w) {

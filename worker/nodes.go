@@ -62,7 +62,7 @@ type ReplayNodes struct {
 // DefaultReplaySlots is the slot count of a replay source without slots=.
 const DefaultReplaySlots = 4
 
-// ParseNodeSource parses a --nodes value. Errors are *FieldError for
+// ParseNodeSource parses a --nodes value. Errors are *client.FieldError for
 // field "nodes" and name the part that is wrong.
 func ParseNodeSource(spec string) (NodeSourceConfig, error) {
 	bad := func(format string, args ...any) (NodeSourceConfig, error) {

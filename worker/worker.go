@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/client"
+	tclient "go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/gleaner-hpc/gleaner/activities"
+	"github.com/gleaner-hpc/gleaner/client"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
@@ -102,9 +103,9 @@ func Register(r Registrar, c Components) error {
 // New creates a worker polling cfg.TaskQueue with every set component
 // registered. Start it with Run or Start; components that are not set
 // (Components.Missing) are simply not served.
-func New(c client.Client, cfg Config, comps Components) (sdkworker.Worker, error) {
+func New(c tclient.Client, cfg Config, comps Components) (sdkworker.Worker, error) {
 	if cfg.TaskQueue == "" {
-		return nil, fieldErr("task-queue", EnvTaskQueue, "", "must be set")
+		return nil, fieldErr("task-queue", client.EnvTaskQueue, "", "must be set")
 	}
 	if a := comps.ActivityDeps; a != nil {
 		if a.Client == nil {

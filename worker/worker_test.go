@@ -2,19 +2,9 @@ package worker_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/workflow"
@@ -75,98 +65,4 @@ func TestRegisterSkipsUnsetAndRejectsNonFunctions(t *testing.T) {
 	if !slices.Equal(missing, want) {
 		t.Errorf("Missing() = %v, want %v", missing, want)
 	}
-}
-
-func TestClientOptionsPlaintext(t *testing.T) {
-	c := worker.DefaultConfig()
-	opts, err := worker.ClientOptions(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if opts.HostPort != c.HostPort || opts.Namespace != c.Namespace {
-		t.Errorf("ClientOptions: HostPort %q Namespace %q", opts.HostPort, opts.Namespace)
-	}
-	if opts.ConnectionOptions.TLS != nil || opts.Credentials != nil {
-		t.Error("ClientOptions of the default config has TLS or credentials")
-	}
-}
-
-func TestClientOptionsAPIKeyImpliesTLS(t *testing.T) {
-	c := worker.DefaultConfig()
-	c.APIKey = "k"
-	opts, err := worker.ClientOptions(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if opts.ConnectionOptions.TLS == nil || opts.Credentials == nil {
-		t.Errorf("API key: TLS %v, credentials %v; want both", opts.ConnectionOptions.TLS, opts.Credentials)
-	}
-}
-
-func TestTLSClientConfigMTLS(t *testing.T) {
-	dir := t.TempDir()
-	certFile, keyFile := writeSelfSigned(t, dir)
-	tc, err := worker.TLSClientConfig(worker.TLSConfig{CAFile: certFile, CertFile: certFile, KeyFile: keyFile, ServerName: "temporal.internal"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tc.RootCAs == nil || len(tc.Certificates) != 1 || tc.ServerName != "temporal.internal" {
-		t.Errorf("TLS config: roots %v, %d certificates, server name %q", tc.RootCAs != nil, len(tc.Certificates), tc.ServerName)
-	}
-
-	garbage := filepath.Join(dir, "garbage.pem")
-	if err := os.WriteFile(garbage, []byte("not pem"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, err = worker.TLSClientConfig(worker.TLSConfig{CAFile: garbage})
-	checkFieldError(t, err, "--tls-ca", "no PEM certificate")
-	_, err = worker.TLSClientConfig(worker.TLSConfig{CertFile: certFile, KeyFile: garbage})
-	checkFieldError(t, err, "--tls-cert", "--tls-key")
-}
-
-func TestDialReportsAnUnreachableServer(t *testing.T) {
-	c := worker.DefaultConfig()
-	c.DataDir = t.TempDir()
-	c.HostPort = "127.0.0.1:1" // nothing listens on port 1
-	c.ConnectTimeout = 0
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err := worker.Dial(ctx, c)
-	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
-		t.Fatalf("Dial to a closed port: err = %v, want one naming the address", err)
-	}
-	c.HostPort = "nonsense"
-	_, err = worker.Dial(ctx, c)
-	checkFieldError(t, err, "--address")
-}
-
-// writeSelfSigned writes a self-signed certificate and its key as PEM.
-func writeSelfSigned(t *testing.T, dir string) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "temporal.internal"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		DNSNames: []string{"temporal.internal"},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile
 }

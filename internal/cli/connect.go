@@ -19,7 +19,6 @@ import (
 
 	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/client"
-	"github.com/gleaner-hpc/gleaner/worker"
 )
 
 // EnvUI is the Temporal web UI's base address for links (--ui).
@@ -31,62 +30,55 @@ const defaultClientConnectTimeout = 10 * time.Second
 
 // connectOptions are the connection flags every client verb shares with
 // `gleaner worker`: the same names, the same environment variables
-// (worker.LoadEnv), a flag given on the command line winning over the
-// environment, and the same dialling (worker.Dial: TLS, mTLS, API key).
+// (client.Connection.LoadEnv), a flag given on the command line winning
+// over the environment, and the same dialling (client.Connection.Dial:
+// TLS, mTLS, API key).
 type connectOptions struct {
-	flags  worker.Config // bound to the flags
-	apiKey string        // apart, so that --help never shows TEMPORAL_API_KEY
+	flags  client.Connection // bound to the flags
+	apiKey string            // apart, so that --help never shows TEMPORAL_API_KEY
 	ui     string
 	// links: the verb prints web UI links, so connect finds the UI
 	// (linkBase); without, the client makes none.
 	links bool
 
 	getenv func(string) string // os.Getenv unless a test sets it
-	// dial connects; worker.Dial unless a test sets it.
-	dial func(context.Context, worker.Config) (tclient.Client, error)
+	// dial connects; client.Connection.Dial unless a test sets it.
+	dial func(context.Context, client.Connection) (tclient.Client, error)
 	// probeUI reports whether a Temporal web UI answers at base;
 	// probeTemporalUI unless a test sets it.
 	probeUI func(ctx context.Context, base string) bool
 
-	// resolved is the configuration connect dialled, for messages.
-	resolved worker.Config
-}
-
-// connectionFlags are the flag names addFlags defines, each a field of
-// worker.Config (errors about other fields are not the client's concern).
-var connectionFlags = map[string]bool{
-	"address": true, "namespace": true, "task-queue": true, "tls": true, "tls-ca": true,
-	"tls-cert": true, "tls-key": true, "tls-server-name": true, "api-key": true,
-	"connect-timeout": true,
+	// resolved is the connection connect dialled, for messages.
+	resolved client.Connection
 }
 
 // addFlags defines the connection flags on f.
 func (o *connectOptions) addFlags(f *pflag.FlagSet) {
-	o.flags = worker.DefaultConfig()
+	o.flags = client.DefaultConnection()
 	o.flags.ConnectTimeout = defaultClientConnectTimeout
 	bindConnectionFlags(f, &o.flags, &o.apiKey, "task queue Gleaner's workers poll")
 	f.StringVar(&o.ui, "ui", "", "Temporal web UI base address for links, - for none (default: a dev server's UI found at the --address port + 1000, else none) ["+EnvUI+"]")
 }
 
 // bindConnectionFlags defines the flags every command that talks to
-// Temporal shares (gleaner worker too), bound to c and apiKey, with c's
-// values as defaults.
-func bindConnectionFlags(f *pflag.FlagSet, c *worker.Config, apiKey *string, taskQueueHelp string) {
-	f.StringVar(&c.HostPort, "address", c.HostPort, "Temporal frontend host:port ["+worker.EnvAddress+"]")
-	f.StringVar(&c.Namespace, "namespace", c.Namespace, "Temporal namespace ["+worker.EnvNamespace+"]")
-	f.StringVar(&c.TaskQueue, "task-queue", c.TaskQueue, taskQueueHelp+" ["+worker.EnvTaskQueue+"]")
-	f.BoolVar(&c.TLS.Enabled, "tls", false, "use TLS with the system's roots (implied by the other --tls-* flags and --api-key) ["+worker.EnvTLS+"]")
-	f.StringVar(&c.TLS.CAFile, "tls-ca", "", "PEM file of the CA certificates to trust ["+worker.EnvTLSCA+"]")
-	f.StringVar(&c.TLS.CertFile, "tls-cert", "", "PEM client certificate for mTLS ["+worker.EnvTLSCert+"]")
-	f.StringVar(&c.TLS.KeyFile, "tls-key", "", "PEM client key for mTLS ["+worker.EnvTLSKey+"]")
-	f.StringVar(&c.TLS.ServerName, "tls-server-name", "", "name to verify in the server's certificate ["+worker.EnvTLSServerName+"]")
-	f.StringVar(apiKey, "api-key", "", "Temporal Cloud API key; prefer the environment variable ["+worker.EnvAPIKey+"]")
+// Temporal shares (gleaner worker too), one per field of c, bound to c and
+// apiKey, with c's values as defaults.
+func bindConnectionFlags(f *pflag.FlagSet, c *client.Connection, apiKey *string, taskQueueHelp string) {
+	f.StringVar(&c.HostPort, "address", c.HostPort, "Temporal frontend host:port ["+client.EnvAddress+"]")
+	f.StringVar(&c.Namespace, "namespace", c.Namespace, "Temporal namespace ["+client.EnvNamespace+"]")
+	f.StringVar(&c.TaskQueue, "task-queue", c.TaskQueue, taskQueueHelp+" ["+client.EnvTaskQueue+"]")
+	f.BoolVar(&c.TLS.Enabled, "tls", false, "use TLS with the system's roots (implied by the other --tls-* flags and --api-key) ["+client.EnvTLS+"]")
+	f.StringVar(&c.TLS.CAFile, "tls-ca", "", "PEM file of the CA certificates to trust ["+client.EnvTLSCA+"]")
+	f.StringVar(&c.TLS.CertFile, "tls-cert", "", "PEM client certificate for mTLS ["+client.EnvTLSCert+"]")
+	f.StringVar(&c.TLS.KeyFile, "tls-key", "", "PEM client key for mTLS ["+client.EnvTLSKey+"]")
+	f.StringVar(&c.TLS.ServerName, "tls-server-name", "", "name to verify in the server's certificate ["+client.EnvTLSServerName+"]")
+	f.StringVar(apiKey, "api-key", "", "Temporal Cloud API key; prefer the environment variable ["+client.EnvAPIKey+"]")
 	f.DurationVar(&c.ConnectTimeout, "connect-timeout", c.ConnectTimeout, "how long to retry an unreachable server")
 }
 
 // applyConnectionFlags copies into dst the connection flags given on the
 // command line (bound to src and apiKey): a flag wins over the environment.
-func applyConnectionFlags(flags *pflag.FlagSet, dst *worker.Config, src worker.Config, apiKey string) {
+func applyConnectionFlags(flags *pflag.FlagSet, dst *client.Connection, src client.Connection, apiKey string) {
 	flags.Visit(func(f *pflag.Flag) {
 		switch f.Name {
 		case "address":
@@ -114,47 +106,18 @@ func applyConnectionFlags(flags *pflag.FlagSet, dst *worker.Config, src worker.C
 }
 
 // config is the environment with the flags given on the command line on
-// top, validated. Errors name the flag (and variable) and exit 2.
-func (o *connectOptions) config(flags *pflag.FlagSet) (worker.Config, error) {
-	getenv := o.getenv
-	if getenv == nil {
-		getenv = os.Getenv
+// top, validated. Only the connection's variables are read: a
+// GLEANER_NODE_SOURCE meant for a worker must not break `status`. Errors
+// name the flag (and variable) and exit 2.
+func (o *connectOptions) config(flags *pflag.FlagSet) (client.Connection, error) {
+	conn := client.DefaultConnection()
+	conn.ConnectTimeout = defaultClientConnectTimeout
+	envErr := conn.LoadEnv(o.getenv)
+	applyConnectionFlags(flags, &conn, o.flags, o.apiKey)
+	if err := errors.Join(envErr, conn.Validate()); err != nil {
+		return conn, withCode(ExitUsage, fmt.Errorf("connection:\n%w", err))
 	}
-	cfg := worker.DefaultConfig()
-	cfg.ConnectTimeout = defaultClientConnectTimeout
-	envErr := worker.LoadEnv(&cfg, getenv)
-	applyConnectionFlags(flags, &cfg, o.flags, o.apiKey)
-	// The worker-only fields (data dir, node source) are not the client's:
-	// a GLEANER_NODE_SOURCE meant for a worker must not break `status`.
-	def := worker.DefaultConfig()
-	cfg.DataDir, cfg.Nodes = os.TempDir(), def.Nodes
-	if err := errors.Join(connectionErrors(envErr), connectionErrors(cfg.Validate())); err != nil {
-		return cfg, withCode(ExitUsage, fmt.Errorf("connection:\n%w", err))
-	}
-	return cfg, nil
-}
-
-// connectionErrors keeps the *worker.FieldError among err's joined errors
-// that are about connection flags, and any other error.
-func connectionErrors(err error) error {
-	if err == nil {
-		return nil
-	}
-	var all []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		all = j.Unwrap()
-	} else {
-		all = []error{err}
-	}
-	var keep []error
-	for _, e := range all {
-		var fe *worker.FieldError
-		if errors.As(e, &fe) && !connectionFlags[fe.Field] {
-			continue
-		}
-		keep = append(keep, e)
-	}
-	return errors.Join(keep...)
+	return conn, nil
 }
 
 // uiBase is --ui, else GLEANER_UI, else "" (not given: see linkBase).
@@ -181,7 +144,7 @@ func (o *connectOptions) connect(ctx context.Context, flags *pflag.FlagSet, stde
 	cfg.Logger = log.NewStructuredLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	dial := o.dial
 	if dial == nil {
-		dial = func(ctx context.Context, c worker.Config) (tclient.Client, error) { return worker.Dial(ctx, c) }
+		dial = func(ctx context.Context, c client.Connection) (tclient.Client, error) { return c.Dial(ctx) }
 	}
 	// Look for the web UI while dialling: neither waits for the other.
 	ui := make(chan string, 1)
@@ -192,7 +155,7 @@ func (o *connectOptions) connect(ctx context.Context, flags *pflag.FlagSet, stde
 	}
 	tc, err := dial(ctx, cfg)
 	if err != nil {
-		var fe *worker.FieldError
+		var fe *client.FieldError
 		if errors.As(err, &fe) {
 			return nil, nil, withCode(ExitUsage, err)
 		}
@@ -211,7 +174,7 @@ const uiProbeTimeout = time.Second
 // the frontend port + 1000 (where `temporal server start-dev` puts it
 // unless told otherwise); else, for Temporal Cloud, its UI; else "-", no
 // links: better none than one to a UI that is not there.
-func (o *connectOptions) linkBase(ctx context.Context, flags *pflag.FlagSet, cfg worker.Config) string {
+func (o *connectOptions) linkBase(ctx context.Context, flags *pflag.FlagSet, cfg client.Connection) string {
 	if ui := o.uiBase(flags); ui != "" {
 		return ui
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	tclient "go.temporal.io/sdk/client"
 
+	"github.com/gleaner-hpc/gleaner/client"
 	"github.com/gleaner-hpc/gleaner/worker"
 )
 
@@ -23,8 +24,8 @@ func parseConnect(t *testing.T, env map[string]string, args ...string) (*connect
 
 func TestConnectionFlagsOverrideEnvironment(t *testing.T) {
 	env := map[string]string{
-		worker.EnvAddress: "env.example:7233", worker.EnvNamespace: "envns", worker.EnvTaskQueue: "envq",
-		worker.EnvAPIKey: "k", EnvUI: "http://env-ui",
+		client.EnvAddress: "env.example:7233", client.EnvNamespace: "envns", client.EnvTaskQueue: "envq",
+		client.EnvAPIKey: "k", EnvUI: "http://env-ui",
 		// A worker's settings are not the client's business, even broken.
 		worker.EnvNodeSource: "static:0", worker.EnvDataDir: "/dev/null",
 	}
@@ -48,7 +49,7 @@ func TestConnectionFlagsOverrideEnvironment(t *testing.T) {
 	o, f = parseConnect(t, nil)
 	cfg, err = o.config(f)
 	require.NoError(t, err)
-	require.Equal(t, worker.DefaultHostPort, cfg.HostPort)
+	require.Equal(t, client.DefaultHostPort, cfg.HostPort)
 	require.Equal(t, defaultClientConnectTimeout, cfg.ConnectTimeout)
 	require.False(t, cfg.UsesTLS())
 	require.Equal(t, "", o.uiBase(f))
@@ -60,8 +61,8 @@ func TestConnectionErrorsNameTheFlagAndExitTwo(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{map[string]string{worker.EnvTLS: "maybe"}, nil, []string{"--tls", worker.EnvTLS}},
-		{map[string]string{worker.EnvAddress: "bad"}, nil, []string{"--address", worker.EnvAddress, `"bad"`}},
+		{map[string]string{client.EnvTLS: "maybe"}, nil, []string{"--tls", client.EnvTLS}},
+		{map[string]string{client.EnvAddress: "bad"}, nil, []string{"--address", client.EnvAddress, `"bad"`}},
 		{nil, []string{"--namespace", " "}, []string{"--namespace"}},
 		{nil, []string{"--task-queue", ""}, []string{"--task-queue"}},
 		{nil, []string{"--api-key", " k"}, []string{"--api-key"}},
@@ -74,7 +75,7 @@ func TestConnectionErrorsNameTheFlagAndExitTwo(t *testing.T) {
 			require.Contains(t, err.Error(), w)
 		}
 		// connect stops there: nothing is dialled.
-		o.dial = func(context.Context, worker.Config) (tclient.Client, error) {
+		o.dial = func(context.Context, client.Connection) (tclient.Client, error) {
 			t.Fatalf("dialled with an invalid configuration")
 			return nil, nil
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gleaner-hpc/gleaner/worker"
+	"github.com/gleaner-hpc/gleaner/client"
 )
 
 // Links come from the UI in use: --ui or GLEANER_UI when given, else a dev
@@ -34,7 +34,7 @@ func TestLinkBaseIsTheUIInUse(t *testing.T) {
 		{nil, []string{"--address", "temporal.example:7233"}, "-"},
 		// No dev server behind TLS; Cloud's UI is known.
 		{nil, []string{"--address", "127.0.0.1:7233", "--tls"}, "-"},
-		{map[string]string{worker.EnvAPIKey: "k"}, []string{"--address", "ns.acct.tmprl.cloud:7233"}, temporalCloudUI},
+		{map[string]string{client.EnvAPIKey: "k"}, []string{"--address", "ns.acct.tmprl.cloud:7233"}, temporalCloudUI},
 	} {
 		o, f := parseConnect(t, tc.env, tc.args...)
 		var probed []string

@@ -556,9 +556,9 @@ func devConnectionHint(address, namespace, ui string) string {
 	return connectionHint(func(flag string) (string, bool) {
 		switch flag {
 		case "address":
-			return address, address != worker.DefaultHostPort
+			return address, address != client.DefaultHostPort
 		case "namespace":
-			return namespace, namespace != worker.DefaultNamespace
+			return namespace, namespace != client.DefaultNamespace
 		case "ui":
 			_, found, ok := devServerUI(address)
 			return ui, ui != "" && (!ok || found != ui)

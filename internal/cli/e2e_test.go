@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gleaner-hpc/gleaner/client"
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
 	"github.com/gleaner-hpc/gleaner/internal/testenv"
-	"github.com/gleaner-hpc/gleaner/worker"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
@@ -30,8 +30,8 @@ func cliRun(t *testing.T, args ...string) (string, string, int) {
 // clearConnectionEnv keeps the test's environment from configuring the
 // CLI behind its back.
 func clearConnectionEnv(t *testing.T) {
-	for _, k := range []string{worker.EnvAddress, worker.EnvNamespace, worker.EnvAPIKey, worker.EnvTLS,
-		worker.EnvTLSCert, worker.EnvTLSKey, worker.EnvTLSCA, worker.EnvTLSServerName, worker.EnvTaskQueue, EnvUI} {
+	for _, k := range []string{client.EnvAddress, client.EnvNamespace, client.EnvAPIKey, client.EnvTLS,
+		client.EnvTLSCert, client.EnvTLSKey, client.EnvTLSCA, client.EnvTLSServerName, client.EnvTaskQueue, EnvUI} {
 		t.Setenv(k, "")
 	}
 }

@@ -6,14 +6,14 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gleaner-hpc/gleaner/worker"
+	"github.com/gleaner-hpc/gleaner/client"
 )
 
 // A hint repeats the connection flags given on the command line, in one
 // order, shell-quoted, and never an API key's value; what came from the
 // environment stays out (the hinted command reads it too).
 func TestHintFlagsRepeatTheConnectionFlagsGiven(t *testing.T) {
-	env := map[string]string{worker.EnvAddress: "env.example:7233", worker.EnvAPIKey: "env-secret"}
+	env := map[string]string{client.EnvAddress: "env.example:7233", client.EnvAPIKey: "env-secret"}
 	for _, tc := range []struct {
 		args         []string
 		withUI, noUI string
@@ -59,12 +59,12 @@ func TestDevConnectionHint(t *testing.T) {
 	for _, tc := range []struct {
 		address, namespace, ui, want string
 	}{
-		{worker.DefaultHostPort, "default", "http://localhost:8233", ""},
+		{client.DefaultHostPort, "default", "http://localhost:8233", ""},
 		{"127.0.0.1:7300", "default", "http://localhost:8300", " --address 127.0.0.1:7300"},
 		{"127.0.0.1:7300", "default", "http://localhost:8233", " --address 127.0.0.1:7300 --ui http://localhost:8233"},
-		{worker.DefaultHostPort, "default", "http://localhost:41234", " --ui http://localhost:41234"},
+		{client.DefaultHostPort, "default", "http://localhost:41234", " --ui http://localhost:41234"},
 		{"10.0.0.5:7233", "dev", "http://10.0.0.5:8233", " --address 10.0.0.5:7233 --namespace dev"},
-		{worker.DefaultHostPort, "default", "", ""},
+		{client.DefaultHostPort, "default", "", ""},
 	} {
 		require.Equal(t, tc.want, devConnectionHint(tc.address, tc.namespace, tc.ui), "%+v", tc)
 	}
@@ -75,12 +75,16 @@ func TestDevConnectionHint(t *testing.T) {
 func TestHintFlagsSeeEveryConnectionFlag(t *testing.T) {
 	f := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	(&connectOptions{}).addFlags(f)
-	for name := range connectionFlags {
-		if name == "connect-timeout" {
-			continue // how long to wait, not where: not repeated
+	conn := pflag.NewFlagSet("connection", pflag.ContinueOnError)
+	var c client.Connection
+	var apiKey string
+	bindConnectionFlags(conn, &c, &apiKey, "")
+	conn.VisitAll(func(fl *pflag.Flag) {
+		if fl.Name == "connect-timeout" {
+			return // how long to wait, not where: not repeated
 		}
-		require.Contains(t, hintConnectionFlags, name, "a connection flag hints leave out")
-	}
+		require.Contains(t, hintConnectionFlags, fl.Name, "a connection flag hints leave out")
+	})
 	for _, name := range hintConnectionFlags {
 		require.NotNil(t, f.Lookup(name), "hints name --%s, which the client verbs lack", name)
 	}

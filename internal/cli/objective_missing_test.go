@@ -14,7 +14,6 @@ import (
 	"go.temporal.io/sdk/mocks"
 
 	"github.com/gleaner-hpc/gleaner/client"
-	"github.com/gleaner-hpc/gleaner/worker"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
@@ -60,7 +59,7 @@ func runLeaderboard(t *testing.T, tc tclient.Client, args ...string) (stdout, st
 	f.BoolVar(&o.json, "json", false, "")
 	o.conn.addFlags(f)
 	require.NoError(t, f.Parse(args))
-	o.conn.dial = func(context.Context, worker.Config) (tclient.Client, error) { return tc, nil }
+	o.conn.dial = func(context.Context, client.Connection) (tclient.Client, error) { return tc, nil }
 	var out, errb bytes.Buffer
 	require.NoError(t, o.run(context.Background(), f, "c", &out, &errb))
 	return out.String(), errb.String()

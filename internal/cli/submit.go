@@ -18,7 +18,6 @@ import (
 
 	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/client"
-	"github.com/gleaner-hpc/gleaner/worker"
 )
 
 type submitOptions struct {
@@ -162,7 +161,7 @@ const noWorkerCheckTimeout = 5 * time.Second
 // is the command that starts one. The check is advice: when it cannot be
 // made (the server refuses to describe task queues, say) it says nothing,
 // and the submit stands either way.
-func warnIfNoWorker(ctx context.Context, d taskQueueDescriber, cfg worker.Config, campaign string, w io.Writer, startWorker string) {
+func warnIfNoWorker(ctx context.Context, d taskQueueDescriber, cfg client.Connection, campaign string, w io.Writer, startWorker string) {
 	ctx, cancel := context.WithTimeout(ctx, noWorkerCheckTimeout)
 	defer cancel()
 	resp, err := d.DescribeTaskQueue(ctx, cfg.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)

@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/api/taskqueue/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
+	"github.com/gleaner-hpc/gleaner/client"
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
-	"github.com/gleaner-hpc/gleaner/worker"
 )
 
 // fakeTaskQueues answers DescribeTaskQueue with pollers (or err) and
@@ -38,7 +38,7 @@ func (f *fakeTaskQueues) DescribeTaskQueue(_ context.Context, tq string, typ enu
 // the queue and how to start one; a worker there, or a server that will
 // not say, is no warning.
 func TestWarnIfNoWorker(t *testing.T) {
-	cfg := worker.DefaultConfig()
+	cfg := client.DefaultConnection()
 	cfg.HostPort, cfg.TaskQueue = "t.example:7233", "hpo"
 	start := commandHint(" --address t.example:7233 --task-queue hpo", "worker")
 	for _, tc := range []struct {

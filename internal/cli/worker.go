@@ -62,7 +62,7 @@ Node sources (--nodes):
 	}
 	f := cmd.Flags()
 	c := &o.cfg
-	bindConnectionFlags(f, c, &o.apiKey, "task queue to poll")
+	bindConnectionFlags(f, &c.Connection, &o.apiKey, "task queue to poll")
 	f.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for checkpoints and run directories ["+worker.EnvDataDir+"]")
 	f.Var(&c.Nodes, "nodes", "node source: static:N or replay:FILE,slots=K,factor=F,offset=S ["+worker.EnvNodeSource+"]")
 	f.DurationVar(&c.StopTimeout, "stop-timeout", c.StopTimeout, "how long running activities may finish after SIGINT/SIGTERM")
@@ -73,10 +73,10 @@ Node sources (--nodes):
 // config is the environment with the flags given on the command line on top.
 func (o *workerOptions) config(flags *pflag.FlagSet) (worker.Config, error) {
 	cfg := worker.DefaultConfig()
-	if err := worker.LoadEnv(&cfg, o.getenv); err != nil {
+	if err := cfg.LoadEnv(o.getenv); err != nil {
 		return cfg, err
 	}
-	applyConnectionFlags(flags, &cfg, o.cfg, o.apiKey)
+	applyConnectionFlags(flags, &cfg.Connection, o.cfg.Connection, o.apiKey)
 	flags.Visit(func(f *pflag.Flag) {
 		switch f.Name {
 		case "data-dir":
@@ -121,7 +121,7 @@ func (o *workerOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, s
 	}
 
 	fmt.Fprintf(stdout, "gleaner worker: connecting to %s (namespace %s)\n", cfg.HostPort, cfg.Namespace)
-	c, err := worker.Dial(ctx, cfg)
+	c, err := cfg.Connection.Dial(ctx)
 	if err != nil {
 		return err
 	}

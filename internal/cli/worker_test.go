@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gleaner-hpc/gleaner/client"
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
 	"github.com/gleaner-hpc/gleaner/worker"
 )
@@ -43,8 +44,8 @@ func TestWorkerConfigErrorsNameTheField(t *testing.T) {
 		{nil, []string{"--nodes", "static:0"}, []string{"--nodes", "node count"}},
 		{nil, []string{"--nodes", "replay:/no/such/trace.csv", "--data-dir", dir}, []string{"--nodes", "trace file"}},
 		{nil, []string{"--address", "temporal", "--data-dir", dir}, []string{"--address", "temporal"}},
-		{map[string]string{worker.EnvTLS: "maybe"}, []string{"--data-dir", dir}, []string{"--tls", worker.EnvTLS}},
-		{map[string]string{worker.EnvAddress: "bad"}, []string{"--data-dir", dir}, []string{"--address", worker.EnvAddress, `"bad"`}},
+		{map[string]string{client.EnvTLS: "maybe"}, []string{"--data-dir", dir}, []string{"--tls", client.EnvTLS}},
+		{map[string]string{client.EnvAddress: "bad"}, []string{"--data-dir", dir}, []string{"--address", client.EnvAddress, `"bad"`}},
 		{nil, []string{"--tls-cert", filepath.Join(dir, "c.pem"), "--data-dir", dir}, []string{"--tls-key", "together"}},
 		{nil, []string{"--data-dir", dir, "--log-level", "loud"}, []string{"--log-level"}},
 	} {
@@ -59,9 +60,9 @@ func TestWorkerConfigErrorsNameTheField(t *testing.T) {
 
 func TestWorkerFlagsOverrideEnvironment(t *testing.T) {
 	o := &workerOptions{build: noComponents, getenv: mapEnv(map[string]string{
-		worker.EnvAddress:    "env-host:7233",
-		worker.EnvNamespace:  "env-ns",
-		worker.EnvAPIKey:     "env-key",
+		client.EnvAddress:    "env-host:7233",
+		client.EnvNamespace:  "env-ns",
+		client.EnvAPIKey:     "env-key",
 		worker.EnvNodeSource: "static:2",
 		worker.EnvDataDir:    t.TempDir(),
 	})}

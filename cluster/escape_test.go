@@ -120,7 +120,7 @@ func runEscapeWorker() int {
 	spec := LaunchSpec{
 		TrialID:       "t-leftover",
 		Command:       []string{"/bin/sh", "-c", escapeScript(trapScript("exit 0"))},
-		Env:           map[string]string{envHelper: "escape", envTestBin: os.Args[0]},
+		Env:           map[string]string{envHelper: "escape", envTestBin: testBinary(nil)},
 		Nodes:         []string{SlotID(0)},
 		CheckpointDir: os.Getenv(envTestCkpt),
 		RunDir:        filepath.Join(os.Getenv(envTestCkpt), "..", "run-worker"),
@@ -157,7 +157,7 @@ func escapeScript(rest string) string {
 func escapeSpec(t *testing.T, mode, rest string) LaunchSpec {
 	t.Helper()
 	spec := shSpec(t, escapeScript(rest))
-	spec.Env = map[string]string{envHelper: "escape", envEscapee: mode, envTestBin: os.Args[0]}
+	spec.Env = map[string]string{envHelper: "escape", envEscapee: mode, envTestBin: testBinary(t)}
 	return spec
 }
 
@@ -459,4 +459,18 @@ func TestNewLauncherPrunesEmptyRunCgroups(t *testing.T) {
 	if !slices.Equal(live.procs(), []int{sleeper.Process.Pid}) {
 		t.Errorf("live run cgroup holds %v, want the sleeper %d", live.procs(), sleeper.Process.Pid)
 	}
+}
+
+// testBinary is this test binary's absolute path: trainers run it from
+// their run directory, where a relative os.Args[0] (a test binary run by
+// hand as ../bin/cluster.test) names nothing.
+func testBinary(t *testing.T) string {
+	p, err := os.Executable()
+	if err != nil {
+		if t == nil {
+			return os.Args[0] // the helper worker: nothing to report to
+		}
+		t.Fatal(err)
+	}
+	return p
 }

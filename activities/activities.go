@@ -20,11 +20,11 @@ type Activities struct {
 	// pools).
 	Client client.Client
 	// Launcher starts trainers.
-	Launcher cluster.Launcher
+	Launcher Launcher
 	// Sources maps a pool's name to its node source; Default serves pools
 	// not in the map.
-	Sources map[string]cluster.NodeSource
-	Default cluster.NodeSource
+	Sources map[string]NodeSource
+	Default NodeSource
 	// DataDir holds checkpoints and run directories:
 	// DataDir/<campaign>/<trial>/checkpoints and …/runs/<run>.
 	DataDir string

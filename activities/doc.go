@@ -5,4 +5,7 @@
 // the JPA and the allocator over a pool snapshot.
 //
 // Activities are methods on Activities, which holds their dependencies.
+// The interfaces of those it reaches through the cluster, Launcher and
+// NodeSource, are defined here, narrowed to what the activities call;
+// package cluster implements them.
 package activities

@@ -113,16 +113,10 @@ func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (
 		}
 		return workflows.RunTrialResult{}, r.failed(ctx, msg, ErrTypeLaunchFailed, r.result(cluster.ExitStatus{Code: -1}, workflows.RunCompleted))
 	}
-	if lp, ok := proc.(interface{ LeftoversKilled() []int }); ok && len(lp.LeftoversKilled()) > 0 {
+	if lp, ok := proc.(leftoverReporter); ok && len(lp.LeftoversKilled()) > 0 {
 		r.log.Warn("killed processes an earlier run of the trial left behind", "trial", in.Trial.TrialID, "pids", lp.LeftoversKilled())
 	}
 	return r.follow(ctx, proc)
-}
-
-// leftoverKiller is a launcher that can kill what earlier runs of a trial
-// left running (cluster.LocalLauncher).
-type leftoverKiller interface {
-	KillLeftovers(checkpointDir string) ([]int, error)
 }
 
 type runner struct {

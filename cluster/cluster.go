@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"context"
 	"time"
 
 	"github.com/gleaner-hpc/gleaner"
@@ -11,12 +10,6 @@ import (
 // package, gleaner.Node, because workflows and clients carry it too; the
 // alias keeps this package's code and its users' unchanged.
 type Node = gleaner.Node
-
-// NodeSource reports the nodes that are idle now.
-type NodeSource interface {
-	// Idle returns the idle nodes at now, sorted by id.
-	Idle(ctx context.Context, now time.Time) ([]Node, error)
-}
 
 // LaunchSpec is everything a launcher needs to start one run of a trial.
 type LaunchSpec struct {
@@ -38,12 +31,12 @@ type LaunchSpec struct {
 	RunDir string
 }
 
-// Launcher starts trainer processes.
-type Launcher interface {
-	Launch(ctx context.Context, spec LaunchSpec) (Process, error)
-}
-
-// Process is one running trainer.
+// Process is one running trainer, the result of a launch (LocalLauncher
+// returns a *LocalProcess). Unlike the launcher and node source
+// interfaces, defined where they are used (activities), it stays here: Go
+// matches a method's result type exactly, so a launcher satisfies
+// activities.Launcher only if both name this type, and this package must
+// not import activities.
 type Process interface {
 	// ReportFile is the path the trainer appends report lines to.
 	ReportFile() string

@@ -1,8 +1,9 @@
 // Package cluster is where Gleaner meets machines: node sources say which
 // nodes are idle now (static local slots, a replayed idle-node trace) and
 // launchers start, watch and stop trainer processes on nodes (local
-// processes; Slurm later). Narrow interfaces, defined here where the
-// activities use them.
+// processes; Slurm later). The interfaces they satisfy are defined where
+// they are used (activities.Launcher, activities.NodeSource); only
+// Process, the result type of a launch, is defined here.
 //
 //   - LocalLauncher runs each trial as a process group on this host, a
 //     node being a slot ("local-0", ...) with one GPU where the host has

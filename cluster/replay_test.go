@@ -28,7 +28,7 @@ func openSmall(t *testing.T, opts ReplayOptions) *ReplaySource {
 
 // idleAt renders Idle(now) as "local-0@+3s local-1@never", IdleUntil
 // relative to w0.
-func idleAt(t *testing.T, s NodeSource, now time.Time) string {
+func idleAt(t *testing.T, s *ReplaySource, now time.Time) string {
 	t.Helper()
 	nodes, err := s.Idle(context.Background(), now)
 	if err != nil {

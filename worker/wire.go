@@ -15,7 +15,7 @@ import (
 // trainers on them, and the data directory.
 type Resources struct {
 	Host     cluster.LocalHost
-	Nodes    cluster.NodeSource
+	Nodes    activities.NodeSource
 	Launcher *cluster.LocalLauncher
 	// DataDir holds checkpoints and run directories (absolute or relative
 	// to the worker's working directory, as configured).
@@ -63,7 +63,7 @@ func NewLocalHost(ctx context.Context, n NodeSourceConfig) (cluster.LocalHost, e
 
 // NewNodeSource builds the node source n describes over host's slots. A
 // node type given in n wins over the host's (its GPU model, or "cpu").
-func NewNodeSource(host cluster.LocalHost, n NodeSourceConfig) (cluster.NodeSource, error) {
+func NewNodeSource(host cluster.LocalHost, n NodeSourceConfig) (activities.NodeSource, error) {
 	if err := n.Validate(); err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"github.com/gleaner-hpc/gleaner/cluster"
+	"github.com/gleaner-hpc/gleaner/activities"
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
 	"github.com/gleaner-hpc/gleaner/worker"
 	"github.com/gleaner-hpc/gleaner/workflows"
@@ -37,7 +37,7 @@ type envOptions struct {
 	// Slots is the number of local CPU slots of the worker.
 	Slots int
 	// Source replaces the worker's static node source when set.
-	Source cluster.NodeSource
+	Source activities.NodeSource
 	// RepoDir is the gleaner checkout (default: found with go list -m).
 	RepoDir string
 	// Log receives progress lines and the SDK's warnings.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/gleaner-hpc/gleaner"
-	"github.com/gleaner-hpc/gleaner/cluster"
+	"github.com/gleaner-hpc/gleaner/activities"
 	"github.com/gleaner-hpc/gleaner/hpo"
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
 	"github.com/gleaner-hpc/gleaner/worker"
@@ -108,7 +108,7 @@ var FastPool = workflows.PoolInput{PollInterval: 500 * time.Millisecond, Debounc
 // (static:4,gpus=none), its data under t's temp dir and FastPool. A
 // non-nil nodes replaces the static node source. The worker is stopped,
 // and Build's cleanup run, when t ends. Worker returns its configuration.
-func Worker(t testing.TB, srv *devserver.Server, taskQueue string, nodes cluster.NodeSource) worker.Config {
+func Worker(t testing.TB, srv *devserver.Server, taskQueue string, nodes activities.NodeSource) worker.Config {
 	t.Helper()
 	cfg := worker.DefaultConfig()
 	cfg.HostPort, cfg.Namespace, cfg.TaskQueue = srv.Address(), srv.Namespace(), taskQueue

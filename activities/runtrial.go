@@ -143,7 +143,6 @@ type runner struct {
 	// The progress sender (sendProgress): latest progress not sent yet.
 	sendCh     chan workflows.Progress
 	senderDone chan struct{}
-	lastBeat   time.Time
 }
 
 // locate derives the trial's directories: DataDir/<campaign>/<trial>,
@@ -365,8 +364,8 @@ func (r *runner) poll() {
 	if len(r.ledger.Checkpoints) > 0 {
 		r.last.Checkpoint = r.ledger.Checkpoints[0].Path
 	}
+	mergeReports(&r.last, reports)
 	for _, rep := range reports {
-		mergeReports(&r.last, []trial.Report{rep})
 		at := now
 		if rep.Time > 0 {
 			at = time.Unix(0, int64(rep.Time*1e9))
@@ -384,7 +383,6 @@ func (r *runner) poll() {
 
 func (r *runner) heartbeat(ctx context.Context) {
 	activity.RecordHeartbeat(ctx, r.st)
-	r.lastBeat = r.a.now()
 }
 
 func (r *runner) throughput() (float64, float64) {

@@ -433,9 +433,7 @@ func (c *campaign) endTrial(ctx workflow.Context, workflowID string, r TrialRepo
 		} else if j := c.ranked(t.TrialID); j >= 0 {
 			c.st.Leaderboard[j].State = r.State
 		}
-		// A trial stopped before it reported anything had no chance to
-		// report the objective: that says nothing about its name.
-		if r.ObjectiveMissing && (r.State == TrialCompleted || len(r.Metrics) > 0) {
+		if EndedWithoutObjective(r.State, !r.ObjectiveMissing, r.Metrics) {
 			c.missedObjective(t, r)
 		}
 		acts = c.searcher.TrialFinished(t.TrialID, metric, outcome)

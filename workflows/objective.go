@@ -200,3 +200,15 @@ func levenshtein(a, b []rune) int {
 	}
 	return row[len(b)]
 }
+
+// EndedWithoutObjective reports whether a trial that ended in state counts as
+// one that never reported the campaign's objective metric (seen: it did):
+// it completed, or was stopped after reporting something — stopped before
+// its first report, it had no chance to. The campaign counts these trials
+// (CampaignCounts.ObjectiveMissing) and `gleaner trials` marks them.
+func EndedWithoutObjective(state TrialState, seen bool, metrics map[string]float64) bool {
+	if seen {
+		return false
+	}
+	return state == TrialCompleted || state == TrialStopped && len(metrics) > 0
+}

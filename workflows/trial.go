@@ -462,6 +462,9 @@ func (t *trial) onProgress(ctx workflow.Context, pr Progress) {
 // countFailures adds the trainer failures of run not counted yet: the
 // trial's restarts. Retries after a lost worker or server are not failures.
 func (t *trial) countFailures(run, failures int) {
+	// A run relaunches after each failure up to max_restarts; the one past
+	// it ends the trial and is no restart.
+	failures = min(failures, t.in.MaxRestarts)
 	if failures > t.failures[run] {
 		t.p.Restarts += failures - t.failures[run]
 		t.failures[run] = failures
@@ -560,9 +563,6 @@ func (t *trial) onRunEnded(ctx workflow.Context, run *activeRun, f workflow.Futu
 		var app *temporal.ApplicationError
 		if errors.As(err, &app) && app.HasDetails() && app.Details(&res) == nil {
 			t.absorbResult(run.run, res)
-			if res.Failures > t.in.MaxRestarts {
-				t.p.Restarts-- // the failure that ended the trial was not followed by a restart
-			}
 		}
 		t.p.Error = errorMessage(err)
 		t.p.Nodes = nil
@@ -598,11 +598,6 @@ func FailedTrialReport(err error) (TrialReport, bool) {
 		return r, true
 	}
 	return TrialReport{}, false
-}
-
-// mdCell makes s safe inside a markdown table cell.
-func mdCell(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "`", "'").Replace(s)
 }
 
 func errorMessage(err error) string {
@@ -649,7 +644,7 @@ func (t *trial) details() string {
 		s += fmt.Sprintf("| runs killed after ignoring SIGTERM | %d |\n", t.p.Killed)
 	}
 	if t.p.BadCheckpoints > 0 {
-		s += fmt.Sprintf("| reported checkpoints rejected | %d (latest: %s) |\n", t.p.BadCheckpoints, mdCell(t.p.BadCheckpoint))
+		s += fmt.Sprintf("| reported checkpoints rejected | %d (latest: %s) |\n", t.p.BadCheckpoints, escapeMarkdown(strings.Join(strings.Fields(t.p.BadCheckpoint), " ")))
 	}
 	if t.p.State.Terminal() && t.p.State != TrialFailed && !t.p.ObjectiveSeen {
 		s += fmt.Sprintf("\n**Warning:** the trainer never reported the objective metric `%s`.\n", t.in.ObjectiveMetric)

@@ -93,18 +93,9 @@ func (o *trialsOptions) run(ctx context.Context, flags *pflag.FlagSet, name stri
 	return nil
 }
 
-// missedObjective reports whether trial t finished without ever reporting
-// the objective metric: completed, or stopped after reporting something
-// (stopped before its first report, it had no chance to). These are the
-// trials its campaign counts in CampaignCounts.ObjectiveMissing.
+// missedObjective: t finished without ever reporting the objective.
 func missedObjective(t workflows.TrialStatus) bool {
-	switch {
-	case t.ObjectiveSeen:
-		return false
-	case t.State == workflows.TrialCompleted:
-		return true
-	}
-	return t.State == workflows.TrialStopped && len(t.Metrics) > 0
+	return workflows.EndedWithoutObjective(t.State, t.ObjectiveSeen, t.Metrics)
 }
 
 // writeTrials prints trials as a table; a trial that finished without the

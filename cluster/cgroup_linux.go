@@ -52,7 +52,7 @@ func probeCgroups() cgroupHome {
 	if !ok {
 		return cgroupHome{}
 	}
-	probe := filepath.Join(h.dir, runCgroupPrefix+"probe-"+newRunToken(h.dir))
+	probe := filepath.Join(h.dir, runCgroupPrefix+"probe-"+newRunToken(trialKey(h.dir)))
 	if err := os.Mkdir(probe, 0o755); err != nil {
 		return cgroupHome{}
 	}

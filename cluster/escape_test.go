@@ -419,12 +419,12 @@ func TestNewLauncherPrunesEmptyRunCgroups(t *testing.T) {
 	if home.dir == "" {
 		t.Skip("no writable cgroup v2 with cgroup.kill here")
 	}
-	empty, fd, err := home.create(newRunToken(t.TempDir()))
+	empty, fd, err := home.create(newRunToken(trialKey(t.TempDir())))
 	if err != nil {
 		t.Fatal(err)
 	}
 	syscall.Close(fd)
-	live, fd, err := home.create(newRunToken(t.TempDir()))
+	live, fd, err := home.create(newRunToken(trialKey(t.TempDir())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,4 +473,66 @@ func testBinary(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// Agents sharing one machine (network namespaces, or several agents per
+// host) run ranks of the same trial, with the same checkpoint directory:
+// one agent's launch must not take another's rank for a leftover.
+func TestLaunchLeavesOtherAgentsRanksAlone(t *testing.T) {
+	prefixed := func(prefix string) *LocalLauncher {
+		host, err := NewLocalHost(context.Background(), LocalConfig{Slots: 1, GPUs: []GPU{}, Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := NewLocalLauncher(host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	a, b := prefixed("hosta"), prefixed("hostb")
+	rank0 := shSpec(t, trapScript("exit 0"), "hosta/0")
+	p0 := launch(t, a, rank0)
+	waitReady(t, rank0)
+
+	rank1 := shSpec(t, "exit 0", "hostb/0")
+	rank1.CheckpointDir = rank0.CheckpointDir
+	p1 := launch(t, b, rank1)
+	if got := p1.LeftoversKilled(); len(got) != 0 {
+		t.Errorf("agent b's launch killed %v, want none (agent a's rank is %d)", got, p0.PID())
+	}
+	if st := waitExit(t, p1); !st.OK() {
+		t.Errorf("agent b's rank exited %+v", st)
+	}
+	if got, _ := b.KillLeftovers(rank0.CheckpointDir); len(got) != 0 {
+		t.Errorf("agent b's KillLeftovers killed %v", got)
+	}
+	select {
+	case <-p0.Done():
+		t.Fatalf("agent a's rank exited %+v while agent b launched", p0.Exit())
+	default:
+	}
+	// Its own agent does sweep it.
+	if got, err := a.KillLeftovers(rank0.CheckpointDir); err != nil || !slices.Contains(got, p0.PID()) {
+		t.Errorf("agent a's KillLeftovers = %v, %v; want its rank %d", got, err, p0.PID())
+	}
+	waitExit(t, p0)
+}
+
+func TestPrefixedNodeIDs(t *testing.T) {
+	h := LocalHost{Slots: 3, Prefix: "n17"}
+	if got := h.NodeID(2); got != "n17/2" {
+		t.Errorf("NodeID(2) = %q", got)
+	}
+	for _, bad := range []string{"n17/", "n17/03", "n17/-1", "n17/+1", "n1/1", "local-1", "n17/1/2"} {
+		if i, err := h.ParseNodeID(bad); err == nil {
+			t.Errorf("ParseNodeID(%q) = %d, want an error", bad, i)
+		}
+	}
+	if i, err := h.ParseNodeID("n17/10"); err != nil || i != 10 {
+		t.Errorf("ParseNodeID(n17/10) = %d, %v", i, err)
+	}
+	if i, err := (LocalHost{Slots: 1}).ParseNodeID("local-0"); err != nil || i != 0 {
+		t.Errorf("without a prefix ParseNodeID(local-0) = %d, %v", i, err)
+	}
 }

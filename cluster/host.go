@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // CPUNodeType is the node type of a slot without a GPU.
@@ -20,6 +22,8 @@ type LocalConfig struct {
 	// Detect lists the host's GPUs when GPUs is nil; nil means
 	// DetectNvidiaGPUs.
 	Detect GPUDetector
+	// Prefix is LocalHost.Prefix.
+	Prefix string
 }
 
 // LocalHost is this host's slots, resolved from a LocalConfig: slot i
@@ -27,6 +31,33 @@ type LocalConfig struct {
 type LocalHost struct {
 	Slots int
 	GPUs  []GPU // empty on a host without GPUs; else len(GPUs) == Slots
+	// Prefix, when set, makes slot i's node id "Prefix/i" (an agent's
+	// nodes, unique across a pool) instead of SlotID(i), and scopes the
+	// launcher's leftover sweep to the runs it started under that prefix:
+	// agents sharing one machine (tests, network namespaces) never kill
+	// each other's ranks.
+	Prefix string
+}
+
+// NodeID is the node id of slot i.
+func (h LocalHost) NodeID(i int) string {
+	if h.Prefix == "" {
+		return SlotID(i)
+	}
+	return h.Prefix + "/" + strconv.Itoa(i)
+}
+
+// ParseNodeID returns the slot index of one of this host's node ids.
+func (h LocalHost) ParseNodeID(id string) (int, error) {
+	if h.Prefix == "" {
+		return ParseSlotID(id)
+	}
+	digits, ok := strings.CutPrefix(id, h.Prefix+"/")
+	i, err := strconv.Atoi(digits)
+	if !ok || err != nil || i < 0 || (len(digits) > 1 && digits[0] == '0') || digits[0] == '+' {
+		return 0, fmt.Errorf("node %q is not a node of this host (%s, %s, ...)", id, h.NodeID(0), h.NodeID(1))
+	}
+	return i, nil
 }
 
 // NewLocalHost resolves cfg, detecting GPUs if needed.
@@ -63,7 +94,7 @@ func NewLocalHost(ctx context.Context, cfg LocalConfig) (LocalHost, error) {
 	if len(gpus) > slots {
 		gpus = gpus[:slots]
 	}
-	return LocalHost{Slots: slots, GPUs: append([]GPU(nil), gpus...)}, nil
+	return LocalHost{Slots: slots, GPUs: append([]GPU(nil), gpus...), Prefix: cfg.Prefix}, nil
 }
 
 // NodeType is the type of slot i: its GPU's model name, or CPUNodeType.
@@ -82,7 +113,7 @@ func (h LocalHost) NodeType(i int) string {
 func (h LocalHost) StaticSource() *StaticSource {
 	nodes := make([]Node, h.Slots)
 	for i := range nodes {
-		nodes[i] = Node{ID: SlotID(i), Type: h.NodeType(i)}
+		nodes[i] = Node{ID: h.NodeID(i), Type: h.NodeType(i)}
 	}
 	return newStaticSource(nodes)
 }

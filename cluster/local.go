@@ -120,7 +120,7 @@ func (l *LocalLauncher) Launch(ctx context.Context, spec LaunchSpec) (Process, e
 	if err != nil {
 		return fail(err)
 	}
-	token := newRunToken(run.checkpointDir)
+	token := newRunToken(l.trialKey(run.checkpointDir))
 	vars := trial.Env{
 		TrialID: spec.TrialID, CampaignID: spec.CampaignID, ParamsFile: run.params,
 		Nodes: len(spec.Nodes), Hostfile: run.hostfile, CheckpointDir: run.checkpointDir,
@@ -204,9 +204,9 @@ func (l *LocalLauncher) killLeftovers(dir string) ([]int, error) {
 	var killed []int
 	var cgErr error
 	if l.cgroups.dir != "" {
-		killed, cgErr = l.cgroups.leftovers(trialKey(dir), deadline)
+		killed, cgErr = l.cgroups.leftovers(l.trialKey(dir), deadline)
 	}
-	match := leftoverMatch(dir)
+	match := leftoverMatch(dir, l.trialKey(dir))
 	swept, alive := sweep(func() []int { return scanProcs(procRoot, match) },
 		func(pid int) bool { return environMatches(pid, match) }, deadline)
 	killed = append(killed, swept...)
@@ -251,12 +251,12 @@ func (l *LocalLauncher) check(spec LaunchSpec) (string, error) {
 	gpus := make([]string, 0, len(spec.Nodes))
 	seen := make(map[int]bool, len(spec.Nodes))
 	for _, node := range spec.Nodes {
-		i, err := ParseSlotID(node)
+		i, err := l.host.ParseNodeID(node)
 		if err != nil {
 			return "", fmt.Errorf("nodes: %w", err)
 		}
 		if i >= l.host.Slots {
-			return "", fmt.Errorf("nodes: %q: this host has %d slots (%s..%s)", node, l.host.Slots, SlotID(0), SlotID(l.host.Slots-1))
+			return "", fmt.Errorf("nodes: %q: this host has %d slots (%s..%s)", node, l.host.Slots, l.host.NodeID(0), l.host.NodeID(l.host.Slots-1))
 		}
 		if seen[i] {
 			return "", fmt.Errorf("nodes: %q listed twice", node)

@@ -31,12 +31,23 @@ const procRoot = "/proc"
 // may take that long to die, or longer.
 const sweepTimeout = 10 * time.Second
 
-// newRunToken returns a token unique to one launch: the trial key of
-// checkpointDir, a dash, and 64 random bits in hex.
-func newRunToken(checkpointDir string) string {
+// newRunToken returns a token unique to one launch: the trial key, a
+// dash, and 64 random bits in hex.
+func newRunToken(key string) string {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // never fails on Linux
-	return trialKey(checkpointDir) + "-" + hex.EncodeToString(b[:])
+	return key + "-" + hex.EncodeToString(b[:])
+}
+
+// trialKey is the key of the trial with checkpoint directory dir among
+// this launcher's runs: a host with a prefix (an agent) keys its runs by
+// prefix too, so the ranks other agents on the same machine run for the
+// same trial are not its leftovers.
+func (l *LocalLauncher) trialKey(dir string) string {
+	if l.host.Prefix == "" {
+		return trialKey(dir)
+	}
+	return trialKey(l.host.Prefix + "\x00" + dir)
 }
 
 // trialKey names a trial by its absolute checkpoint directory, stable
@@ -63,10 +74,11 @@ func runMatch(token string) envMatch {
 }
 
 // leftoverMatch selects the processes of every run a launcher started
-// for the trial whose absolute checkpoint directory is dir. The run token
-// must be present, so that a shell where someone exported
-// GLEANER_CHECKPOINT_DIR by hand is never taken for a trainer.
-func leftoverMatch(dir string) envMatch {
+// for the trial whose absolute checkpoint directory is dir, with trial
+// key key (the run token's first part). The run token must be present,
+// so that a shell where someone exported GLEANER_CHECKPOINT_DIR by hand
+// is never taken for a trainer.
+func leftoverMatch(dir, key string) envMatch {
 	needle := []byte(trial.EnvCheckpointDir + "=" + dir)
 	return func(environ []byte) bool {
 		if !bytes.Contains(environ, needle) {
@@ -74,7 +86,7 @@ func leftoverMatch(dir string) envMatch {
 		}
 		token, ok := environValue(environ, EnvRunToken)
 		v, _ := environValue(environ, trial.EnvCheckpointDir)
-		return ok && token != "" && v == dir
+		return ok && strings.HasPrefix(token, key+"-") && v == dir
 	}
 }
 

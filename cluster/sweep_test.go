@@ -77,8 +77,10 @@ func TestScanProcsFindsLeftoversOfTheTrial(t *testing.T) {
 		205: {trial.EnvCheckpointDir + "=" + dir + "/sub", EnvRunToken + "=k"}, // another trial's, below it
 		206: {trial.EnvCheckpointDir + "=/data/c-1/t-10/checkpoints", EnvRunToken + "=k"},
 		207: {"OLD_" + ckpt, EnvRunToken + "=k"},
+		208: {ckpt, EnvRunToken + "=otherkey-run3"}, // another agent's rank of the trial
+		209: {ckpt, EnvRunToken + "=keyx-run4"},
 	})
-	got := scanProcs(root, leftoverMatch(dir))
+	got := scanProcs(root, leftoverMatch(dir, "key"))
 	slices.Sort(got)
 	if want := []int{201, 202}; !slices.Equal(got, want) {
 		t.Errorf("scanProcs = %v, want %v", got, want)
@@ -101,7 +103,7 @@ func TestEnvironValue(t *testing.T) {
 }
 
 func TestRunTokenNamesTheTrial(t *testing.T) {
-	a, b := newRunToken("/ckpt/t-1"), newRunToken("/ckpt/t-1")
+	a, b := newRunToken(trialKey("/ckpt/t-1")), newRunToken(trialKey("/ckpt/t-1"))
 	if a == b {
 		t.Errorf("two launches got the same token %q", a)
 	}
@@ -161,14 +163,14 @@ func TestScanProcsOnThisMachine(t *testing.T) {
 	waitFor(t, "the trainer to exec with its token", func() bool {
 		return slices.Contains(scanProcs(procRoot, p.match), p.PID())
 	})
-	if got := scanProcs(procRoot, runMatch(newRunToken("/elsewhere"))); slices.Contains(got, p.PID()) {
+	if got := scanProcs(procRoot, runMatch(newRunToken(trialKey("/elsewhere")))); slices.Contains(got, p.PID()) {
 		t.Errorf("the trainer %d matched another run's token", p.PID())
 	}
 }
 
 func TestIsRunCgroup(t *testing.T) {
 	for name, want := range map[string]bool{
-		runCgroupPrefix + newRunToken("/ckpt"):                  true,
+		runCgroupPrefix + newRunToken(trialKey("/ckpt")):                  true,
 		runCgroupPrefix + "0123456789ab-0123456789abcdef":       true,
 		runCgroupPrefix + "probe-0123456789ab-0123456789abcdef": false,
 		runCgroupPrefix + "0123456789AB-0123456789abcdef":       false,

@@ -26,6 +26,11 @@ const (
 	// RegisterTrialActivityName signals the pool with a registration,
 	// starting the pool workflow if it is not running (SignalWithStart).
 	RegisterTrialActivityName = "gleaner.RegisterTrial"
+	// AgentLeaseActivityName runs on an agent's task queue for as long as
+	// the pool counts the agent live: it heartbeats, so the pool learns of
+	// an agent that died (AgentLeaseHeartbeat) and returns when the agent
+	// leaves.
+	AgentLeaseActivityName = "gleaner.AgentLease"
 )
 
 // Signals.
@@ -46,6 +51,10 @@ const (
 	SignalProgress = "gleaner.progress"
 	// SignalTrialReport (TrialWorkflow → CampaignWorkflow): TrialReport.
 	SignalTrialReport = "gleaner.trial-report"
+	// SignalAgentJoin (agent → PoolWorkflow): AgentJoin.
+	SignalAgentJoin = "gleaner.agent-join"
+	// SignalAgentLeave (agent → PoolWorkflow): AgentLeave.
+	SignalAgentLeave = "gleaner.agent-leave"
 )
 
 // Queries.
@@ -172,6 +181,48 @@ type Assignment struct {
 	NodeType string   `json:"node_type,omitempty"`
 	// Reason says why a trial got no nodes (an allocator.Reason).
 	Reason string `json:"reason,omitempty"`
+	// Hosts places Nodes on the agents that hold them, rank 0 first; nil
+	// when every node is the pool worker's own (a one-host source), and
+	// the trial's run then goes to the pool's task queue as before.
+	Hosts []HostNodes `json:"hosts,omitempty"`
+}
+
+// HostNodes are the nodes of one assignment held by one agent.
+type HostNodes struct {
+	Agent     string   `json:"agent"`
+	TaskQueue string   `json:"task_queue"`
+	Addr      string   `json:"addr,omitempty"`
+	Nodes     []string `json:"nodes"`
+}
+
+// AgentJoin announces an agent and its nodes to a pool. Sent again by an
+// agent that restarts, it replaces what the pool knew of it.
+type AgentJoin struct {
+	Agent string `json:"agent"` // unique in the pool: the node id prefix
+	// TaskQueue is the agent's own: the ranks of trials on its nodes and
+	// its lease run there.
+	TaskQueue string `json:"task_queue"`
+	// Addr is the address peers reach the agent's host at (rendezvous).
+	Addr  string         `json:"addr,omitempty"`
+	Nodes []gleaner.Node `json:"nodes"`
+	// Incarnation tells apart two starts of the same agent: a lease that
+	// ends for an older incarnation does not remove the newer.
+	Incarnation string `json:"incarnation"`
+}
+
+// AgentLeave takes an agent's nodes out of the pool at once (SIGTERM:
+// its trainers are checkpointing).
+type AgentLeave struct {
+	Agent       string `json:"agent"`
+	Incarnation string `json:"incarnation"`
+	Reason      string `json:"reason,omitempty"`
+}
+
+// AgentLeaseInput starts an agent's lease.
+type AgentLeaseInput struct {
+	Pool        string `json:"pool"`
+	Agent       string `json:"agent"`
+	Incarnation string `json:"incarnation"`
 }
 
 // RegisterTrial asks the pool for nodes.

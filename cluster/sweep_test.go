@@ -170,7 +170,7 @@ func TestScanProcsOnThisMachine(t *testing.T) {
 
 func TestIsRunCgroup(t *testing.T) {
 	for name, want := range map[string]bool{
-		runCgroupPrefix + newRunToken(trialKey("/ckpt")):                  true,
+		runCgroupPrefix + newRunToken(trialKey("/ckpt")):        true,
 		runCgroupPrefix + "0123456789ab-0123456789abcdef":       true,
 		runCgroupPrefix + "probe-0123456789ab-0123456789abcdef": false,
 		runCgroupPrefix + "0123456789AB-0123456789abcdef":       false,

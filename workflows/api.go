@@ -307,6 +307,10 @@ type RunTrialInput struct {
 	// trial directory left by an earlier campaign of the same name is
 	// not taken for this trial's.
 	Owner string `json:"owner,omitempty"`
+	// Hosts places the run's nodes on agents, rank 0 first (nil: the
+	// worker's own nodes); this activity runs the part on Hosts[Rank].
+	Hosts []HostNodes `json:"hosts,omitempty"`
+	Rank  int         `json:"rank,omitempty"`
 }
 
 // RegisterTrialInput is the RegisterTrial activity's input.

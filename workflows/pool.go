@@ -26,6 +26,12 @@ const (
 	// and the confirmation come back.
 	ReleaseMargin                = 30 * time.Second
 	defaultLocalActivityDeadline = time.Minute
+	// DefaultAgentTimeout is how long an agent may go without a lease
+	// heartbeat before the pool counts it lost and its nodes preempted.
+	DefaultAgentTimeout = 10 * time.Second
+	// AgentLeaseRenew is how long one lease activity runs before the
+	// agent ends it and the pool starts the next (bounded activities).
+	AgentLeaseRenew = time.Hour
 )
 
 // PoolInput starts (or continues) a PoolWorkflow.
@@ -52,6 +58,10 @@ type PoolInput struct {
 	// left it (a lost worker, a stuck trainer); a trial whose grace period
 	// plus ReleaseMargin is longer holds its nodes that long.
 	ReleaseTimeout time.Duration `json:"release_timeout,omitempty"`
+	// AgentTimeout bounds how long an agent that died silently (SIGKILL,
+	// a lost host) keeps its nodes: its lease's heartbeat timeout, also
+	// the time an agent has to pick its lease up.
+	AgentTimeout time.Duration `json:"agent_timeout,omitempty"`
 	// State is the pool's state carried over continue-as-new.
 	State *PoolState `json:"state,omitempty"`
 }
@@ -67,6 +77,7 @@ func (in PoolInput) withDefaults() PoolInput {
 	set(&in.Debounce, DefaultDebounce)
 	set(&in.Lookahead, DefaultLookahead)
 	set(&in.ReleaseTimeout, DefaultReleaseTimeout)
+	set(&in.AgentTimeout, DefaultAgentTimeout)
 	if in.HistoryThreshold <= 0 {
 		in.HistoryThreshold = DefaultPoolHistoryThreshold
 	}
@@ -76,11 +87,17 @@ func (in PoolInput) withDefaults() PoolInput {
 // PoolState is everything the pool knows, compact enough to carry across
 // continue-as-new.
 type PoolState struct {
-	Nodes  []gleaner.Node `json:"nodes"`
-	Trials []PoolTrial    `json:"trials"` // sorted by TrialID
-	Epoch  int64          `json:"epoch"`
-	Solves int64          `json:"solves"`
-	Last   SolveSummary   `json:"last"`
+	// Nodes are the pool's idle nodes: Local and every live agent's,
+	// sorted by id.
+	Nodes []gleaner.Node `json:"nodes"`
+	// Local are the nodes of the worker's own node source (PollNodes).
+	Local []gleaner.Node `json:"local,omitempty"`
+	// Agents are the live agents, sorted by id.
+	Agents []PoolAgent  `json:"agents,omitempty"`
+	Trials []PoolTrial  `json:"trials"` // sorted by TrialID
+	Epoch  int64        `json:"epoch"`
+	Solves int64        `json:"solves"`
+	Last   SolveSummary `json:"last"`
 	// Resend lists trials that registered again and must hear their
 	// assignment again at the next allocation.
 	Resend []string `json:"resend,omitempty"`
@@ -88,6 +105,18 @@ type PoolState struct {
 	// on them: no other trial is told to use them until the trial confirms
 	// (Released) or its hold expires (Releasing.Until).
 	Releasing []Releasing `json:"releasing,omitempty"`
+}
+
+// PoolAgent is a live agent as the pool knows it.
+type PoolAgent struct {
+	AgentJoin
+	Since time.Time `json:"since"`
+}
+
+// AgentLeaseResult ends a lease: Renew when it ran AgentLeaseRenew and
+// the agent is still there; else the agent left.
+type AgentLeaseResult struct {
+	Renew bool `json:"renew,omitempty"`
 }
 
 // Releasing is a node being vacated by a trial.
@@ -221,6 +250,14 @@ type pool struct {
 	// a much later Now means the pool was not running (see expireReleases).
 	awake time.Time
 	out   outbox
+	// leases are the running lease activities, by agent.
+	leases map[string]*lease
+}
+
+type lease struct {
+	incarnation string
+	future      workflow.Future
+	cancel      workflow.CancelFunc
 }
 
 func (p *pool) trial(id string) (int, bool) {
@@ -234,7 +271,13 @@ func (p *pool) loop(ctx workflow.Context) error {
 	profCh := workflow.GetSignalChannel(ctx, SignalProfile)
 	pollCh := workflow.GetSignalChannel(ctx, SignalPollNow)
 	relCh := workflow.GetSignalChannel(ctx, SignalReleased)
+	joinCh := workflow.GetSignalChannel(ctx, SignalAgentJoin)
+	leaveCh := workflow.GetSignalChannel(ctx, SignalAgentLeave)
 	p.resend = map[string]bool{}
+	p.leases = map[string]*lease{}
+	for _, ag := range p.st.Agents {
+		p.startLease(ctx, ag.AgentJoin)
+	}
 	for _, id := range p.st.Resend {
 		p.resend[id] = true
 	}
@@ -274,6 +317,22 @@ func (p *pool) loop(ctx workflow.Context) error {
 			c.Receive(ctx, &r)
 			p.released(ctx, r)
 		})
+		sel.AddReceive(joinCh, func(c workflow.ReceiveChannel, _ bool) {
+			var j AgentJoin
+			c.Receive(ctx, &j)
+			p.join(ctx, j)
+		})
+		sel.AddReceive(leaveCh, func(c workflow.ReceiveChannel, _ bool) {
+			var l AgentLeave
+			c.Receive(ctx, &l)
+			p.leave(ctx, l)
+		})
+		for _, ag := range p.st.Agents { // sorted: a deterministic order
+			if l := p.leases[ag.Agent]; l != nil {
+				id := ag.Agent
+				sel.AddFuture(l.future, func(f workflow.Future) { p.leaseEnded(ctx, id, l, f) })
+			}
+		}
 		if len(p.st.Releasing) > 0 {
 			next := p.releaseDeadline(p.st.Releasing[0])
 			for _, r := range p.st.Releasing[1:] {
@@ -328,7 +387,7 @@ func (p *pool) loop(ctx workflow.Context) error {
 		p.awake = workflow.Now(ctx)
 		info := workflow.GetInfo(ctx)
 		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > p.in.HistoryThreshold {
-			return p.continueAsNew(ctx, regCh, deregCh, profCh, pollCh, relCh)
+			return p.continueAsNew(ctx, regCh, deregCh, profCh, pollCh, relCh, joinCh, leaveCh)
 		}
 	}
 }
@@ -445,11 +504,23 @@ func (p *pool) poll(ctx workflow.Context) error {
 		workflow.GetLogger(ctx).Warn("polling nodes failed", "pool", p.in.Name, "error", err)
 		return nil
 	}
+	p.st.Local = nodes
+	p.setNodes()
+	return nil
+}
+
+// setNodes makes Nodes the union of Local and the agents' nodes; a
+// change is an event.
+func (p *pool) setNodes() {
+	nodes := slices.Clone(p.st.Local)
+	for _, ag := range p.st.Agents {
+		nodes = append(nodes, ag.Nodes...)
+	}
+	sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
 	if !sameNodes(nodes, p.st.Nodes) {
 		p.st.Nodes = nodes
 		p.dirty = true
 	}
-	return nil
 }
 
 func sameNodes(a, b []gleaner.Node) bool {
@@ -497,7 +568,7 @@ func (p *pool) allocate(ctx workflow.Context) error {
 	p.flush(ctx, true)
 	res.Summary.Changed = changed
 	p.st.Last = res.Summary
-	workflow.SetCurrentDetails(ctx, p.details())
+	workflow.SetCurrentDetails(ctx, p.details(workflow.Now(ctx)))
 	return nil
 }
 
@@ -511,6 +582,7 @@ func (p *pool) flush(ctx workflow.Context, withResend bool) {
 	for _, r := range p.st.Releasing {
 		held[r.Node] = r.TrialID
 	}
+	holder := p.nodeAgents()
 	for i := range p.st.Trials {
 		t := &p.st.Trials[i]
 		id := t.Registration.TrialID
@@ -529,16 +601,17 @@ func (p *pool) flush(ctx workflow.Context, withResend bool) {
 		delete(p.resend, id)
 		p.out.send(ctx, id, SignalAssignment, Assignment{
 			Epoch: p.st.Epoch, Nodes: t.Nodes, NodeType: t.NodeType, Reason: t.Reason,
+			Hosts: p.placement(t.Nodes, holder),
 		})
 	}
 }
 
 // details is the markdown the Temporal UI shows for the pool.
-func (p *pool) details() string {
+func (p *pool) details(now time.Time) string {
 	var b strings.Builder
 	l := p.st.Last
-	fmt.Fprintf(&b, "**Pool %s** — %d idle nodes, %d trials; last solve: %s %s in %.1f ms, %d nodes used, %d trials changed\n\n",
-		p.in.Name, len(p.st.Nodes), len(p.st.Trials), l.Formulation, l.Status, l.SolveMillis, l.NodesUsed, l.Changed)
+	fmt.Fprintf(&b, "**Pool %s** — %d idle nodes (%d agents), %d trials; last solve: %s %s in %.1f ms, %d nodes used, %d trials changed\n\n",
+		p.in.Name, len(p.st.Nodes), len(p.st.Agents), len(p.st.Trials), l.Formulation, l.Status, l.SolveMillis, l.NodesUsed, l.Changed)
 	b.WriteString("| trial | nodes | reason |\n|---|---|---|\n")
 	for i, t := range p.st.Trials {
 		if i == 50 {
@@ -547,18 +620,25 @@ func (p *pool) details() string {
 		}
 		fmt.Fprintf(&b, "| %s | %d | %s |\n", t.Registration.TrialID, len(t.Nodes), t.Reason)
 	}
+	p.agentSummary(&b, now)
 	return b.String()
 }
 
 // continueAsNew applies every signal still queued, waits for handlers,
 // and carries the state into a new run.
-func (p *pool) continueAsNew(ctx workflow.Context, regCh, deregCh, profCh, pollCh, relCh workflow.ReceiveChannel) error {
+func (p *pool) continueAsNew(ctx workflow.Context, regCh, deregCh, profCh, pollCh, relCh, joinCh, leaveCh workflow.ReceiveChannel) error {
 	for {
 		var r RegisterTrial
 		var d DeregisterTrial
 		var pr ProfileReport
 		var rel Released
+		var j AgentJoin
+		var l AgentLeave
 		switch {
+		case joinCh.ReceiveAsync(&j):
+			p.join(ctx, j)
+		case leaveCh.ReceiveAsync(&l):
+			p.leave(ctx, l)
 		case relCh.ReceiveAsync(&rel):
 			p.released(ctx, rel)
 		case regCh.ReceiveAsync(&r):
@@ -576,7 +656,7 @@ func (p *pool) continueAsNew(ctx workflow.Context, regCh, deregCh, profCh, pollC
 			if err := p.out.drain(ctx); err != nil {
 				workflow.GetLogger(ctx).Warn("an assignment could not be delivered", "pool", p.in.Name, "error", err)
 			}
-			if regCh.Len()+deregCh.Len()+profCh.Len()+pollCh.Len()+relCh.Len() > 0 {
+			if regCh.Len()+deregCh.Len()+profCh.Len()+pollCh.Len()+relCh.Len()+joinCh.Len()+leaveCh.Len() > 0 {
 				continue // more arrived while draining
 			}
 			next := p.in

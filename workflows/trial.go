@@ -109,10 +109,11 @@ type trial struct {
 	wfID string
 	p    TrialProgress
 
-	epoch        int64    // newest assignment applied
-	assigned     []string // nodes the pool gives the trial now
-	assignedType string
-	reason       string // why the pool gives none
+	epoch         int64    // newest assignment applied
+	assigned      []string // nodes the pool gives the trial now
+	assignedType  string
+	assignedHosts []HostNodes // the agents holding them (nil: the worker's own)
+	reason        string      // why the pool gives none
 
 	paused        bool // by a person or the campaign
 	registered    bool // the pool counts the trial as wanting nodes
@@ -121,6 +122,11 @@ type trial struct {
 
 	active   *activeRun
 	failures map[int]int // trainer failures seen per run (p.Runs numbers runs)
+	// relaunch: the next launch restarts a run that ended with a failed
+	// rank or a lost host (not a rescale); hostFaults counts the lost hosts.
+	relaunch   bool
+	hostFaults int
+	groupRuns  map[int]bool
 
 	// pausedSince is set while the trial sits at 0 nodes; the next launch
 	// is then a start (after a pause), not a rescale.
@@ -148,6 +154,7 @@ type activeRun struct {
 	afterPause bool
 	seen       bool // a progress of this run has arrived
 	attempt    int  // activity attempt of the latest progress
+	hosts      int  // hosts it runs on (>1: one activity per host, a group)
 }
 
 func newTrial(ctx workflow.Context, in TrialInput) (*trial, error) {
@@ -358,9 +365,10 @@ func (t *trial) step(ctx workflow.Context) error {
 
 func (t *trial) launch(ctx workflow.Context) {
 	t.p.Runs++
-	if !t.atZero {
+	if !t.atZero && !t.relaunch {
 		t.p.Rescales++
 	}
+	t.relaunch = false
 	actx, cancel := workflow.WithCancel(ctx)
 	actx = workflow.WithActivityOptions(actx, workflow.ActivityOptions{
 		StartToCloseTimeout: TrialStartToClose,
@@ -382,13 +390,28 @@ func (t *trial) launch(ctx workflow.Context) {
 	if owner == "" {
 		owner = info.WorkflowExecution.RunID
 	}
-	in := RunTrialInput{Trial: t.in, Run: t.p.Runs, Nodes: nodes, NodeType: t.assignedType, ResumeFrom: t.p.Checkpoint, Owner: owner}
+	in := RunTrialInput{Trial: t.in, Run: t.p.Runs, Nodes: nodes, NodeType: t.assignedType, ResumeFrom: t.p.Checkpoint, Owner: owner,
+		Hosts: slices.Clone(t.assignedHosts)}
+	var future workflow.Future
+	switch len(in.Hosts) {
+	case 0:
+		future = workflow.ExecuteActivity(actx, RunTrialActivityName, in)
+	case 1:
+		future = workflow.ExecuteActivity(workflow.WithTaskQueue(actx, in.Hosts[0].TaskQueue), RunTrialActivityName, in)
+	default:
+		future = runGroup(ctx, actx, in)
+		if t.groupRuns == nil {
+			t.groupRuns = map[int]bool{}
+		}
+		t.groupRuns[in.Run] = true
+	}
 	t.active = &activeRun{
 		run:        t.p.Runs,
 		nodes:      nodes,
-		future:     workflow.ExecuteActivity(actx, RunTrialActivityName, in),
+		future:     future,
 		cancel:     cancel,
 		afterPause: t.atZero,
+		hosts:      max(len(in.Hosts), 1),
 	}
 	t.atZero = false
 	t.p.Nodes = nodes
@@ -402,6 +425,7 @@ func (t *trial) onAssignment(ctx workflow.Context, a Assignment) {
 	t.epoch = a.Epoch
 	t.assigned = slices.Clone(a.Nodes)
 	t.assignedType = a.NodeType
+	t.assignedHosts = slices.Clone(a.Hosts)
 	t.reason = a.Reason
 	if t.active == nil {
 		t.released(ctx) // nothing runs: no node outside the assignment is used
@@ -462,6 +486,9 @@ func (t *trial) onProgress(ctx workflow.Context, pr Progress) {
 // countFailures adds the trainer failures of run not counted yet: the
 // trial's restarts. Retries after a lost worker or server are not failures.
 func (t *trial) countFailures(run, failures int) {
+	if t.groupRuns[run] {
+		return // a run on several hosts: groupFailed counts its failure
+	}
 	// A run relaunches after each failure up to max_restarts; the one past
 	// it ends the trial and is no restart.
 	failures = min(failures, t.in.MaxRestarts)
@@ -559,6 +586,16 @@ func (t *trial) onRunEnded(ctx workflow.Context, run *activeRun, f workflow.Futu
 		// does not retry an activity whose cancellation was requested, it
 		// times it out. The trainer is gone; the next launch resumes from
 		// its newest checkpoint.
+	case run.hosts > 1 && run.stopping:
+		// Stopped on purpose; a rank that did not end cleanly while it was
+		// being stopped changes nothing.
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) && app.HasDetails() && app.Details(&res) == nil {
+			t.absorb(res.Samples, res.Step, res.Epoch, res.Metrics, res.Checkpoint)
+		}
+	case run.hosts > 1 && t.groupFailed(ctx, run, err):
+		// A rank failed or a host was lost; the run starts again from the
+		// newest checkpoint (groupFailed counted it).
 	default:
 		var app *temporal.ApplicationError
 		if errors.As(err, &app) && app.HasDetails() && app.Details(&res) == nil {

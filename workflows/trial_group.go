@@ -1,0 +1,125 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// Error types of a run on several hosts (RunTrialInput.Hosts > 1).
+const (
+	// ErrTypeRankFailed: a rank's trainer failed (or exited before rank
+	// 0): a trainer failure, counted against max_restarts.
+	ErrTypeRankFailed = "RankFailed"
+	// ErrTypeHostLost: a rank's agent stopped answering (its activity
+	// timed out): a fault, not counted against max_restarts.
+	ErrTypeHostLost = "HostLost"
+)
+
+// runGroup runs a trial's run on several hosts: one RunTrial per host, on
+// the task queue of the agent holding its nodes, rank 0 first. The first
+// rank to end ends the run: the others are cancelled (their trainers get
+// SIGTERM and the grace period), and the returned future settles with
+// rank 0's result, or with an error naming the rank that failed and
+// carrying rank 0's result. Ranks are not retried one by one: a single
+// restarted rank cannot rejoin its group, so the whole run starts again
+// (groupFailed).
+func runGroup(ctx, actx workflow.Context, in RunTrialInput) workflow.Future {
+	done, set := workflow.NewFuture(ctx)
+	gctx, cancelRanks := workflow.WithCancel(workflow.WithRetryPolicy(actx, temporal.RetryPolicy{MaximumAttempts: 1}))
+	ranks := make([]workflow.Future, len(in.Hosts))
+	for r, h := range in.Hosts {
+		rin := in
+		rin.Rank = r
+		ranks[r] = workflow.ExecuteActivity(workflow.WithTaskQueue(gctx, h.TaskQueue), RunTrialActivityName, rin)
+	}
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		first := -1
+		sel := workflow.NewSelector(ctx)
+		for r, f := range ranks {
+			sel.AddFuture(f, func(workflow.Future) {
+				if first < 0 {
+					first = r
+				}
+			})
+		}
+		sel.Select(ctx)
+		cancelRanks()
+		errs := make([]error, len(ranks))
+		var res RunTrialResult
+		for r, f := range ranks {
+			if r == 0 {
+				errs[r] = f.Get(ctx, &res)
+			} else {
+				errs[r] = f.Get(ctx, nil)
+			}
+		}
+		set.Set(groupResult(in, first, res, errs))
+	})
+	return done
+}
+
+// groupResult is the outcome of a group whose rank first ended first.
+func groupResult(in RunTrialInput, first int, res RunTrialResult, errs []error) (RunTrialResult, error) {
+	var canceled *temporal.CanceledError
+	cause := errs[first]
+	switch {
+	case errors.As(cause, &canceled):
+		// The trial stopped the run before the rank started.
+		return res, errs[0]
+	case first == 0 && cause == nil:
+		return res, nil // rank 0 finished or was stopped: the run's result
+	case first == 0:
+		var app *temporal.ApplicationError
+		if errors.As(cause, &app) && app.Type() == ErrTypeInvalidTrial {
+			return res, cause
+		}
+	}
+	h := in.Hosts[first]
+	errType := ErrTypeRankFailed
+	msg := fmt.Sprintf("rank %d (agent %s): exited before rank 0", first, h.Agent)
+	if cause != nil {
+		msg = fmt.Sprintf("rank %d (agent %s): %s", first, h.Agent, errorMessage(cause))
+		if isTimeout(cause) {
+			errType = ErrTypeHostLost
+		}
+	}
+	return RunTrialResult{}, temporal.NewNonRetryableApplicationError(msg, errType, nil, res)
+}
+
+// groupFailed handles a run on several hosts that ended with a failed
+// rank or a lost host: it counts the restart or the fault and asks for a
+// relaunch from the newest checkpoint, or fails the trial once
+// max_restarts is used up. It reports whether it handled err.
+func (t *trial) groupFailed(ctx workflow.Context, run *activeRun, err error) bool {
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || (app.Type() != ErrTypeRankFailed && app.Type() != ErrTypeHostLost) {
+		return false
+	}
+	var res RunTrialResult
+	if app.HasDetails() && app.Details(&res) == nil {
+		t.absorb(res.Samples, res.Step, res.Epoch, res.Metrics, res.Checkpoint)
+		t.p.MalformedReports = max(t.p.MalformedReports, res.Malformed)
+		t.noteBadCheckpoints(res.BadCheckpoints, res.BadCheckpoint)
+	}
+	logger := workflow.GetLogger(ctx)
+	if app.Type() == ErrTypeHostLost {
+		if t.hostFaults++; t.hostFaults > TrialFaultRetries {
+			return false
+		}
+		logger.Warn("a host of the run was lost; starting the run again", "trial", t.in.TrialID, "run", run.run, "error", app.Error())
+	} else {
+		if t.p.Restarts >= t.in.MaxRestarts {
+			t.p.Error = fmt.Sprintf("%s; trial.max_restarts: %d reached", app.Error(), t.in.MaxRestarts)
+			t.p.Nodes = nil
+			t.setState(ctx, TrialFailed)
+			return true
+		}
+		t.p.Restarts++
+		logger.Warn("a rank failed; restarting the run", "trial", t.in.TrialID, "run", run.run, "error", app.Error())
+	}
+	t.relaunch = true
+	return true
+}

@@ -45,6 +45,21 @@ type Activities struct {
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 
+	// HostAddr is the address other hosts reach this one at: rank 0's
+	// rendezvous address (default 127.0.0.1, one host). SocketIfname is
+	// the interface holding it, for GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME.
+	HostAddr     string
+	SocketIfname string
+	// StopOnWorkerStop makes a stopping worker stop its trainers at once
+	// (SIGTERM, the grace period) rather than after its stop timeout: an
+	// agent that leaves.
+	StopOnWorkerStop bool
+	// Incarnation is this agent's start (AgentJoin.Incarnation); a lease
+	// for another start ends at once. OnRefused is told when the pool
+	// refuses the agent (AgentLeaseInput.Refused).
+	Incarnation string
+	OnRefused   func(reason string)
+
 	locksMu sync.Mutex
 	locks   map[string]*trialLock
 }
@@ -90,6 +105,13 @@ func (a *Activities) lockTrial(ctx context.Context, dir string, beat func()) (fu
 			beat()
 		}
 	}
+}
+
+func (a *Activities) hostAddr() string {
+	if a.HostAddr != "" {
+		return a.HostAddr
+	}
+	return "127.0.0.1"
 }
 
 func (a *Activities) now() time.Time {

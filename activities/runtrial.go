@@ -61,6 +61,13 @@ func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (
 	if err := r.locate(); err != nil {
 		return workflows.RunTrialResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeInvalidTrial, err)
 	}
+	if a.Launcher == nil {
+		err := fmt.Errorf("trial %s: this worker has no nodes (--nodes none): runs go to the agents holding them", in.Trial.TrialID)
+		return workflows.RunTrialResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeInvalidTrial, nil)
+	}
+	if in.Rank > 0 {
+		return r.runRank(ctx)
+	}
 	// An earlier attempt of this trial still running in this process
 	// (its server-side attempt timed out while the server was away) is
 	// stopping: wait for it, so two trainers never share the checkpoints.
@@ -99,6 +106,9 @@ func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (
 	spec, err := r.spec(resume)
 	if err != nil {
 		return workflows.RunTrialResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeInvalidTrial, err)
+	}
+	if spec.Rendezvous, err = r.publishRendezvous(resume); err != nil {
+		return workflows.RunTrialResult{}, fmt.Errorf("trial %s: %w", in.Trial.TrialID, err)
 	}
 	proc, err := a.Launcher.Launch(ctx, spec)
 	if err != nil {
@@ -158,6 +168,14 @@ func (r *runner) locate() error {
 	}
 	if r.in.Run < 1 {
 		return fmt.Errorf("trial %s: run: %d must be at least 1", t.TrialID, r.in.Run)
+	}
+	if r.in.Rank < 0 || (r.in.Rank > 0 && r.in.Rank >= len(r.in.Hosts)) {
+		return fmt.Errorf("trial %s: rank: %d of %d hosts", t.TrialID, r.in.Rank, len(r.in.Hosts))
+	}
+	for i, h := range r.in.Hosts {
+		if len(h.Nodes) == 0 {
+			return fmt.Errorf("trial %s: hosts[%d] (agent %s): no nodes", t.TrialID, i, h.Agent)
+		}
 	}
 	data, err := filepath.Abs(r.a.DataDir)
 	if err != nil {
@@ -255,7 +273,9 @@ func (r *runner) spec(resume string) (cluster.LaunchSpec, error) {
 		WorkDir:       r.workDir,
 		Env:           maps.Clone(t.Env),
 		Params:        params,
-		Nodes:         r.in.Nodes,
+		Nodes:         r.localNodes(),
+		AllNodes:      r.in.Nodes,
+		SocketIfname:  r.a.SocketIfname,
 		CheckpointDir: r.ckptDir,
 		ResumeFrom:    resume,
 		RunDir:        r.runDir,
@@ -303,11 +323,12 @@ func (r *runner) follow(ctx context.Context, proc cluster.Process) (workflows.Ru
 	}
 	beat := time.NewTicker(r.a.heartbeatInterval())
 	defer beat.Stop()
+	stop := r.stopping(ctx)
 	for {
 		select {
 		case <-proc.Done():
 			return r.exited(ctx, proc)
-		case <-ctx.Done():
+		case <-stop:
 			select {
 			case <-proc.Done():
 				// It finished as the stop came: a finish, not a stop.

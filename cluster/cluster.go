@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/gleaner-hpc/gleaner"
+	"github.com/gleaner-hpc/gleaner/trial"
 )
 
 // Node is an idle node as a source reports it. It is defined in the root
@@ -21,8 +22,16 @@ type LaunchSpec struct {
 	Env     map[string]string
 	// Params is the JSON object written to GLEANER_PARAMS_FILE.
 	Params []byte
-	// Nodes are the node ids to run on (len ≥ 1).
+	// Nodes are the node ids to run on, this host's (len ≥ 1).
 	Nodes []string
+	// AllNodes are the run's nodes over every host, in rank order, for
+	// GLEANER_NODES and the hostfile; empty means Nodes (one host).
+	AllNodes []string
+	// Rendezvous, when set, adds its variables (trial.Rendezvous.Vars).
+	Rendezvous *trial.Rendezvous
+	// SocketIfname, when set, is GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME
+	// unless the trial's env or the launcher's own environment sets them.
+	SocketIfname string
 	// CheckpointDir is stable for the trial across restarts.
 	CheckpointDir string
 	// ResumeFrom is the last completed checkpoint, empty at first start.

@@ -36,6 +36,19 @@ const EnvCUDAVisibleDevices = "CUDA_VISIBLE_DEVICES"
 // that clears its environment is the one that escapes.
 const EnvRunToken = "GLEANER_RUN_TOKEN"
 
+// The interface collective libraries use between hosts (LaunchSpec.SocketIfname).
+const (
+	EnvGlooSocketIfname = "GLOO_SOCKET_IFNAME"
+	EnvNCCLSocketIfname = "NCCL_SOCKET_IFNAME"
+)
+
+func (s LaunchSpec) allNodes() []string {
+	if len(s.AllNodes) > 0 {
+		return s.AllNodes
+	}
+	return s.Nodes
+}
+
 // ErrLeftoversAlive is returned by Launch when processes of an earlier
 // run of the same trial survive SIGKILL for 10 s (a process stuck in
 // uninterruptible sleep: a hung file system, a GPU driver).
@@ -123,9 +136,20 @@ func (l *LocalLauncher) Launch(ctx context.Context, spec LaunchSpec) (Process, e
 	token := newRunToken(l.trialKey(run.checkpointDir))
 	vars := trial.Env{
 		TrialID: spec.TrialID, CampaignID: spec.CampaignID, ParamsFile: run.params,
-		Nodes: len(spec.Nodes), Hostfile: run.hostfile, CheckpointDir: run.checkpointDir,
+		Nodes: len(spec.allNodes()), Hostfile: run.hostfile, CheckpointDir: run.checkpointDir,
 		ResumeFrom: spec.ResumeFrom, ReportFile: run.report,
 	}.Vars()
+	if spec.Rendezvous != nil {
+		vars = append(vars, spec.Rendezvous.Vars()...)
+	}
+	if spec.SocketIfname != "" {
+		for _, name := range []string{EnvGlooSocketIfname, EnvNCCLSocketIfname} {
+			_, inEnv := os.LookupEnv(name)
+			if _, inSpec := spec.Env[name]; !inEnv && !inSpec {
+				vars = append(vars, [2]string{name, spec.SocketIfname})
+			}
+		}
+	}
 	vars = append(vars, [2]string{EnvRunToken, token})
 	if len(l.host.GPUs) > 0 {
 		vars = append(vars, [2]string{EnvCUDAVisibleDevices, gpus})
@@ -317,7 +341,7 @@ func prepareRun(spec LaunchSpec) (runFiles, error) {
 	if err := os.WriteFile(r.params, params, 0o644); err != nil {
 		return r, fmt.Errorf("params file: %w", err)
 	}
-	if err := os.WriteFile(r.hostfile, []byte(strings.Join(spec.Nodes, "\n")+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(r.hostfile, []byte(strings.Join(spec.allNodes(), "\n")+"\n"), 0o644); err != nil {
 		return r, fmt.Errorf("hostfile: %w", err)
 	}
 	f, err := os.OpenFile(r.report, os.O_WRONLY|os.O_CREATE, 0o644)

@@ -19,6 +19,9 @@ const (
 	// NodeSourceReplay replays an idle-node trace onto local slots:
 	// "replay:FILE,slots=K,factor=F,offset=S".
 	NodeSourceReplay NodeSourceKind = "replay"
+	// NodeSourceNone is no local nodes: "none". The pool's nodes are its
+	// agents' (gleaner agent, docs/cluster.md).
+	NodeSourceNone NodeSourceKind = "none"
 )
 
 // NodeSourceConfig is a parsed --nodes value. Of Static and Replay, only
@@ -67,6 +70,9 @@ const DefaultReplaySlots = 4
 func ParseNodeSource(spec string) (NodeSourceConfig, error) {
 	bad := func(format string, args ...any) (NodeSourceConfig, error) {
 		return NodeSourceConfig{}, fieldErr("nodes", "", spec, format, args...)
+	}
+	if strings.TrimSpace(spec) == string(NodeSourceNone) {
+		return NodeSourceConfig{Kind: NodeSourceNone}, nil
 	}
 	kind, rest, ok := strings.Cut(strings.TrimSpace(spec), ":")
 	if !ok || rest == "" {
@@ -235,6 +241,7 @@ func (n NodeSourceConfig) Validate() error {
 		} else if st.IsDir() {
 			return bad("trace file %s is a directory", r.File)
 		}
+	case NodeSourceNone:
 	case "":
 		return fieldErr("nodes", EnvNodeSource, "", "must be set (static:N or replay:FILE,...)")
 	default:

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/gleaner-hpc/gleaner/activities"
 	"github.com/gleaner-hpc/gleaner/workflows"
@@ -25,6 +26,10 @@ type Resources struct {
 // NewResources resolves the local host (detecting GPUs unless gpus=none),
 // the node source and the local launcher that cfg describes.
 func NewResources(ctx context.Context, cfg Config) (Resources, error) {
+	if cfg.Nodes.Kind == NodeSourceNone {
+		// Agents hold every node; trials never run on this worker.
+		return Resources{Nodes: noNodes{}, DataDir: cfg.DataDir}, nil
+	}
 	host, err := NewLocalHost(ctx, cfg.Nodes)
 	if err != nil {
 		return Resources{}, err
@@ -108,8 +113,12 @@ func Build(ctx context.Context, cfg Config) (comps Components, cleanup func(), e
 // components builds the workflow and activity components over res. The
 // activities get the worker's client in New.
 func components(res Resources) (Components, func(), error) {
+	var launcher activities.Launcher
+	if res.Launcher != nil {
+		launcher = res.Launcher
+	}
 	acts := &activities.Activities{
-		Launcher: res.Launcher,
+		Launcher: launcher,
 		Default:  res.Nodes,
 		DataDir:  res.DataDir,
 	}
@@ -124,3 +133,8 @@ func components(res Resources) (Components, func(), error) {
 		ActivityDeps:     acts,
 	}, func() {}, nil
 }
+
+// noNodes is the node source of a worker without nodes of its own.
+type noNodes struct{}
+
+func (noNodes) Idle(context.Context, time.Time) ([]cluster.Node, error) { return []cluster.Node{}, nil }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -28,6 +29,7 @@ type Components struct {
 	Allocate      any // workflows.AllocateActivityName
 	PollNodes     any // workflows.PollNodesActivityName
 	RegisterTrial any // workflows.RegisterTrialActivityName
+	AgentLease    any // workflows.AgentLeaseActivityName (agents only)
 
 	// ActivityDeps, when set, is the struct behind the activity methods;
 	// New gives it the worker's client and task queue if it has none.
@@ -49,6 +51,7 @@ func (c Components) list() []component {
 		{"Allocate", workflows.AllocateActivityName, false, c.Allocate},
 		{"PollNodes", workflows.PollNodesActivityName, false, c.PollNodes},
 		{"RegisterTrial", workflows.RegisterTrialActivityName, false, c.RegisterTrial},
+		{"AgentLease", workflows.AgentLeaseActivityName, false, c.AgentLease},
 	}
 }
 
@@ -57,9 +60,11 @@ func (c Components) list() []component {
 func (c Components) Workflows() []string  { return c.names(true, true) }
 func (c Components) Activities() []string { return c.names(false, true) }
 
-// Missing names the components that are not set.
+// Missing names the components that are not set; AgentLease, which only
+// agents serve, is never missing.
 func (c Components) Missing() []string {
-	return append(c.names(true, false), c.names(false, false)...)
+	missing := append(c.names(true, false), c.names(false, false)...)
+	return slices.DeleteFunc(missing, func(n string) bool { return n == workflows.AgentLeaseActivityName })
 }
 
 func (c Components) names(workflow, set bool) []string {

@@ -208,6 +208,10 @@ type AgentJoin struct {
 	// Incarnation tells apart two starts of the same agent: a lease that
 	// ends for an older incarnation does not remove the newer.
 	Incarnation string `json:"incarnation"`
+	// StorageID is the id in the agent's data directory (a marker file
+	// the first agent writes): agents whose ids differ do not share it.
+	StorageID string `json:"storage_id,omitempty"`
+	DataDir   string `json:"data_dir,omitempty"` // as the agent sees it, for messages
 }
 
 // AgentLeave takes an agent's nodes out of the pool at once (SIGTERM:
@@ -223,6 +227,10 @@ type AgentLeaseInput struct {
 	Pool        string `json:"pool"`
 	Agent       string `json:"agent"`
 	Incarnation string `json:"incarnation"`
+	// Refused, when set, tells the agent why the pool did not let it join
+	// (a data directory not shared with the pool's other agents, a node id
+	// another agent holds); the agent exits with it.
+	Refused string `json:"refused,omitempty"`
 }
 
 // RegisterTrial asks the pool for nodes.

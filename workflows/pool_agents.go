@@ -45,6 +45,10 @@ func (p *pool) validJoin(j AgentJoin) error {
 		if ag.Agent == j.Agent {
 			continue
 		}
+		if ag.StorageID != "" && j.StorageID != "" && ag.StorageID != j.StorageID {
+			return fmt.Errorf("data directory %s (storage id %s) is not the one agent %s uses (%s, storage id %s): "+
+				"every agent of pool %s must mount the same shared data directory", j.DataDir, j.StorageID, ag.Agent, ag.DataDir, ag.StorageID, p.in.Name)
+		}
 		for _, n := range ag.Nodes {
 			if ids[n.ID] {
 				return fmt.Errorf("nodes: %q is already agent %s's", n.ID, ag.Agent)
@@ -64,6 +68,10 @@ func (p *pool) join(ctx workflow.Context, j AgentJoin) {
 	logger := workflow.GetLogger(ctx)
 	if err := p.validJoin(j); err != nil {
 		logger.Error("agent join refused", "pool", p.in.Name, "agent", j.Agent, "error", err)
+		if j.TaskQueue != "" {
+			// Its lease tells the agent why; it exits with the reason.
+			p.refuse(ctx, j, fmt.Sprintf("pool %s refused agent %s: %v", p.in.Name, j.Agent, err))
+		}
 		return
 	}
 	j.Nodes = slices.Clone(j.Nodes)
@@ -104,17 +112,26 @@ func (p *pool) remove(i int) {
 	p.setNodes()
 }
 
-func (p *pool) startLease(ctx workflow.Context, j AgentJoin) {
-	lctx, cancel := workflow.WithCancel(ctx)
-	lctx = workflow.WithActivityOptions(lctx, workflow.ActivityOptions{
+func (p *pool) leaseOptions(ctx workflow.Context, j AgentJoin) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:              j.TaskQueue,
 		ScheduleToStartTimeout: p.in.AgentTimeout,
 		StartToCloseTimeout:    AgentLeaseRenew + p.in.AgentTimeout,
 		HeartbeatTimeout:       p.in.AgentTimeout,
 		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
-	f := workflow.ExecuteActivity(lctx, AgentLeaseActivityName, AgentLeaseInput{Pool: p.in.Name, Agent: j.Agent, Incarnation: j.Incarnation})
+}
+
+func (p *pool) startLease(ctx workflow.Context, j AgentJoin) {
+	lctx, cancel := workflow.WithCancel(ctx)
+	f := workflow.ExecuteActivity(p.leaseOptions(lctx, j), AgentLeaseActivityName, AgentLeaseInput{Pool: p.in.Name, Agent: j.Agent, Incarnation: j.Incarnation})
 	p.leases[j.Agent] = &lease{incarnation: j.Incarnation, future: f, cancel: cancel}
+}
+
+// refuse sends a refused agent its reason, as a lease that ends at once.
+func (p *pool) refuse(ctx workflow.Context, j AgentJoin, reason string) {
+	workflow.ExecuteActivity(p.leaseOptions(ctx, j), AgentLeaseActivityName,
+		AgentLeaseInput{Pool: p.in.Name, Agent: j.Agent, Incarnation: j.Incarnation, Refused: reason})
 }
 
 func (p *pool) endLease(agent string) {

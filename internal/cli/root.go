@@ -48,6 +48,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	jpaCmd.AddCommand(newJPAEvalCmd())
 	root.AddCommand(jpaCmd)
 	root.AddCommand(newWorkerCmd())
+	root.AddCommand(newAgentCmd())
 	root.AddCommand(newDevCmd())
 	root.AddCommand(newSetupCmd())
 	root.AddCommand(newSubmitCmd())

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -130,6 +131,187 @@ func LoadEnvFrom(lookup func(string) (string, bool)) (Env, error) {
 		}
 	}
 	return e, nil
+}
+
+// Rendezvous is where a trainer process stands among the hosts of its run.
+// A run on H hosts starts one trainer process per host; together they
+// train the run's Nodes nodes data-parallel, this process the LocalNodes
+// of them numbered NodeOffset, NodeOffset+1, … among all the run's nodes.
+// Host rank 0 reports and writes checkpoints; the processes meet at
+// MasterAddr:MasterPort, a port on rank 0's host. See docs/protocol.md,
+// "Many hosts: the rendezvous".
+type Rendezvous struct {
+	NodeRank   int // this host's rank, 0..NumHosts-1
+	NumHosts   int // ≥ 1
+	Nodes      int // the run's nodes over all hosts (GLEANER_NODES)
+	LocalNodes int // ≥ 1
+	NodeOffset int // the sum of LocalNodes over the lower ranks
+	HostAddr   string
+	MasterAddr string
+	// MasterPort is 0 when none was assigned, which only a single-host
+	// run may leave out: its trainer then picks a free local port.
+	MasterPort int
+}
+
+// MultiHost reports whether the run spans more than one host.
+func (r Rendezvous) MultiHost() bool { return r.NumHosts > 1 }
+
+// MasterHostPort is MasterAddr:MasterPort, bracketed for IPv6.
+func (r Rendezvous) MasterHostPort() string {
+	return net.JoinHostPort(r.MasterAddr, strconv.Itoa(r.MasterPort))
+}
+
+// Vars are the variables a launcher sets for r, as name and value pairs
+// in a fixed order: the GLEANER_* rendezvous (what LoadRendezvousFrom
+// reads back, with GLEANER_NODES from Env.Vars), then the torch env://
+// names MASTER_ADDR, MASTER_PORT, WORLD_SIZE (hosts), RANK (host rank) and
+// LOCAL_RANK (0: one process per host). A MasterPort of 0 is written as an
+// empty value. GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME are the
+// launcher's own to add.
+func (r Rendezvous) Vars() [][2]string {
+	port := ""
+	if r.MasterPort > 0 {
+		port = strconv.Itoa(r.MasterPort)
+	}
+	return [][2]string{
+		{EnvNodeRank, strconv.Itoa(r.NodeRank)},
+		{EnvNumHosts, strconv.Itoa(r.NumHosts)},
+		{EnvLocalNodes, strconv.Itoa(r.LocalNodes)},
+		{EnvNodeOffset, strconv.Itoa(r.NodeOffset)},
+		{EnvHostAddr, r.HostAddr},
+		{EnvMasterAddr, r.MasterAddr},
+		{EnvMasterPort, port},
+		{EnvTorchMasterAddr, r.MasterAddr},
+		{EnvTorchMasterPort, port},
+		{EnvTorchWorldSize, strconv.Itoa(r.NumHosts)},
+		{EnvTorchRank, strconv.Itoa(r.NodeRank)},
+		{EnvTorchLocalRank, "0"},
+	}
+}
+
+// Environ is Vars as NAME=value strings, for exec.Cmd.Env.
+func (r Rendezvous) Environ() []string {
+	vars := r.Vars()
+	out := make([]string, len(vars))
+	for i, kv := range vars {
+		out[i] = kv[0] + "=" + kv[1]
+	}
+	return out
+}
+
+// defaultAddr is the master and host address of a single-host run that
+// was given none.
+const defaultAddr = "127.0.0.1"
+
+// LoadRendezvous reads the rendezvous from the process environment.
+func LoadRendezvous() (Rendezvous, error) { return LoadRendezvousFrom(os.LookupEnv) }
+
+// LoadRendezvousFrom reads and checks the rendezvous through lookup.
+// GLEANER_NODES is required. Without GLEANER_NUM_HOSTS (or with 1) the run
+// is on one host: rank 0 of 1, every node local, offset 0, and the
+// addresses default to each other, then to 127.0.0.1; a port may be
+// absent. With more hosts every GLEANER_* rendezvous variable is required.
+// The layout must be one a partition of the nodes over the hosts gives:
+// every host has at least one node, rank 0 starts at node 0, the last rank
+// ends at the last node. Every error names the variable at fault.
+func LoadRendezvousFrom(lookup func(string) (string, bool)) (Rendezvous, error) {
+	get := func(name string) string {
+		v, _ := lookup(name)
+		return strings.TrimSpace(v)
+	}
+	var r Rendezvous
+	var err error
+	count := func(name string, min int, what string) (int, error) {
+		s := get(name)
+		n, err := strconv.Atoi(s)
+		if err != nil || n < min {
+			return 0, fmt.Errorf("%s: %q is not %s", name, s, what)
+		}
+		return n, nil
+	}
+	if get(EnvNodes) == "" {
+		return Rendezvous{}, fmt.Errorf("%s: not set; the trial launcher sets it (see docs/protocol.md)", EnvNodes)
+	}
+	if r.Nodes, err = count(EnvNodes, 1, "a node count of at least 1"); err != nil {
+		return Rendezvous{}, err
+	}
+	r.NumHosts = 1
+	if get(EnvNumHosts) != "" {
+		if r.NumHosts, err = count(EnvNumHosts, 1, "a host count of at least 1"); err != nil {
+			return Rendezvous{}, err
+		}
+	}
+	if r.NumHosts > r.Nodes {
+		return Rendezvous{}, fmt.Errorf("%s: %d hosts for %s=%d nodes; every host runs at least one", EnvNumHosts, r.NumHosts, EnvNodes, r.Nodes)
+	}
+	// Absent on a single host: the defaults. Required on more.
+	layout := func(name string, def, min int, what string) (int, error) {
+		if get(name) != "" {
+			return count(name, min, what)
+		}
+		if r.MultiHost() {
+			return 0, fmt.Errorf("%s: not set; required when %s is %d (see docs/protocol.md)", name, EnvNumHosts, r.NumHosts)
+		}
+		return def, nil
+	}
+	if r.NodeRank, err = layout(EnvNodeRank, 0, 0, "a host rank"); err != nil {
+		return Rendezvous{}, err
+	}
+	if r.LocalNodes, err = layout(EnvLocalNodes, r.Nodes, 1, "a node count of at least 1"); err != nil {
+		return Rendezvous{}, err
+	}
+	if r.NodeOffset, err = layout(EnvNodeOffset, 0, 0, "a node index"); err != nil {
+		return Rendezvous{}, err
+	}
+	if r.NodeRank >= r.NumHosts {
+		return Rendezvous{}, fmt.Errorf("%s: rank %d of %s=%d hosts; ranks are 0..%d", EnvNodeRank, r.NodeRank, EnvNumHosts, r.NumHosts, r.NumHosts-1)
+	}
+	others := r.NumHosts - 1
+	if r.NumHosts == 1 && r.LocalNodes != r.Nodes {
+		return Rendezvous{}, fmt.Errorf("%s: %d, but on one host it is %s=%d", EnvLocalNodes, r.LocalNodes, EnvNodes, r.Nodes)
+	}
+	if r.LocalNodes > r.Nodes-others {
+		return Rendezvous{}, fmt.Errorf("%s: %d of %s=%d nodes leaves fewer than one for each of the %d other hosts", EnvLocalNodes, r.LocalNodes, EnvNodes, r.Nodes, others)
+	}
+	// Every lower rank holds at least one node, every higher one too.
+	lo, hi := r.NodeRank, r.Nodes-r.LocalNodes-(others-r.NodeRank)
+	if r.NodeRank == 0 {
+		hi = 0
+	}
+	if r.NodeRank == others {
+		lo = r.Nodes - r.LocalNodes
+	}
+	if r.NodeOffset < lo || r.NodeOffset > hi {
+		want := fmt.Sprintf("%d..%d", lo, hi)
+		if lo == hi {
+			want = strconv.Itoa(lo)
+		}
+		return Rendezvous{}, fmt.Errorf("%s: %d, but host %d of %d with %d of the %d nodes starts at node %s", EnvNodeOffset, r.NodeOffset, r.NodeRank, r.NumHosts, r.LocalNodes, r.Nodes, want)
+	}
+
+	r.HostAddr, r.MasterAddr = get(EnvHostAddr), get(EnvMasterAddr)
+	port := get(EnvMasterPort)
+	if r.MultiHost() {
+		for _, v := range [][2]string{{EnvHostAddr, r.HostAddr}, {EnvMasterAddr, r.MasterAddr}, {EnvMasterPort, port}} {
+			if v[1] == "" {
+				return Rendezvous{}, fmt.Errorf("%s: not set; required when %s is %d (see docs/protocol.md)", v[0], EnvNumHosts, r.NumHosts)
+			}
+		}
+	}
+	switch {
+	case r.MasterAddr == "" && r.HostAddr == "":
+		r.MasterAddr, r.HostAddr = defaultAddr, defaultAddr
+	case r.MasterAddr == "":
+		r.MasterAddr = r.HostAddr
+	case r.HostAddr == "":
+		r.HostAddr = r.MasterAddr
+	}
+	if port != "" {
+		if r.MasterPort, err = strconv.Atoi(port); err != nil || r.MasterPort < 1 || r.MasterPort > 65535 {
+			return Rendezvous{}, fmt.Errorf("%s: %q is not a TCP port (1..65535)", EnvMasterPort, port)
+		}
+	}
+	return r, nil
 }
 
 func readHostfile(path string) ([]string, error) {

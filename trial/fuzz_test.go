@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -47,6 +49,53 @@ func FuzzParseReport(f *testing.F) {
 		}
 		if !reflect.DeepEqual(back, r) {
 			t.Fatalf("round trip:\n got %+v\nwant %+v", back, r)
+		}
+	})
+}
+
+// FuzzLoadRendezvous: any values of the rendezvous variables either fail
+// with an error naming one of them, or give a layout a partition of the
+// nodes over the hosts could have, whose Vars read back unchanged. Seeds
+// live in testdata/fuzz/FuzzLoadRendezvous.
+func FuzzLoadRendezvous(f *testing.F) {
+	names := []string{EnvNodes, EnvNumHosts, EnvNodeRank, EnvLocalNodes, EnvNodeOffset, EnvHostAddr, EnvMasterAddr, EnvMasterPort}
+	f.Fuzz(func(t *testing.T, nodes, hosts, rank, local, offset, hostAddr, masterAddr, port string) {
+		vars := map[string]string{}
+		for i, v := range []string{nodes, hosts, rank, local, offset, hostAddr, masterAddr, port} {
+			if v != "" {
+				vars[names[i]] = v
+			}
+		}
+		r, err := LoadRendezvousFrom(lookupIn(vars))
+		if err != nil {
+			name, _, _ := strings.Cut(err.Error(), ":")
+			if !slices.Contains(names, name) {
+				t.Fatalf("error %q names no rendezvous variable", err)
+			}
+			if r != (Rendezvous{}) {
+				t.Fatalf("error %v with non-zero rendezvous %+v", err, r)
+			}
+			return
+		}
+		switch {
+		case r.Nodes < 1 || r.NumHosts < 1 || r.NumHosts > r.Nodes:
+			t.Fatalf("accepted %d hosts for %d nodes", r.NumHosts, r.Nodes)
+		case r.NodeRank < 0 || r.NodeRank >= r.NumHosts:
+			t.Fatalf("accepted rank %d of %d", r.NodeRank, r.NumHosts)
+		case r.NodeOffset < r.NodeRank || r.Nodes-r.NodeOffset-r.LocalNodes < r.NumHosts-1-r.NodeRank || r.LocalNodes < 1:
+			t.Fatalf("accepted a layout with a host of no node: %+v", r)
+		case r.NodeRank == 0 && r.NodeOffset != 0:
+			t.Fatalf("rank 0 does not start at node 0: %+v", r)
+		case r.NodeRank == r.NumHosts-1 && r.NodeOffset+r.LocalNodes != r.Nodes:
+			t.Fatalf("the last rank does not end at the last node: %+v", r)
+		case r.HostAddr == "" || r.MasterAddr == "":
+			t.Fatalf("accepted no address: %+v", r)
+		case r.MasterPort < 0 || r.MasterPort > 65535 || (r.MasterPort == 0 && r.MultiHost()):
+			t.Fatalf("accepted port %d on %d hosts", r.MasterPort, r.NumHosts)
+		}
+		back, err := LoadRendezvousFrom(lookupIn(rendezvousVars(r)))
+		if err != nil || back != r {
+			t.Fatalf("round trip of %+v: %+v, %v", r, back, err)
 		}
 	})
 }

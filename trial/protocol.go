@@ -20,6 +20,34 @@ const (
 	EnvReportFile    = "GLEANER_REPORT_FILE"    // append one JSON object per line
 )
 
+// The rendezvous: where a trainer process stands among the hosts of a run
+// that spans several (one process per host; see Rendezvous). A launcher
+// sets every one of them, for single-host runs too.
+const (
+	EnvNodeRank   = "GLEANER_NODE_RANK"   // this host's rank, 0..GLEANER_NUM_HOSTS-1; rank 0 reports and checkpoints
+	EnvNumHosts   = "GLEANER_NUM_HOSTS"   // hosts of the run
+	EnvLocalNodes = "GLEANER_LOCAL_NODES" // nodes of the run on this host
+	EnvNodeOffset = "GLEANER_NODE_OFFSET" // index of this host's first node among the run's GLEANER_NODES
+	EnvHostAddr   = "GLEANER_HOST_ADDR"   // this host's address
+	EnvMasterAddr = "GLEANER_MASTER_ADDR" // rank 0's host address
+	EnvMasterPort = "GLEANER_MASTER_PORT" // a free TCP port on rank 0's host
+
+	// The same facts under the names torch.distributed's env:// reads,
+	// torchrun-style: one process per host, so WORLD_SIZE counts hosts and
+	// LOCAL_RANK is 0.
+	EnvTorchMasterAddr = "MASTER_ADDR"
+	EnvTorchMasterPort = "MASTER_PORT"
+	EnvTorchWorldSize  = "WORLD_SIZE"
+	EnvTorchRank       = "RANK"
+	EnvTorchLocalRank  = "LOCAL_RANK"
+
+	// The network interface holding GLEANER_HOST_ADDR, for gloo and NCCL.
+	// Only a launcher can know it, so Rendezvous.Vars leaves them out; a
+	// launcher sets them unless the user did.
+	EnvGlooSocketIfname = "GLOO_SOCKET_IFNAME"
+	EnvNCCLSocketIfname = "NCCL_SOCKET_IFNAME"
+)
+
 // Report is one line of the report file. Every field is optional, but a
 // useful line carries the cumulative samples (or step) and metrics.
 type Report struct {

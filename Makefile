@@ -95,3 +95,16 @@ compose-check:
 ## UI_SCREENSHOT=1 also refreshes docs/ui-campaign.png and docs/ui-campaign-list.png.
 ui-test: temporal
 	GLEANER_UI_SCREENSHOT=$(UI_SCREENSHOT) $(GO) test -count=1 -v -run 'TestTemporalUI' ./internal/uitest
+
+## netns-check: the network-namespace "hosts" of the multi-host tests
+## (scripts/netns-hosts.sh, internal/nethosts). Needs root; fails, not skips,
+## without network namespaces.
+.PHONY: netns-check netns-clean
+netns-check: temporal
+	bash -n scripts/netns-hosts.sh
+	GLEANER_REQUIRE_NETNS=1 $(GO) test -count=1 -v ./internal/nethosts/
+
+## netns-clean: remove every host set internal/nethosts made that is still
+## there (one marker per set in /run/gleaner-netns), also one a running test uses.
+netns-clean:
+	@for p in $$(ls /run/gleaner-netns 2>/dev/null); do echo "down $$p"; bash scripts/netns-hosts.sh down "$$p"; done

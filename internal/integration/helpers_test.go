@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -124,6 +125,14 @@ type WorkerProcessOptions struct {
 	DataDir   string // default a temp dir; kept across Restart
 	Args      []string
 	Env       []string // KEY=VALUE added to a clean environment
+	// Agent, when set, makes the process `gleaner agent` with these
+	// arguments (after the connection flags) instead of a worker; it is
+	// waited for on its own task queue, AgentQueue.
+	Agent      []string
+	AgentQueue string
+	// Wrap runs the process through a command, e.g. `ip netns exec NS`
+	// (which execs it: the pid stays the process's).
+	Wrap []string
 }
 
 // WorkerProcess is a `gleaner worker` subprocess that a test can SIGKILL
@@ -173,6 +182,18 @@ func startWorkerProcess(t testing.TB, srv *devserver.Server, opts WorkerProcessO
 			"--log-level", "warn",
 		}, opts.Args...),
 		env: append(cleanEnv(), opts.Env...),
+	}
+	if opts.Agent != nil {
+		p.args = append([]string{"agent",
+			"--address", srv.Address(),
+			"--namespace", srv.Namespace(),
+			"--task-queue", opts.TaskQueue,
+			"--data-dir", opts.DataDir,
+		}, opts.Agent...)
+	}
+	if len(opts.Wrap) > 0 {
+		p.args = append(append(slices.Clone(opts.Wrap[1:]), p.bin), p.args...)
+		p.bin = opts.Wrap[0]
 	}
 	t.Cleanup(func() {
 		p.Kill()
@@ -278,7 +299,11 @@ func (p *WorkerProcess) WaitPolling(timeout time.Duration) {
 		}
 	}()
 	prefix := strconv.Itoa(pid) + "@"
-	_, err := p.srv.WaitForPoller(ctx, p.opts.TaskQueue, func(id string) bool { return strings.HasPrefix(id, prefix) })
+	queue := p.opts.TaskQueue
+	if p.opts.AgentQueue != "" {
+		queue = p.opts.AgentQueue
+	}
+	_, err := p.srv.WaitForPoller(ctx, queue, func(id string) bool { return strings.HasPrefix(id, prefix) })
 	if err != nil {
 		if p.Exited() {
 			err = errors.New("the worker process exited")

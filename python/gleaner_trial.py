@@ -27,6 +27,7 @@ import fnmatch
 import json
 import math
 import os
+import re
 import signal
 import tempfile
 import threading
@@ -41,6 +42,15 @@ ENV_HOSTFILE = "GLEANER_HOSTFILE"
 ENV_CHECKPOINT_DIR = "GLEANER_CHECKPOINT_DIR"
 ENV_RESUME_FROM = "GLEANER_RESUME_FROM"
 ENV_REPORT_FILE = "GLEANER_REPORT_FILE"
+
+# The rendezvous of a run on several hosts (one trainer process per host).
+ENV_NODE_RANK = "GLEANER_NODE_RANK"
+ENV_NUM_HOSTS = "GLEANER_NUM_HOSTS"
+ENV_LOCAL_NODES = "GLEANER_LOCAL_NODES"
+ENV_NODE_OFFSET = "GLEANER_NODE_OFFSET"
+ENV_HOST_ADDR = "GLEANER_HOST_ADDR"
+ENV_MASTER_ADDR = "GLEANER_MASTER_ADDR"
+ENV_MASTER_PORT = "GLEANER_MASTER_PORT"
 
 MAX_REPORT_LINE = 64 << 10
 
@@ -136,6 +146,114 @@ def env(environ: Optional[Mapping[str, str]] = None) -> Env:
     )
 
 
+def _atoi(s: str) -> Optional[int]:
+    """s as Go's strconv.Atoi reads it (ASCII digits, optional sign, 64
+    bits), or None: int() would also take "1_0" and non-ASCII digits."""
+    if not re.fullmatch(r"[+-]?[0-9]+", s):
+        return None
+    n = int(s)
+    return n if -(1 << 63) <= n < (1 << 63) else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Rendezvous:
+    """Where this trainer process stands among the hosts of its run: it
+    trains local_nodes of the run's nodes, numbered node_offset, ... among
+    all of them; host rank 0 reports and checkpoints; the hosts meet at
+    master_addr:master_port (0: none assigned, single host only)."""
+
+    node_rank: int
+    num_hosts: int
+    nodes: int
+    local_nodes: int
+    node_offset: int
+    host_addr: str
+    master_addr: str
+    master_port: int
+
+    @property
+    def multi_host(self) -> bool:
+        return self.num_hosts > 1
+
+
+def rendezvous(environ: Optional[Mapping[str, str]] = None) -> Rendezvous:
+    """Read and check the rendezvous variables (from os.environ by default),
+    as the Go trial.LoadRendezvousFrom does.
+
+    GLEANER_NODES is required. Without GLEANER_NUM_HOSTS (or with 1) the run
+    is on one host: rank 0 of 1, every node local, offset 0, the addresses
+    default to each other and then to 127.0.0.1, and the port may be absent.
+    With more hosts every GLEANER_* rendezvous variable is required, and the
+    layout must be one a partition of the nodes over the hosts gives."""
+    environ = os.environ if environ is None else environ
+
+    def get(name: str) -> str:
+        return (environ.get(name) or "").strip()
+
+    def count(name: str, least: int, what: str) -> int:
+        s = get(name)
+        n = _atoi(s)
+        if n is None or n < least:
+            raise EnvError(f"{name}: {s!r} is not {what}")
+        return n
+
+    if not get(ENV_NODES):
+        raise EnvError(f"{ENV_NODES}: not set; the trial launcher sets it (see docs/protocol.md)")
+    nodes = count(ENV_NODES, 1, "a node count of at least 1")
+    hosts = count(ENV_NUM_HOSTS, 1, "a host count of at least 1") if get(ENV_NUM_HOSTS) else 1
+    if hosts > nodes:
+        raise EnvError(f"{ENV_NUM_HOSTS}: {hosts} hosts for {ENV_NODES}={nodes} nodes; every host runs at least one")
+
+    def layout(name: str, default: int, least: int, what: str) -> int:
+        if get(name):
+            return count(name, least, what)
+        if hosts > 1:
+            raise EnvError(f"{name}: not set; required when {ENV_NUM_HOSTS} is {hosts} (see docs/protocol.md)")
+        return default
+
+    rank = layout(ENV_NODE_RANK, 0, 0, "a host rank")
+    local = layout(ENV_LOCAL_NODES, nodes, 1, "a node count of at least 1")
+    offset = layout(ENV_NODE_OFFSET, 0, 0, "a node index")
+    if rank >= hosts:
+        raise EnvError(f"{ENV_NODE_RANK}: rank {rank} of {ENV_NUM_HOSTS}={hosts} hosts; ranks are 0..{hosts - 1}")
+    others = hosts - 1
+    if hosts == 1 and local != nodes:
+        raise EnvError(f"{ENV_LOCAL_NODES}: {local}, but on one host it is {ENV_NODES}={nodes}")
+    if local > nodes - others:
+        raise EnvError(
+            f"{ENV_LOCAL_NODES}: {local} of {ENV_NODES}={nodes} nodes leaves fewer than one "
+            f"for each of the {others} other hosts"
+        )
+    lo, hi = rank, nodes - local - (others - rank)  # every other host holds at least one node
+    if rank == 0:
+        hi = 0
+    if rank == others:
+        lo = nodes - local
+    if not lo <= offset <= hi:
+        want = str(lo) if lo == hi else f"{lo}..{hi}"
+        raise EnvError(
+            f"{ENV_NODE_OFFSET}: {offset}, but host {rank} of {hosts} with {local} of the {nodes} nodes "
+            f"starts at node {want}"
+        )
+
+    host, master, port_s = get(ENV_HOST_ADDR), get(ENV_MASTER_ADDR), get(ENV_MASTER_PORT)
+    if hosts > 1:
+        for name, v in ((ENV_HOST_ADDR, host), (ENV_MASTER_ADDR, master), (ENV_MASTER_PORT, port_s)):
+            if not v:
+                raise EnvError(f"{name}: not set; required when {ENV_NUM_HOSTS} is {hosts} (see docs/protocol.md)")
+    master = master or host or "127.0.0.1"
+    host = host or master
+    port = 0
+    if port_s:
+        port = _atoi(port_s) or 0
+        if not 1 <= port <= 65535:
+            raise EnvError(f"{ENV_MASTER_PORT}: {port_s!r} is not a TCP port (1..65535)")
+    return Rendezvous(
+        node_rank=rank, num_hosts=hosts, nodes=nodes, local_nodes=local, node_offset=offset,
+        host_addr=host, master_addr=master, master_port=port,
+    )
+
+
 def params(environ: Optional[Mapping[str, str]] = None) -> dict:
     """The trial's parameters. Choice parameters arrive as strings; see
     number() and flag()."""
@@ -174,6 +292,9 @@ def _finite_nonneg(v: float) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
 
 
+_REPORT_MEMBERS = frozenset(("samples", "step", "epoch", "metrics", "checkpoint", "time"))
+
+
 def encode_report(
     samples: Optional[float] = None,
     step: Optional[int] = None,
@@ -181,9 +302,12 @@ def encode_report(
     metrics: Optional[Mapping[str, float]] = None,
     checkpoint: Optional[str] = None,
     time_s: Optional[float] = None,
+    extra: Optional[Mapping[str, Any]] = None,
 ) -> bytes:
     """One report line, newline included. Non-finite metrics become null;
-    non-finite or negative progress is a ValueError."""
+    non-finite or negative progress is a ValueError. extra holds members of
+    the trainer's own (JSON values, names other than the protocol's), which
+    readers ignore."""
     line: dict = {}
     for name, v in (("samples", samples), ("epoch", epoch), ("time", time_s)):
         if v is None:
@@ -203,6 +327,10 @@ def encode_report(
         line["metrics"] = m
     if checkpoint:
         line["checkpoint"] = str(checkpoint)
+    for k, v in (extra or {}).items():
+        if k in _REPORT_MEMBERS:
+            raise ValueError(f"report: extra member {k!r} is a protocol member; pass it by its own argument")
+        line[str(k)] = v
     data = (json.dumps(line, allow_nan=False, separators=(",", ":")) + "\n").encode("utf-8")
     if len(data) - 1 > MAX_REPORT_LINE:
         raise ValueError(f"report: {len(data) - 1} bytes, more than {MAX_REPORT_LINE}")
@@ -233,12 +361,14 @@ class Reporter:
         metrics: Optional[Mapping[str, float]] = None,
         checkpoint: Optional[str] = None,
         time_s: Optional[float] = None,
+        extra: Optional[Mapping[str, Any]] = None,
     ) -> None:
         """Append one line. Pass checkpoint only once save_checkpoint has
-        returned its path."""
+        returned its path; extra adds members of your own (see
+        encode_report)."""
         if time_s is None and self._clock is not None:
             time_s = self._clock()
-        data = encode_report(samples, step, epoch, metrics, checkpoint, time_s)
+        data = encode_report(samples, step, epoch, metrics, checkpoint, time_s, extra)
         with self._lock:
             if self._fd is None:
                 raise ValueError(f"report to {self.path}: reporter closed")

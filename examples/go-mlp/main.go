@@ -6,17 +6,28 @@
 // report file, a checkpoint every checkpoint_every steps and on SIGTERM,
 // exact resumption from GLEANER_RESUME_FROM.
 //
+// On a run of several hosts (GLEANER_NUM_HOSTS > 1) there is one go-mlp
+// per host, running that host's GLEANER_LOCAL_NODES workers; the processes
+// sum their gradients every step through a small TCP all-reduce
+// (allreduce.go) at GLEANER_MASTER_ADDR:GLEANER_MASTER_PORT, where host
+// rank 0 listens. Host rank 0 reports and checkpoints. Every host first
+// writes one line about the rendezvous to its own GLEANER_REPORT_FILE.
+//
 //	go build -o bin/go-mlp ./examples/go-mlp
 //
 // Exit status: 0 when the budget is done or after a graceful stop; 1 for a
 // bad environment or checkpoint; 2 for bad parameters; 3 for the test-only
-// fail_at_step.
+// fail_at_step; 4 when another host failed or could not be reached.
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/gleaner-hpc/gleaner/trial"
@@ -27,6 +38,7 @@ const (
 	exitEnv      = 1
 	exitParams   = 2
 	exitInjected = 3
+	exitPeers    = 4
 
 	classes    = 3
 	perClass   = 1000 // spiral points per class
@@ -34,6 +46,12 @@ const (
 	dataSeed   = 7 // the data set is the same for every trial
 	keepCkpts  = 2
 	ckptSuffix = ".gob"
+
+	// joinTimeout is how long the hosts have to meet (their agents start
+	// them independently); hostTimeout how long an all-reduce may wait on
+	// the slowest host, rank 0's evaluation and checkpoint writing included.
+	joinTimeout = 2 * time.Minute
+	hostTimeout = 2 * time.Minute
 )
 
 func main() {
@@ -43,10 +61,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "go-mlp:", err)
 		os.Exit(exitEnv)
 	}
-	os.Exit(run(env, stop, os.Stderr))
+	rv, err := trial.LoadRendezvous()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "go-mlp:", err)
+		os.Exit(exitEnv)
+	}
+	os.Exit(run(env, rv, stop, os.Stderr))
 }
 
-func run(env trial.Env, stop <-chan struct{}, log io.Writer) int {
+func run(env trial.Env, rv trial.Rendezvous, stop <-chan struct{}, log io.Writer) int {
 	h := defaultHyper()
 	if err := env.DecodeParams(&h); err != nil {
 		fmt.Fprintln(log, "go-mlp:", err)
@@ -60,9 +83,16 @@ func run(env trial.Env, stop <-chan struct{}, log io.Writer) int {
 	all := spiral(classes, perClass, 0.2, dataSeed)
 	train, val := all.splitAt(all.len()-valSize, dataSeed)
 	model := mlp{in: 2, hidden: h.Hidden.Int(), classes: classes}
-	tr := newTrainer(model, train, float64(h.LR), float64(h.Momentum), h.Batch.Int(), env.Nodes, uint64(h.Seed))
+	span := allNodes(env.Nodes)
+	if rv.MultiHost() {
+		span = nodeSpan{total: rv.Nodes, first: rv.NodeOffset, count: rv.LocalNodes}
+	}
+	tr := newTrainer(model, train, float64(h.LR), float64(h.Momentum), h.Batch.Int(), span, uint64(h.Seed))
 	steps := h.budget(train.len())
 
+	// Every host resumes from the same checkpoint (shared storage), before
+	// joining: rank 0 deletes old checkpoints only after later steps, which
+	// need every host.
 	var step, samples int64
 	if env.Resuming() {
 		var s *state
@@ -80,16 +110,54 @@ func run(env trial.Env, stop <-chan struct{}, log io.Writer) int {
 		step, samples = s.Step, s.Samples
 	}
 
-	rep, err := env.Reporter()
-	if err != nil {
+	var hosts *hostGroup
+	if rv.MultiHost() {
+		var err error
+		if hosts, err = joinHosts(rv, stop); errors.Is(err, errStopped) {
+			fmt.Fprintln(log, "go-mlp: stopped before the hosts met; the last checkpoint stands")
+			return exitOK
+		} else if err != nil {
+			fmt.Fprintf(log, "go-mlp: host %d of %d: %v\n", rv.NodeRank, rv.NumHosts, err)
+			return exitPeers
+		}
+		defer hosts.close()
+	}
+	// A first all-reduce checks the layout and proves the hosts meet: the
+	// sum over all nodes of their index + 1, and the node count.
+	check := []float64{0, float64(rv.LocalNodes)}
+	for n := rv.NodeOffset; n < rv.NodeOffset+rv.LocalNodes; n++ {
+		check[0] += float64(n + 1)
+	}
+	if hosts != nil {
+		if err := hosts.allReduce(check); err != nil {
+			fmt.Fprintf(log, "go-mlp: host %d of %d: %v\n", rv.NodeRank, rv.NumHosts, err)
+			return exitPeers
+		}
+	}
+	if int(check[1]) != rv.Nodes {
+		fmt.Fprintf(log, "go-mlp: %s: the hosts' %s add up to %v, not %s=%d\n", trial.EnvLocalNodes, trial.EnvLocalNodes, check[1], trial.EnvNodes, rv.Nodes)
+		return exitEnv
+	}
+	if err := writeRendezvousLine(env.ReportFile, rv, check[0], samples, step); err != nil {
 		fmt.Fprintf(log, "go-mlp: %s: %v\n", trial.EnvReportFile, err)
 		return exitEnv
 	}
-	defer rep.Close()
+
+	leader := rv.NodeRank == 0 // reports and checkpoints
+	var rep *trial.Reporter
+	if leader {
+		var err error
+		if rep, err = env.Reporter(); err != nil {
+			fmt.Fprintf(log, "go-mlp: %s: %v\n", trial.EnvReportFile, err)
+			return exitEnv
+		}
+		defer rep.Close()
+	}
 	garbage := garbageWriter{path: env.ReportFile}
 
-	fmt.Fprintf(log, "go-mlp: trial %q on %d node(s) %v: %d hidden, batch %d, lr %g, steps %d→%d\n",
-		env.TrialID, env.Nodes, env.Hosts, model.hidden, tr.batch, float64(h.LR), step, steps)
+	fmt.Fprintf(log, "go-mlp: trial %q on %d node(s) %v, host %d of %d (%s) with nodes %d..%d: %d hidden, batch %d, lr %g, steps %d→%d\n",
+		env.TrialID, env.Nodes, env.Hosts, rv.NodeRank, rv.NumHosts, rv.HostAddr, span.first, span.first+span.count-1,
+		model.hidden, tr.batch, float64(h.LR), step, steps)
 
 	progress := func(checkpoint string, trainLoss float64) trial.Report {
 		valLoss, acc := model.evaluate(tr.weights, val)
@@ -103,6 +171,9 @@ func run(env trial.Env, stop <-chan struct{}, log io.Writer) int {
 		}
 	}
 	checkpoint := func(trainLoss float64) error {
+		if !leader {
+			return nil
+		}
 		path, err := env.SaveCheckpoint(trial.CheckpointName(step, ckptSuffix), tr.snapshot(step, samples).encode)
 		if err != nil {
 			return err
@@ -124,6 +195,36 @@ func run(env trial.Env, stop <-chan struct{}, log io.Writer) int {
 			return false
 		}
 	}
+	// On several hosts the stop flag rides on every step's all-reduce, so
+	// all hosts stop after the same step; the last all-reduce, after rank
+	// 0's checkpoint, lets no host exit 0 before that checkpoint exists.
+	var reduce func([]float64) error
+	var stopAgreed bool
+	if hosts != nil {
+		reduce = func(v []float64) error {
+			v[len(v)-1] = 0
+			if stopped() {
+				v[len(v)-1] = 1
+			}
+			err := hosts.allReduce(v)
+			stopAgreed = v[len(v)-1] > 0
+			return err
+		}
+	}
+	finish := func(what string, trainLoss float64) int {
+		if err := checkpoint(trainLoss); err != nil {
+			fmt.Fprintf(log, "go-mlp: %s checkpoint: %v\n", what, err)
+			return exitEnv
+		}
+		if hosts != nil {
+			if err := hosts.allReduce([]float64{0}); err != nil {
+				fmt.Fprintf(log, "go-mlp: host %d of %d: after the %s checkpoint: %v\n", rv.NodeRank, rv.NumHosts, what, err)
+				return exitPeers
+			}
+		}
+		fmt.Fprintf(log, "go-mlp: %s at step %d, checkpoint written\n", what, step)
+		return exitOK
+	}
 
 	var lossSum float64
 	var lossN int
@@ -136,15 +237,15 @@ func run(env trial.Env, stop <-chan struct{}, log io.Writer) int {
 		return l
 	}
 	for step < steps {
-		if stopped() {
-			if err := checkpoint(meanLoss()); err != nil {
-				fmt.Fprintln(log, "go-mlp: checkpoint on stop:", err)
-				return exitEnv
-			}
-			fmt.Fprintf(log, "go-mlp: stopped at step %d, checkpoint written\n", step)
-			return exitOK
+		if hosts == nil && stopped() {
+			return finish("stopped", meanLoss())
 		}
-		lossSum += tr.step()
+		loss, err := tr.step(reduce)
+		if err != nil {
+			fmt.Fprintf(log, "go-mlp: host %d of %d: step %d: %v\n", rv.NodeRank, rv.NumHosts, step+1, err)
+			return exitPeers
+		}
+		lossSum += loss
 		lossN++
 		step++
 		samples += int64(tr.batch)
@@ -153,12 +254,15 @@ func run(env trial.Env, stop <-chan struct{}, log io.Writer) int {
 			fmt.Fprintf(log, "go-mlp: failing at step %d as fail_at_step asks\n", step)
 			return exitInjected
 		}
+		if stopAgreed {
+			return finish("stopped", meanLoss())
+		}
 		if step%int64(h.CheckpointEvery) == 0 && step < steps {
 			if err := checkpoint(meanLoss()); err != nil {
 				fmt.Fprintln(log, "go-mlp: checkpoint:", err)
 				return exitEnv
 			}
-		} else if step%int64(h.ReportEvery) == 0 && step < steps {
+		} else if leader && step%int64(h.ReportEvery) == 0 && step < steps {
 			if h.GarbageReports {
 				garbage.write()
 			}
@@ -178,12 +282,66 @@ func run(env trial.Env, stop <-chan struct{}, log io.Writer) int {
 			}
 		}
 	}
-	if err := checkpoint(meanLoss()); err != nil {
-		fmt.Fprintln(log, "go-mlp: final checkpoint:", err)
-		return exitEnv
+	return finish("done", meanLoss())
+}
+
+// joinHosts meets the other hosts' trainers at the master address.
+func joinHosts(rv trial.Rendezvous, stop <-chan struct{}) (*hostGroup, error) {
+	if rv.NodeRank != 0 {
+		return dialGroup(rv.MasterHostPort(), rv.NodeRank, rv.NumHosts, joinTimeout, hostTimeout, stop)
 	}
-	fmt.Fprintf(log, "go-mlp: done at step %d\n", step)
-	return exitOK
+	// Every interface, as torch's store does: the master address may be
+	// one that routes here without being this host's own (NAT).
+	l, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(rv.MasterPort)))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", trial.EnvMasterPort, err)
+	}
+	defer l.Close()
+	return serveGroup(l, rv.NumHosts, joinTimeout, hostTimeout, stop)
+}
+
+// rendezvousLine is the line every host writes first to its own report
+// file: where it stood, and the first all-reduce's result (the sum over
+// all nodes of index + 1: world×(world+1)/2 when every host took part). The
+// reader ignores the rendezvous member; samples and step are those the
+// run starts from, so on rank 0 it is also a true progress line.
+type rendezvousLine struct {
+	Samples    float64        `json:"samples"`
+	Step       int64          `json:"step"`
+	Time       float64        `json:"time"`
+	Rendezvous rendezvousInfo `json:"rendezvous"`
+}
+
+type rendezvousInfo struct {
+	NodeRank   int     `json:"node_rank"`
+	NumHosts   int     `json:"num_hosts"`
+	HostAddr   string  `json:"host_addr"`
+	WorldSize  int     `json:"world_size"`
+	LocalNodes int     `json:"local_nodes"`
+	NodeOffset int     `json:"node_offset"`
+	AllReduce  float64 `json:"allreduce"`
+}
+
+func writeRendezvousLine(path string, rv trial.Rendezvous, allReduce float64, samples, step int64) error {
+	line, err := json.Marshal(rendezvousLine{
+		Samples: float64(samples), Step: step, Time: float64(time.Now().UnixNano()) / 1e9,
+		Rendezvous: rendezvousInfo{
+			NodeRank: rv.NodeRank, NumHosts: rv.NumHosts, HostAddr: rv.HostAddr, WorldSize: rv.Nodes,
+			LocalNodes: rv.LocalNodes, NodeOffset: rv.NodeOffset, AllReduce: allReduce,
+		},
+	})
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(line, '\n')); err != nil { // one write: O_APPEND keeps it whole
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // garbageWriter appends malformed lines for the garbage_reports test mode:

@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func binary(t *testing.T) string {
+func trainerBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		if buildDir, buildErr = os.MkdirTemp("", "go-mlp-test-"); buildErr != nil {
@@ -85,10 +85,14 @@ type launchRun struct {
 // launch starts the trainer on nodes nodes, as a launcher would: params
 // file, hostfile and report file in a fresh run directory.
 func (d *trialDir) launch(params map[string]any, nodes int, resumeFrom string) *launchRun {
+	d.t.Helper()
+	d.runs++
+	return d.start(filepath.Join(d.root, fmt.Sprintf("run-%d", d.runs)), params, nodes, resumeFrom, nil)
+}
+
+func (d *trialDir) start(runDir string, params map[string]any, nodes int, resumeFrom string, extraEnv []string) *launchRun {
 	t := d.t
 	t.Helper()
-	d.runs++
-	runDir := filepath.Join(d.root, fmt.Sprintf("run-%d", d.runs))
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -106,11 +110,12 @@ func (d *trialDir) launch(params map[string]any, nodes int, resumeFrom string) *
 		t.Fatal(err)
 	}
 	r := &launchRun{t: t, reports: filepath.Join(runDir, "reports.jsonl"), stderr: new(bytes.Buffer), done: make(chan struct{})}
-	r.cmd = exec.Command(binary(t))
+	r.cmd = exec.Command(trainerBinary(t))
 	r.cmd.Env = append(os.Environ(), trial.Env{
 		TrialID: "trial-1", CampaignID: "campaign-1", ParamsFile: pf, Nodes: nodes, Hostfile: hf,
 		CheckpointDir: d.ckptDir(), ResumeFrom: resumeFrom, ReportFile: r.reports,
 	}.Environ()...)
+	r.cmd.Env = append(r.cmd.Env, extraEnv...)
 	r.cmd.Stderr = r.stderr
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := r.cmd.Start(); err != nil {
@@ -150,32 +155,52 @@ func (r *launchRun) signal(sig syscall.Signal) {
 }
 
 // read parses the report file, counting malformed lines the way the
-// protocol says a reader must: skip them, whatever their length.
+// protocol says a reader must: skip them, whatever their length. The
+// trainer's rendezvous line (see rendezvous) is left out.
 func (r *launchRun) read() (reps []trial.Report, malformed int) {
-	r.t.Helper()
-	f, err := os.Open(r.reports)
+	reps, _, malformed = readReports(r.t, r.reports)
+	return reps, malformed
+}
+
+// rendezvous returns the trainer's rendezvous lines, each also a valid
+// report line.
+func (r *launchRun) rendezvous() []rendezvousInfo {
+	_, infos, _ := readReports(r.t, r.reports)
+	return infos
+}
+
+func readReports(t *testing.T, path string) (reps []trial.Report, infos []rendezvousInfo, malformed int) {
+	t.Helper()
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, 0
+		return nil, nil, 0
 	}
 	if err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	br := bufio.NewReader(f)
 	for {
 		line, err := br.ReadBytes('\n')
 		if len(line) > 0 && line[len(line)-1] == '\n' { // a partial last line is not yet a line
-			if rep, perr := trial.ParseReport(line); perr != nil {
+			rep, perr := trial.ParseReport(line)
+			var info struct {
+				Rendezvous *rendezvousInfo `json:"rendezvous"`
+			}
+			switch {
+			case perr != nil:
 				malformed++
-			} else {
+			case json.Unmarshal(line, &info) == nil && info.Rendezvous != nil:
+				infos = append(infos, *info.Rendezvous)
+			default:
 				reps = append(reps, rep)
 			}
 		}
 		if err == io.EOF {
-			return reps, malformed
+			return reps, infos, malformed
 		}
 		if err != nil {
-			r.t.Fatal(err)
+			t.Fatal(err)
 		}
 	}
 }
@@ -231,6 +256,10 @@ func TestTrainsToCompletionAndLearns(t *testing.T) {
 				t.Errorf("report %d lacks %s: %+v", i, m, rep)
 			}
 		}
+	}
+	want := rendezvousInfo{NodeRank: 0, NumHosts: 1, HostAddr: "127.0.0.1", WorldSize: 2, LocalNodes: 2, NodeOffset: 0, AllReduce: 3}
+	if infos := r.rendezvous(); len(infos) != 1 || infos[0] != want {
+		t.Errorf("rendezvous lines %+v, want one: %+v", infos, want)
 	}
 	first, last := reps[0], reps[len(reps)-1]
 	if last.Step != 400 || last.Checkpoint == "" {
@@ -368,7 +397,7 @@ func TestIgnoreSigtermNeedsSIGKILL(t *testing.T) {
 
 func TestBadInputExitsWithAClearError(t *testing.T) {
 	t.Run("environment", func(t *testing.T) {
-		cmd := exec.Command(binary(t))
+		cmd := exec.Command(trainerBinary(t))
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
@@ -465,10 +494,11 @@ func TestGradientMatchesFiniteDifferences(t *testing.T) {
 func TestAllreduceMatchesOneWorker(t *testing.T) {
 	data := spiral(3, 100, 0.2, 1)
 	m := mlp{in: 2, hidden: 8, classes: 3}
-	one := newTrainer(m, data, 0.1, 0.9, 30, 1, 5)
-	many := newTrainer(m, data, 0.1, 0.9, 30, 4, 5)
+	one := newTrainer(m, data, 0.1, 0.9, 30, allNodes(1), 5)
+	many := newTrainer(m, data, 0.1, 0.9, 30, allNodes(4), 5)
 	for range 5 {
-		l1, l4 := one.step(), many.step()
+		l1, _ := one.step(nil)
+		l4, _ := many.step(nil)
 		if math.Abs(l1-l4) > 1e-12 {
 			t.Fatalf("loss %v on one worker, %v on four", l1, l4)
 		}
@@ -478,7 +508,7 @@ func TestAllreduceMatchesOneWorker(t *testing.T) {
 			t.Fatalf("weight %d: %v on one worker, %v on four", i, one.weights[i], many.weights[i])
 		}
 	}
-	if w := newTrainer(m, data, 0.1, 0.9, 2, 8, 5).workers; w != 2 {
+	if w := newTrainer(m, data, 0.1, 0.9, 2, allNodes(8), 5).span.count; w != 2 {
 		t.Errorf("%d workers for a batch of 2", w)
 	}
 }

@@ -36,17 +36,26 @@ func decodeState(r io.Reader) (*state, error) {
 	return &s, nil
 }
 
+// nodeSpan is which of a run's data-parallel nodes this process computes:
+// count of them, numbered first, first+1, … among total.
+type nodeSpan struct{ total, first, count int }
+
+// allNodes is a single-host run's span: every node, here.
+func allNodes(n int) nodeSpan { return nodeSpan{total: n, count: n} }
+
 // trainer runs data-parallel minibatch SGD with momentum: each step the
-// global batch is cut into one shard per worker (one per node), every
-// worker sums its shard's gradient, and the sums are reduced in rank order
-// and averaged — an allreduce — so the update is the same for any node
-// count up to floating-point association.
+// global batch is cut into one shard per node, every worker (one per node
+// of this process) sums its shard's gradient, and the sums are reduced in
+// node order and averaged — an allreduce — so the update is the same for
+// any node count up to floating-point association. On several hosts every
+// process draws the same global batch and computes its nodes' shards, and
+// step's reduce sums the processes' partial sums over the hosts.
 type trainer struct {
 	model    mlp
 	train    dataset
 	lr, mom  float64
 	batch    int
-	workers  int
+	span     nodeSpan
 	weights  []float64
 	velocity []float64
 	pcg      *rand.PCG
@@ -56,20 +65,26 @@ type trainer struct {
 	losses  []float64
 	scratch []*scratch
 	idx     []int
+	sum     []float64 // gradient sum, loss sum, and one slot of the caller's: what reduce gets
 }
 
-func newTrainer(model mlp, train dataset, lr, mom float64, batch, workers int, seed uint64) *trainer {
-	workers = max(1, min(workers, batch))
+func newTrainer(model mlp, train dataset, lr, mom float64, batch int, span nodeSpan, seed uint64) *trainer {
+	if span.first == 0 && span.count == span.total {
+		// All on one host: no node without a sample.
+		span.total = max(1, min(span.total, batch))
+		span.count = span.total
+	}
 	pcg := rand.NewPCG(seed, 0xba7c4)
 	t := &trainer{
-		model: model, train: train, lr: lr, mom: mom, batch: batch, workers: workers,
+		model: model, train: train, lr: lr, mom: mom, batch: batch, span: span,
 		pcg: pcg, rng: rand.New(pcg),
 		velocity: make([]float64, model.size()),
-		losses:   make([]float64, workers),
+		losses:   make([]float64, span.count),
 		idx:      make([]int, batch),
+		sum:      make([]float64, model.size()+2),
 	}
 	t.weights = model.init(rand.New(rand.NewPCG(seed, 0x1417)))
-	for range workers {
+	for range span.count {
 		t.grads = append(t.grads, make([]float64, model.size()))
 		t.scratch = append(t.scratch, model.scratch())
 	}
@@ -100,40 +115,51 @@ func (t *trainer) snapshot(step, samples int64) *state {
 	}
 }
 
-// step takes one SGD step and returns the batch's mean loss.
-func (t *trainer) step() float64 {
+// step takes one SGD step and returns the batch's mean loss. reduce, when
+// not nil, sums a vector over the hosts in place: this process's gradient
+// sum, then its loss sum, then a last slot, zero here, that reduce may
+// fill with a value of its own to sum along (the stop flag).
+func (t *trainer) step(reduce func([]float64) error) (float64, error) {
 	for k := range t.idx {
 		t.idx[k] = t.rng.IntN(t.train.len())
 	}
 	var wg sync.WaitGroup
-	for r := range t.workers {
-		lo, hi := r*t.batch/t.workers, (r+1)*t.batch/t.workers
+	for w := range t.span.count {
+		node := t.span.first + w
+		lo, hi := node*t.batch/t.span.total, (node+1)*t.batch/t.span.total
 		wg.Add(1)
 		go func() { // one worker per node: its shard's gradient sum
 			defer wg.Done()
-			g := t.grads[r]
+			g := t.grads[w]
 			clear(g)
 			var loss float64
 			for _, k := range t.idx[lo:hi] {
-				loss += t.model.accumulate(t.weights, g, t.train.x(k), t.train.y[k], t.scratch[r])
+				loss += t.model.accumulate(t.weights, g, t.train.x(k), t.train.y[k], t.scratch[w])
 			}
-			t.losses[r] = loss
+			t.losses[w] = loss
 		}()
 	}
 	wg.Wait()
-	// Allreduce: sum in rank order, then average over the global batch.
-	sum := t.grads[0]
-	loss := t.losses[0]
-	for r := 1; r < t.workers; r++ {
-		for i, v := range t.grads[r] {
+	// Allreduce: sum in node order, then average over the global batch.
+	n := t.model.size()
+	sum := t.sum
+	copy(sum[:n], t.grads[0])
+	sum[n], sum[n+1] = t.losses[0], 0
+	for w := 1; w < t.span.count; w++ {
+		for i, v := range t.grads[w] {
 			sum[i] += v
 		}
-		loss += t.losses[r]
+		sum[n] += t.losses[w]
+	}
+	if reduce != nil {
+		if err := reduce(sum); err != nil {
+			return 0, err
+		}
 	}
 	inv := 1 / float64(t.batch)
 	for i := range t.weights {
 		t.velocity[i] = t.mom*t.velocity[i] - t.lr*sum[i]*inv
 		t.weights[i] += t.velocity[i]
 	}
-	return loss * inv
+	return sum[n] * inv, nil
 }

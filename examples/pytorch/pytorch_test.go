@@ -50,7 +50,13 @@ type launched struct {
 
 func launch(t *testing.T, py, root string, run int, params map[string]any, nodes int, resumeFrom string) *launched {
 	t.Helper()
-	runDir := filepath.Join(root, fmt.Sprintf("run-%d", run))
+	return start(t, py, root, filepath.Join(root, fmt.Sprintf("run-%d", run)), params, nodes, resumeFrom, nil)
+}
+
+// start runs train.py as a launcher would, with the run's files in runDir,
+// the checkpoints in root/ckpt, and extraEnv on top of the trial's.
+func start(t *testing.T, py, root, runDir string, params map[string]any, nodes int, resumeFrom string, extraEnv []string) *launched {
+	t.Helper()
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +75,7 @@ func launch(t *testing.T, py, root string, run int, params map[string]any, nodes
 		TrialID: "torch-1", CampaignID: "c", ParamsFile: pf, Nodes: nodes, Hostfile: hf,
 		CheckpointDir: filepath.Join(root, "ckpt"), ResumeFrom: resumeFrom, ReportFile: l.reports,
 	}.Environ()...)
+	l.cmd.Env = append(l.cmd.Env, extraEnv...)
 	l.cmd.Stderr = l.stderr
 	l.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := l.cmd.Start(); err != nil {
@@ -96,26 +103,53 @@ func (l *launched) wait(t *testing.T, limit time.Duration) int {
 	return 0
 }
 
+// read returns the report lines, less train.py's rendezvous line.
 func (l *launched) read(t *testing.T) []trial.Report {
+	t.Helper()
+	reps, _ := l.readAll(t)
+	return reps
+}
+
+// rendezvousInfo is the "rendezvous" member of the line each host's first
+// process writes before training.
+type rendezvousInfo struct {
+	NodeRank   int     `json:"node_rank"`
+	NumHosts   int     `json:"num_hosts"`
+	HostAddr   string  `json:"host_addr"`
+	WorldSize  int     `json:"world_size"`
+	LocalNodes int     `json:"local_nodes"`
+	NodeOffset int     `json:"node_offset"`
+	AllReduce  float64 `json:"allreduce"`
+}
+
+// readAll returns the report lines and, apart, the rendezvous lines (each
+// a valid report line too).
+func (l *launched) readAll(t *testing.T) (reps []trial.Report, infos []rendezvousInfo) {
 	t.Helper()
 	f, err := os.Open(l.reports)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var reps []trial.Report
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		r, err := trial.ParseReport(sc.Bytes())
 		if err != nil {
 			t.Fatalf("malformed report %q: %v", sc.Text(), err)
 		}
+		var info struct {
+			Rendezvous *rendezvousInfo `json:"rendezvous"`
+		}
+		if json.Unmarshal(sc.Bytes(), &info) == nil && info.Rendezvous != nil {
+			infos = append(infos, *info.Rendezvous)
+			continue
+		}
 		reps = append(reps, r)
 	}
-	return reps
+	return reps, infos
 }
 
 // TestStopAndResume runs train.py data-parallel on 2 processes, stops it
@@ -152,6 +186,11 @@ func TestStopAndResume(t *testing.T) {
 	}
 	if _, err := os.Stat(ck.Checkpoint); err != nil {
 		t.Fatal(err)
+	}
+
+	one := rendezvousInfo{NodeRank: 0, NumHosts: 1, HostAddr: "127.0.0.1", WorldSize: 2, LocalNodes: 2, AllReduce: 3}
+	if _, infos := first.readAll(t); len(infos) != 1 || infos[0] != one {
+		t.Errorf("rendezvous lines %+v, want one: %+v", infos, one)
 	}
 
 	second := launch(t, py, root, 2, params, 1, ck.Checkpoint)

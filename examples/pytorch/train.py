@@ -3,13 +3,25 @@
 
 A small MLP classifies synthetic data (points labelled by a fixed random
 "teacher" network; nothing is downloaded), trained with SGD, data-parallel
-with torch.distributed over GLEANER_NODES processes on this host: gloo on
-CPU, NCCL when CUDA offers a GPU per process. Rank 0 reports progress and
-metrics and writes checkpoints (model, optimizer, step, samples) every
-checkpoint_every steps, at the end, and when Gleaner stops the trial:
-SIGTERM reaches every process of the group, the ranks agree on it through
-the per-step all-reduce, rank 0 checkpoints, all exit 0. GLEANER_RESUME_FROM
-resumes exactly: the batch of step s depends only on (seed, s).
+with torch.distributed over GLEANER_NODES processes: gloo on CPU, NCCL when
+CUDA offers a GPU per local process. On one host this script spawns them
+all; on a run of several hosts (GLEANER_NUM_HOSTS > 1: one train.py per
+host, see the rendezvous in docs/protocol.md) each spawns its
+GLEANER_LOCAL_NODES processes, global ranks GLEANER_NODE_OFFSET onwards,
+and they meet at GLEANER_MASTER_ADDR:GLEANER_MASTER_PORT. Global rank 0
+(on host rank 0) reports progress and metrics and writes checkpoints
+(model, optimizer, step, samples) every checkpoint_every steps, at the end,
+and when Gleaner stops the trial: SIGTERM reaches every process of the
+group, the ranks of all hosts agree on it through the per-step all-reduce,
+rank 0 checkpoints, all exit 0. GLEANER_RESUME_FROM resumes exactly: the
+batch of step s depends only on (seed, s).
+
+First, each host's first process appends one line to its own
+GLEANER_REPORT_FILE after a first all-reduce: a report line (the samples
+and step the run starts from) with a "rendezvous" member that readers
+ignore: node_rank, num_hosts, host_addr, world_size, local_nodes,
+node_offset, and allreduce, the sum over all ranks of rank + 1 (world ×
+(world + 1) / 2 when every rank took part).
 
 Parameters (params file; choice values may be strings): lr (0.05),
 momentum (0.9), hidden (64), batch (global, 128), steps (300), seed (1),
@@ -116,7 +128,7 @@ def batch_indices(torch, seed, step, batch):
     return torch.randint(0, TRAIN, (batch,), generator=g)
 
 
-def worker(rank, world, env, h, port):
+def worker(local_rank, rv, env, h, master_addr, master_port):
     import datetime
 
     import torch
@@ -126,15 +138,16 @@ def worker(rank, world, env, h, port):
 
     gt.install_stop_handler()
     torch.manual_seed(h.seed)
-    use_cuda = torch.cuda.is_available() and torch.cuda.device_count() >= world
+    rank, world = rv.node_offset + local_rank, rv.nodes  # global
+    use_cuda = torch.cuda.is_available() and torch.cuda.device_count() >= rv.local_nodes
     if use_cuda:
-        device = torch.device("cuda", rank)
+        device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
     else:
         device = torch.device("cpu")
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(port)
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // rv.local_nodes))
+    os.environ["MASTER_ADDR"] = master_addr
+    os.environ["MASTER_PORT"] = str(master_port)
     dist.init_process_group(
         "nccl" if use_cuda else "gloo", rank=rank, world_size=world,
         timeout=datetime.timedelta(seconds=120),
@@ -153,9 +166,19 @@ def worker(rank, world, env, h, port):
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
         step, samples = int(ck["step"]), int(ck["samples"])
-    ddp = DDP(model, device_ids=[rank] if use_cuda else None)
-
+    # Every rank has read the checkpoint before this first collective, so
+    # rank 0 may prune it once training moves on.
+    met = torch.tensor([rank + 1.0], device=device)
+    dist.all_reduce(met)
     reporter = gt.Reporter(env.report_file) if rank == 0 else None
+    if local_rank == 0:
+        info = {
+            "node_rank": rv.node_rank, "num_hosts": rv.num_hosts, "host_addr": rv.host_addr, "world_size": world,
+            "local_nodes": rv.local_nodes, "node_offset": rv.node_offset, "allreduce": met.item(),
+        }
+        with gt.Reporter(env.report_file) as r:
+            r.report(samples=samples, step=step, extra={"rendezvous": info})
+    ddp = DDP(model, device_ids=[local_rank] if use_cuda else None)
 
     def evaluate():
         with torch.no_grad():
@@ -189,8 +212,9 @@ def worker(rank, world, env, h, port):
         loss_sum, loss_n = 0.0, 0
         return m
 
-    if rank == 0:
-        print(f"train.py: trial {env.trial_id!r}, {world} rank(s) on {device}, hidden {h.hidden}, "
+    if local_rank == 0:
+        print(f"train.py: trial {env.trial_id!r}, host {rv.node_rank} of {rv.num_hosts} ({rv.host_addr}): "
+              f"ranks {rank}..{rank + rv.local_nodes - 1} of {world} on {device}, hidden {h.hidden}, "
               f"batch {h.batch}, lr {h.lr}, steps {step}->{h.steps}", file=sys.stderr, flush=True)
     stopped = False
     while step < h.steps:
@@ -202,7 +226,7 @@ def worker(rank, world, env, h, port):
         step += 1
         samples += h.batch
         # One all-reduce carries the batch loss and everyone's stop flag,
-        # so all ranks stop after the same step.
+        # so all ranks, on every host, stop after the same step.
         stats = torch.tensor([loss.item() * len(idx), len(idx), 1.0 if gt.stopping() else 0.0], device=device)
         dist.all_reduce(stats)
         loss_sum += (stats[0] / stats[1]).item()
@@ -244,6 +268,7 @@ def free_port():
 def main():
     try:
         env = gt.env()
+        rv = gt.rendezvous()
         h = Hyper(env.params)
     except gt.EnvError as e:
         print(f"train.py: {e}", file=sys.stderr)
@@ -251,14 +276,17 @@ def main():
     _import_torch_or_reexec()
     import torch.multiprocessing as mp
 
-    world = env.nodes
-    port = free_port()
-    if world == 1:
-        worker(0, 1, env, h, port)
+    if rv.multi_host:
+        master_addr, master_port = rv.master_addr, rv.master_port
+    else:  # all ranks here: loopback, the launcher's port if it gave one
+        master_addr, master_port = "127.0.0.1", rv.master_port or free_port()
+    args = (rv, env, h, master_addr, master_port)
+    if rv.local_nodes == 1:
+        worker(0, *args)
         return 0
     if gt.stopping():
         return 0  # stopped before any rank started: the last checkpoint stands
-    ctx = mp.spawn(worker, args=(world, env, h, port), nprocs=world, join=False)
+    ctx = mp.spawn(worker, args=args, nprocs=rv.local_nodes, join=False)
     forwarded = False
     try:
         while not ctx.join(timeout=0.2):

@@ -133,6 +133,9 @@ type WorkerProcessOptions struct {
 	// Wrap runs the process through a command, e.g. `ip netns exec NS`
 	// (which execs it: the pid stays the process's).
 	Wrap []string
+	// Address is the server's address as the process reaches it
+	// (default srv.Address()).
+	Address string
 }
 
 // WorkerProcess is a `gleaner worker` subprocess that a test can SIGKILL
@@ -166,6 +169,9 @@ func startWorkerProcess(t testing.TB, srv *devserver.Server, opts WorkerProcessO
 	if opts.DataDir == "" {
 		opts.DataDir = filepath.Join(t.TempDir(), "data")
 	}
+	if opts.Address == "" {
+		opts.Address = srv.Address()
+	}
 	p := &WorkerProcess{
 		t:       t,
 		srv:     srv,
@@ -173,7 +179,7 @@ func startWorkerProcess(t testing.TB, srv *devserver.Server, opts WorkerProcessO
 		logPath: filepath.Join(t.TempDir(), "worker.log"),
 		opts:    opts,
 		args: append([]string{"worker",
-			"--address", srv.Address(),
+			"--address", opts.Address,
 			"--namespace", srv.Namespace(),
 			"--task-queue", opts.TaskQueue,
 			"--nodes", opts.Nodes,
@@ -185,7 +191,7 @@ func startWorkerProcess(t testing.TB, srv *devserver.Server, opts WorkerProcessO
 	}
 	if opts.Agent != nil {
 		p.args = append([]string{"agent",
-			"--address", srv.Address(),
+			"--address", opts.Address,
 			"--namespace", srv.Namespace(),
 			"--task-queue", opts.TaskQueue,
 			"--data-dir", opts.DataDir,

@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -19,13 +20,13 @@ const (
 )
 
 // runGroup runs a trial's run on several hosts: one RunTrial per host, on
-// the task queue of the agent holding its nodes, rank 0 first. The first
-// rank to end ends the run: the others are cancelled (their trainers get
-// SIGTERM and the grace period), and the returned future settles with
-// rank 0's result, or with an error naming the rank that failed and
-// carrying rank 0's result. Ranks are not retried one by one: a single
-// restarted rank cannot rejoin its group, so the whole run starts again
-// (groupFailed).
+// the task queue of the agent holding its nodes, rank 0 first. Rank 0
+// ending, or any rank failing, ends the run: the others are cancelled
+// (their trainers get SIGTERM and the grace period), and the returned
+// future settles with rank 0's result, or with an error naming the rank
+// that failed and carrying rank 0's result. Ranks are not retried one by
+// one: a single restarted rank cannot rejoin its group, so the whole run
+// starts again (groupFailed).
 func runGroup(ctx, actx workflow.Context, in RunTrialInput) workflow.Future {
 	done, set := workflow.NewFuture(ctx)
 	gctx, cancelRanks := workflow.WithCancel(workflow.WithRetryPolicy(actx, temporal.RetryPolicy{MaximumAttempts: 1}))
@@ -36,20 +37,38 @@ func runGroup(ctx, actx workflow.Context, in RunTrialInput) workflow.Future {
 		ranks[r] = workflow.ExecuteActivity(workflow.WithTaskQueue(gctx, h.TaskQueue), RunTrialActivityName, rin)
 	}
 	workflow.Go(ctx, func(ctx workflow.Context) {
+		// Wait for rank 0, or for a rank to fail. Ranks that exit 0 first
+		// are done with the run (they finish together with rank 0, which
+		// still writes the last checkpoint and report).
 		first := -1
+		errs := make([]error, len(ranks))
+		ended := make([]bool, len(ranks))
+		var res RunTrialResult
 		sel := workflow.NewSelector(ctx)
 		for r, f := range ranks {
-			sel.AddFuture(f, func(workflow.Future) {
-				if first < 0 {
+			sel.AddFuture(f, func(f workflow.Future) {
+				ended[r] = true
+				if r == 0 {
+					errs[r] = f.Get(ctx, &res)
+				} else {
+					errs[r] = f.Get(ctx, nil)
+				}
+				if first < 0 && (r == 0 || errs[r] != nil) {
 					first = r
 				}
 			})
 		}
-		sel.Select(ctx)
+		for first < 0 && slices.Contains(ended, false) {
+			sel.Select(ctx)
+		}
+		if first < 0 {
+			first = 0
+		}
 		cancelRanks()
-		errs := make([]error, len(ranks))
-		var res RunTrialResult
 		for r, f := range ranks {
+			if ended[r] {
+				continue
+			}
 			if r == 0 {
 				errs[r] = f.Get(ctx, &res)
 			} else {
@@ -61,7 +80,8 @@ func runGroup(ctx, actx workflow.Context, in RunTrialInput) workflow.Future {
 	return done
 }
 
-// groupResult is the outcome of a group whose rank first ended first.
+// groupResult is the outcome of a group in which rank first ended the
+// run: rank 0, or the first rank that failed.
 func groupResult(in RunTrialInput, first int, res RunTrialResult, errs []error) (RunTrialResult, error) {
 	var canceled *temporal.CanceledError
 	cause := errs[first]
@@ -79,12 +99,9 @@ func groupResult(in RunTrialInput, first int, res RunTrialResult, errs []error) 
 	}
 	h := in.Hosts[first]
 	errType := ErrTypeRankFailed
-	msg := fmt.Sprintf("rank %d (agent %s): exited before rank 0", first, h.Agent)
-	if cause != nil {
-		msg = fmt.Sprintf("rank %d (agent %s): %s", first, h.Agent, errorMessage(cause))
-		if isTimeout(cause) {
-			errType = ErrTypeHostLost
-		}
+	msg := fmt.Sprintf("rank %d (agent %s): %s", first, h.Agent, errorMessage(cause))
+	if isTimeout(cause) {
+		errType = ErrTypeHostLost
 	}
 	return RunTrialResult{}, temporal.NewNonRetryableApplicationError(msg, errType, nil, res)
 }

@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -10,9 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/gleaner-hpc/gleaner"
+	"github.com/gleaner-hpc/gleaner/hpo"
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
 	"github.com/gleaner-hpc/gleaner/internal/nethosts"
+	"github.com/gleaner-hpc/gleaner/internal/testenv"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
@@ -21,26 +26,112 @@ import (
 // three nodes and every agent offers one, so every run spans hosts. One
 // agent is SIGKILLed mid-campaign, one joins, one is SIGTERMed; every
 // trial must complete once, from its checkpoints, none lost.
-func TestAgentsOnSeparateHosts(t *testing.T) {
-	hosts := nethosts.Up(t, 4)
+// hostsSetup is n namespaces, a dev server on every interface, a worker
+// without nodes in the root namespace, and start(i), which starts agent
+// "h<i>" (one CPU slot) in namespace i.
+type hostsSetup struct {
+	c      client.Client
+	data   string
+	agents map[string]*WorkerProcess
+	start  func(i int) string
+}
+
+func setupHosts(t *testing.T, n int, tq, pool string) *hostsSetup {
+	hosts := nethosts.Up(t, n)
 	// On every interface: a dev server bound to one address other than
 	// 127.0.0.1 answers health checks but not task queue calls.
 	srv := startServer(t, devserver.Options{IP: "0.0.0.0"})
 	_, port, _ := net.SplitHostPort(srv.Address())
 	addr := net.JoinHostPort(hosts.BridgeIP(), port)
-	c := srv.Client()
-	data := filepath.Join(t.TempDir(), "shared")
-	const tq, pool = "agents-netns", "agents-netns"
-	startWorkerProcess(t, srv, WorkerProcessOptions{TaskQueue: tq, Nodes: "none", DataDir: data})
-	agents := map[string]*WorkerProcess{}
-	start := func(i int) string {
+	h := &hostsSetup{c: srv.Client(), data: filepath.Join(t.TempDir(), "shared"), agents: map[string]*WorkerProcess{}}
+	startWorkerProcess(t, srv, WorkerProcessOptions{TaskQueue: tq, Nodes: "none", DataDir: h.data})
+	h.start = func(i int) string {
 		name, ip := hosts.Host(i)
 		prefix := fmt.Sprintf("h%d", i)
-		o := agentOpts(tq, pool, prefix, ip, data, 1, "ip", "netns", "exec", name)
+		o := agentOpts(tq, pool, prefix, ip, h.data, 1, "ip", "netns", "exec", name)
 		o.Address = addr
-		agents[prefix] = startWorkerProcess(t, srv, o)
+		h.agents[prefix] = startWorkerProcess(t, srv, o)
 		return prefix
 	}
+	return h
+}
+
+// The PyTorch example trains one trial data-parallel over three hosts:
+// each host's process reports its own address, and the all-reduce check
+// of every host shows all of them took part.
+func TestDDPAcrossHosts(t *testing.T) {
+	const tq, pool = "ddp-netns", "ddp-netns"
+	h := setupHosts(t, 3, tq, pool)
+	for i := 1; i <= 3; i++ {
+		h.start(i)
+	}
+	waitAgents(t, h.c, pool, "h1", "h2", "h3")
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := gleaner.CampaignSpec{
+		Name: pool, Pool: pool,
+		Command: []string{"python3", filepath.Join(root, "examples", "pytorch", "train.py")},
+		Env:     map[string]string{"OMP_NUM_THREADS": "1"},
+		Space: hpo.Space{testenv.Fixed("steps", "40"), testenv.Fixed("hidden", "16"), testenv.Fixed("batch", "48"),
+			testenv.Fixed("report_every", "5"), testenv.Fixed("checkpoint_every", "20")},
+		Objective: gleaner.ObjectiveSpec{Metric: "val_loss", Mode: "min"},
+		Budget:    gleaner.Budget{MaxTrials: 1, MaxConcurrent: 1},
+		Resources: gleaner.Resources{MinNodes: 3, MaxNodes: 3},
+		Trial:     gleaner.TrialPolicy{GracePeriod: gleaner.Duration(30 * time.Second), MaxRestarts: 0},
+	}
+	err = startCampaign(t, h.c, tq, spec).Get(testContext(t, 5*time.Minute), nil)
+	if r := trialReports(t, h.c, pool, 1)[0]; err != nil || r.State != workflows.TrialCompleted || r.Restarts > 0 {
+		logs, _ := filepath.Glob(filepath.Join(h.data, pool, "t00001", "runs", "*", "*trainer.log"))
+		more, _ := filepath.Glob(filepath.Join(h.data, pool, "t00001", "runs", "*", "*", "trainer.log"))
+		for _, p := range append(logs, more...) {
+			b, _ := os.ReadFile(p)
+			t.Logf("%s:\n%s", p, b)
+		}
+		t.Fatalf("campaign: %v; trial: %s (%s)", err, r.State, r.Error)
+	} else {
+		t.Logf("trial: %d rescales, %d restarts", r.Rescales, r.Restarts)
+	}
+	type info struct {
+		NodeRank  int     `json:"node_rank"`
+		NumHosts  int     `json:"num_hosts"`
+		HostAddr  string  `json:"host_addr"`
+		WorldSize int     `json:"world_size"`
+		AllReduce float64 `json:"allreduce"`
+	}
+	reports, _ := filepath.Glob(filepath.Join(h.data, pool, "t00001", "runs", "*", "report.jsonl"))
+	more, _ := filepath.Glob(filepath.Join(h.data, pool, "t00001", "runs", "*", "rank-*", "report.jsonl"))
+	addrs := map[string]int{}
+	for _, p := range append(reports, more...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			var l struct {
+				Rendezvous *info `json:"rendezvous"`
+			}
+			if json.Unmarshal([]byte(line), &l) != nil || l.Rendezvous == nil {
+				continue
+			}
+			in := *l.Rendezvous
+			t.Logf("%s: %+v", p, in)
+			if in.NumHosts != 3 || in.WorldSize != 3 || in.AllReduce != 6 {
+				t.Errorf("%s: %+v, want 3 hosts, world size 3, all-reduce 1+2+3 = 6", p, in)
+			}
+			addrs[in.HostAddr]++
+		}
+	}
+	if len(addrs) != 3 {
+		t.Errorf("ranks reported host addresses %v, want three distinct hosts", addrs)
+	}
+}
+
+func TestAgentsOnSeparateHosts(t *testing.T) {
+	const tq, pool = "agents-netns", "agents-netns"
+	h := setupHosts(t, 4, tq, pool)
+	c, data, agents, start := h.c, h.data, h.agents, h.start
 	for i := 1; i <= 3; i++ {
 		start(i)
 	}

@@ -99,7 +99,11 @@ func groupResult(in RunTrialInput, first int, res RunTrialResult, errs []error) 
 	}
 	h := in.Hosts[first]
 	errType := ErrTypeRankFailed
-	msg := fmt.Sprintf("rank %d (agent %s): %s", first, h.Agent, errorMessage(cause))
+	msg := fmt.Sprintf("rank %d (agent %s): %s", first, h.Agent, cause.Error())
+	var app *temporal.ApplicationError
+	if errors.As(cause, &app) {
+		msg = fmt.Sprintf("rank %d (agent %s): %s", first, h.Agent, app.Message())
+	}
 	if isTimeout(cause) {
 		errType = ErrTypeHostLost
 	}

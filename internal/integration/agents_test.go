@@ -3,6 +3,7 @@ package integration_test
 import (
 	"bufio"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -156,5 +157,33 @@ func TestAgentsRunTrialsAcrossHosts(t *testing.T) {
 	}
 	if multi == 0 {
 		t.Errorf("no run spanned several hosts (runs: %v)", runs)
+	}
+}
+
+// An agent whose data directory is not the one the pool's other agents
+// use is refused, and exits with an error that says so.
+func TestAgentWithUnsharedDataDirIsRefused(t *testing.T) {
+	srv := startServer(t, devserver.Options{})
+	const tq, pool = "agents-refused", "agents-refused"
+	startWorkerProcess(t, srv, WorkerProcessOptions{TaskQueue: tq, Nodes: "none"})
+	startWorkerProcess(t, srv, agentOpts(tq, pool, "h1", "127.0.0.1", filepath.Join(t.TempDir(), "shared"), 1))
+	waitAgents(t, srv.Client(), pool, "h1")
+
+	elsewhere := filepath.Join(t.TempDir(), "not-shared")
+	cmd := exec.CommandContext(testContext(t, 2*time.Minute), gleanerBinary(t), "agent",
+		"--address", srv.Address(), "--namespace", srv.Namespace(), "--task-queue", tq, "--data-dir", elsewhere,
+		"--pool", pool, "--slots", "1", "--gpus", "none", "--node-prefix", "h2", "--advertise-addr", "127.0.0.1")
+	cmd.Env = cleanEnv()
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("an agent with another data directory ran and exited 0:\n%s", out)
+	}
+	for _, want := range []string{"refused agent h2", elsewhere, "agent h1", "shared data directory"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output does not name %q:\n%s", want, out)
+		}
+	}
+	if s, err := poolStatus(t, srv.Client(), pool); err != nil || len(s.Agents) != 1 {
+		t.Errorf("pool agents %+v (%v), want h1 only", s.Agents, err)
 	}
 }

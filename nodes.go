@@ -6,13 +6,16 @@ import "time"
 // workflow keeps these in its state and hands them to the allocator.
 //
 // It is part of workflow histories (pool state, PollNodes results): its
-// JSON shape must not change.
+// JSON shape must not change (fields may only be added, optional).
 type Node struct {
 	ID   string `json:"id"`
 	Type string `json:"type,omitempty"`
 	// IdleUntil is when the node is expected to be taken back; zero when
 	// unknown.
 	IdleUntil time.Time `json:"idle_until,omitzero"`
+	// Host is the agent holding the node (empty: the worker's own, one
+	// host). The allocator packs a trial's nodes onto few hosts.
+	Host string `json:"host,omitempty"`
 }
 
 // ExitStatus is how a trainer process ended, as a launcher saw it and the

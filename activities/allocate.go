@@ -25,7 +25,7 @@ func (a *Activities) Allocate(ctx context.Context, in workflows.AllocateInput) (
 		p.Lookahead = workflows.DefaultLookahead
 	}
 	for _, n := range in.Nodes {
-		p.Nodes = append(p.Nodes, allocator.Node{ID: n.ID, Type: n.Type, IdleUntil: n.IdleUntil})
+		p.Nodes = append(p.Nodes, allocator.Node{ID: n.ID, Type: n.Type, IdleUntil: n.IdleUntil, Host: n.Host})
 	}
 	lib, err := a.library(in.Trials)
 	if err != nil {

@@ -227,7 +227,7 @@ func New(ctx context.Context, cfg Config, logf func(format string, args ...any))
 		if cfg.NodeType != "" {
 			typ = cfg.NodeType
 		}
-		a.nodes = append(a.nodes, gleaner.Node{ID: host.NodeID(i), Type: typ})
+		a.nodes = append(a.nodes, gleaner.Node{ID: host.NodeID(i), Type: typ, Host: a.cfg.NodePrefix})
 	}
 	if a.cfg.AdvertiseAddr == "" {
 		if a.cfg.AdvertiseAddr, err = routeAddr(cfg.HostPort); err != nil {

@@ -17,6 +17,11 @@ type Node struct {
 	// back; the zero time means unknown, which counts as later than any
 	// known time (nothing has been announced for the node).
 	IdleUntil time.Time `json:"idle_until,omitzero"`
+	// Host groups nodes that share a machine (an agent's): a trial's
+	// nodes are packed onto as few hosts as its count allows, since
+	// ranks on one host talk through memory, not the network. Empty: one
+	// host for all.
+	Host string `json:"host,omitempty"`
 }
 
 // Point is one point of a throughput curve.

@@ -525,7 +525,7 @@ func (p *pool) setNodes() {
 
 func sameNodes(a, b []gleaner.Node) bool {
 	return slices.EqualFunc(a, b, func(x, y gleaner.Node) bool {
-		return x.ID == y.ID && x.Type == y.Type && x.IdleUntil.Equal(y.IdleUntil)
+		return x.ID == y.ID && x.Type == y.Type && x.IdleUntil.Equal(y.IdleUntil) && x.Host == y.Host
 	})
 }
 

@@ -43,6 +43,11 @@ func (p *pool) validJoin(j AgentJoin) error {
 	}
 	for _, ag := range p.st.Agents {
 		if ag.Agent == j.Agent {
+			if ag.Incarnation != j.Incarnation && ag.Addr != j.Addr {
+				// A restart comes back at its address; another host
+				// with the same prefix would take its ranks.
+				return fmt.Errorf("agent %s is already live at %s: node prefixes must be unique in the pool (--node-prefix)", j.Agent, ag.Addr)
+			}
 			continue
 		}
 		if ag.StorageID != "" && j.StorageID != "" && ag.StorageID != j.StorageID {
@@ -76,6 +81,9 @@ func (p *pool) join(ctx workflow.Context, j AgentJoin) {
 	}
 	j.Nodes = slices.Clone(j.Nodes)
 	sort.Slice(j.Nodes, func(a, b int) bool { return j.Nodes[a].ID < j.Nodes[b].ID })
+	for i := range j.Nodes {
+		j.Nodes[i].Host = j.Agent
+	}
 	ag := PoolAgent{AgentJoin: j, Since: workflow.Now(ctx)}
 	i, found := p.agent(j.Agent)
 	if found {

@@ -55,6 +55,7 @@ func TestJoinRefusals(t *testing.T) {
 		{join("b", "s1", "a/0"), `"a/0" is already agent a's`},
 		{join("b", "s1", "local-0"), "worker's own source"},
 		{join("b", "s2", "b/0"), "data directory /d/b (storage id s2) is not the one agent a uses (/d/a, storage id s1)"},
+		{AgentJoin{Agent: "a", TaskQueue: "q-a", Addr: "10.9.9.9", Incarnation: "2", Nodes: []gleaner.Node{{ID: "a/0"}}}, "agent a is already live at 10.0.0.a"},
 	} {
 		err := p.validJoin(tc.j)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -68,6 +69,11 @@ func TestJoinRefusals(t *testing.T) {
 	// is checked against the others only.
 	if err := p.validJoin(join("a", "s1", "a/0")); err != nil {
 		t.Errorf("agent a again: %v", err)
+	}
+	restarted := join("a", "s1", "a/0")
+	restarted.Incarnation = "2"
+	if err := p.validJoin(restarted); err != nil {
+		t.Errorf("agent a restarted at its address: %v", err)
 	}
 }
 

@@ -50,7 +50,9 @@ Node sources (--nodes):
   static:N[,type=T]                                  N local slots that never leave
   replay:FILE[,slots=K][,factor=F][,offset=S][,type=T]
                                                      an idle-node trace replayed onto K local
-                                                     slots, F× faster, from trace time S`,
+                                                     slots, F× faster, from trace time S
+  none                                               no local nodes: the pool's nodes are its
+                                                     agents' (gleaner agent, docs/cluster.md)`,
 		Example: `  gleaner worker --nodes static:4 --data-dir /scratch/gleaner
   TEMPORAL_ADDRESS=ns.acct.tmprl.cloud:7233 TEMPORAL_NAMESPACE=ns.acct TEMPORAL_API_KEY=... gleaner worker`,
 		Args: cobra.NoArgs,
@@ -64,7 +66,7 @@ Node sources (--nodes):
 	c := &o.cfg
 	bindConnectionFlags(f, &c.Connection, &o.apiKey, "task queue to poll")
 	f.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for checkpoints and run directories ["+worker.EnvDataDir+"]")
-	f.Var(&c.Nodes, "nodes", "node source: static:N or replay:FILE,slots=K,factor=F,offset=S ["+worker.EnvNodeSource+"]")
+	f.Var(&c.Nodes, "nodes", "node source: static:N, replay:FILE,slots=K,factor=F,offset=S, or none (agents hold the nodes) ["+worker.EnvNodeSource+"]")
 	f.DurationVar(&c.StopTimeout, "stop-timeout", c.StopTimeout, "how long running activities may finish after SIGINT/SIGTERM")
 	f.StringVar(&o.logLevel, "log-level", "info", "SDK log level: debug, info, warn or error (to stderr)")
 	return cmd

@@ -1,0 +1,99 @@
+package allocator
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func hostNodes(spec ...string) []Node {
+	var out []Node
+	for _, s := range spec { // "host:n"
+		h, n, _ := strings.Cut(s, ":")
+		for i := 0; i < int(n[0]-'0'); i++ {
+			out = append(out, Node{ID: h + "/" + string(rune('0'+i)), Host: h})
+		}
+	}
+	return out
+}
+
+func hostsOf(nodes []Node, ids []string) []string {
+	var hs []string
+	for _, id := range ids {
+		for _, n := range nodes {
+			if n.ID == id && !slices.Contains(hs, n.Host) {
+				hs = append(hs, n.Host)
+			}
+		}
+	}
+	slices.Sort(hs)
+	return hs
+}
+
+func TestPackHosts(t *testing.T) {
+	nodes := hostNodes("a:3", "b:2", "c:4")
+	idx := map[string]int{}
+	var free []int
+	for i, n := range nodes {
+		idx[n.ID] = i
+		free = append(free, i)
+	}
+	ids := func(is []int) []string {
+		var out []string
+		for _, i := range is {
+			out = append(out, nodes[i].ID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		need  int
+		has   []string
+		hosts []string
+	}{
+		{2, nil, []string{"b"}},                    // the tightest host that covers it
+		{3, nil, []string{"a"}},                    // a (3) fits exactly; c (4) is looser
+		{4, nil, []string{"c"}},                    // only c covers it
+		{6, nil, []string{"b", "c"}},               // c (the largest), then b covers the rest exactly
+		{1, []string{"c/0"}, []string{"c"}},        // where it already is
+		{2, []string{"b/0", "b/1"}, []string{"a"}}, // b's nodes are its own, not free: see below
+	} {
+		f := free
+		if tc.has != nil && tc.has[0] == "b/0" {
+			f = slices.DeleteFunc(slices.Clone(free), func(i int) bool { return nodes[i].Host == "b" })
+		}
+		picked, rest := packHosts(nodes, f, tc.need, tc.has, idx)
+		if len(picked) != tc.need || len(picked)+len(rest) != len(f) {
+			t.Errorf("need %d: picked %v, rest %v", tc.need, ids(picked), ids(rest))
+			continue
+		}
+		if got := hostsOf(nodes, ids(picked)); !slices.Equal(got, tc.hosts) {
+			t.Errorf("need %d (has %v): hosts %v (%v), want %v", tc.need, tc.has, got, ids(picked), tc.hosts)
+		}
+	}
+	// Without hosts: the first need, in idle order, as before.
+	plain := []Node{{ID: "n1"}, {ID: "n2"}, {ID: "n3"}}
+	if picked, rest := packHosts(plain, []int{2, 0, 1}, 2, nil, nil); !slices.Equal(picked, []int{2, 0}) || !slices.Equal(rest, []int{1}) {
+		t.Errorf("without hosts: picked %v rest %v", picked, rest)
+	}
+}
+
+// A solve over hosts: two trials of two nodes on hosts of two nodes each
+// each get one whole host.
+func TestSolvePacksTrialsOntoHosts(t *testing.T) {
+	nodes := hostNodes("a:2", "b:2")
+	// Interleave the ids so that idle order alone would split trials.
+	p := &Problem{Lookahead: 60e9, Nodes: []Node{nodes[0], nodes[2], nodes[1], nodes[3]}}
+	for _, id := range []string{"x", "y"} {
+		p.Trials = append(p.Trials, Trial{ID: id, MinNodes: 2, MaxNodes: 2, Weight: 1,
+			Curve: Curve{{Nodes: 1, Throughput: 1}, {Nodes: 2, Throughput: 2}}})
+	}
+	res, err := Solve(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range res.Allocations {
+		if hs := hostsOf(nodes, a.Nodes); len(a.Nodes) != 2 || len(hs) != 1 {
+			t.Errorf("trial %s: nodes %v on hosts %v, want one host", a.TrialID, a.Nodes, hs)
+		}
+	}
+}

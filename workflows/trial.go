@@ -574,7 +574,11 @@ func (t *trial) onRunEnded(ctx workflow.Context, run *activeRun, f workflow.Futu
 			t.p.Killed++
 		}
 		t.absorbResult(run.run, res)
-		if res.Outcome == RunCompleted {
+		// On several hosts the trainers agree on a stop and exit 0 together,
+		// so rank 0's trainer may exit 0 before its own stop reached it: a
+		// run being stopped did not finish. (One that did finish finishes
+		// again at once from its last checkpoint.)
+		if res.Outcome == RunCompleted && !(run.hosts > 1 && run.stopping) {
 			t.p.Nodes = nil
 			t.setState(ctx, TrialCompleted)
 			return

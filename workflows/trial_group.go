@@ -43,15 +43,18 @@ func runGroup(ctx, actx workflow.Context, in RunTrialInput) workflow.Future {
 		first := -1
 		errs := make([]error, len(ranks))
 		ended := make([]bool, len(ranks))
-		var res RunTrialResult
+		results := make([]RunTrialResult, len(ranks))
+		// peerStopped: a rank was stopped before rank 0 ended (its agent
+		// left): its trainer told the others to stop, so rank 0's trainer
+		// exiting 0 is a stop, not the end of training.
+		peerStopped := false
 		sel := workflow.NewSelector(ctx)
 		for r, f := range ranks {
 			sel.AddFuture(f, func(f workflow.Future) {
 				ended[r] = true
-				if r == 0 {
-					errs[r] = f.Get(ctx, &res)
-				} else {
-					errs[r] = f.Get(ctx, nil)
+				errs[r] = f.Get(ctx, &results[r])
+				if r > 0 && errs[r] == nil && results[r].Outcome == RunStopped && !ended[0] {
+					peerStopped = true
 				}
 				if first < 0 && (r == 0 || errs[r] != nil) {
 					first = r
@@ -66,14 +69,13 @@ func runGroup(ctx, actx workflow.Context, in RunTrialInput) workflow.Future {
 		}
 		cancelRanks()
 		for r, f := range ranks {
-			if ended[r] {
-				continue
+			if !ended[r] {
+				errs[r] = f.Get(ctx, &results[r])
 			}
-			if r == 0 {
-				errs[r] = f.Get(ctx, &res)
-			} else {
-				errs[r] = f.Get(ctx, nil)
-			}
+		}
+		res := results[0]
+		if peerStopped && res.Outcome == RunCompleted {
+			res.Outcome = RunStopped
 		}
 		set.Set(groupResult(in, first, res, errs))
 	})

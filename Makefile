@@ -36,7 +36,7 @@ vet:
 	$(GO) vet $(PKGS)
 
 unit:
-	$(GO) test -count=1 $(PKGS)
+	$(GO) test -count=1 -timeout 30m $(PKGS)
 
 ## devserver: a local Temporal dev server for `gleaner worker` and the demo, with
 ## Gleaner's search attributes (workflows/searchattrs.go), its web UI on

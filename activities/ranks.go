@@ -125,6 +125,7 @@ func (r *runner) runRank(ctx context.Context) (workflows.RunTrialResult, error) 
 	}
 	beat := time.NewTicker(r.a.heartbeatInterval())
 	defer beat.Stop()
+	stop := r.stopping(ctx)
 	for {
 		select {
 		case <-proc.Done():
@@ -134,7 +135,7 @@ func (r *runner) runRank(ctx context.Context) (workflows.RunTrialResult, error) 
 				return workflows.RunTrialResult{}, temporal.NewNonRetryableApplicationError(msg, ErrTypeTrainerFailed, nil)
 			}
 			return workflows.RunTrialResult{Outcome: workflows.RunCompleted, Exit: exit, Attempt: r.attempt}, nil
-		case <-r.stopping(ctx):
+		case <-stop:
 			exit := proc.Stop(in.Trial.GracePeriod)
 			return workflows.RunTrialResult{Outcome: workflows.RunStopped, Exit: exit, Attempt: r.attempt}, nil
 		case <-beat.C:

@@ -161,8 +161,12 @@ func parseGPUs(s string) ([]int, error) {
 	return out, nil
 }
 
-// TaskQueue is the agent's own task queue in a pool.
-func TaskQueue(pool, prefix string) string { return "gleaner-agent." + pool + "." + prefix }
+// TaskQueue is the task queue of one start (incarnation) of an agent in a
+// pool. A start has a queue of its own, so a task is never handed to a
+// poll the previous start left on the server as it stopped.
+func TaskQueue(pool, prefix, incarnation string) string {
+	return "gleaner-agent." + pool + "." + prefix + "." + incarnation
+}
 
 // Agent is a configured agent, ready to Run.
 type Agent struct {
@@ -360,7 +364,7 @@ func (a *Agent) RunWith(ctx context.Context, c tclient.Client) error {
 			}
 		},
 	}
-	queue := TaskQueue(cfg.Pool, a.ID())
+	queue := TaskQueue(cfg.Pool, a.ID(), a.incarnation)
 	w := sdkworker.New(c, queue, sdkworker.Options{
 		WorkerStopTimeout:                cfg.StopTimeout,
 		MaxHeartbeatThrottleInterval:     500 * time.Millisecond,

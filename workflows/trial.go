@@ -127,6 +127,10 @@ type trial struct {
 	relaunch   bool
 	hostFaults int
 	groupRuns  map[int]bool
+	// waitEpoch: a run ended stopped without the trial stopping it (its
+	// agent left and stopped the trainer): the next launch waits for an
+	// assignment newer than this epoch, not onto the leaving agent's nodes.
+	waitEpoch int64
 
 	// pausedSince is set while the trial sits at 0 nodes; the next launch
 	// is then a start (after a pause), not a rescale.
@@ -353,7 +357,10 @@ func (t *trial) step(ctx workflow.Context) error {
 	case t.continuing:
 	case t.paused:
 		t.setState(ctx, TrialPaused)
+	case t.waitEpoch > 0 && t.epoch <= t.waitEpoch:
+		// The pool is about to take the nodes back (see waitEpoch).
 	case len(t.assigned) >= t.in.MinNodes:
+		t.waitEpoch = 0
 		t.launch(ctx)
 	case t.p.Runs > 0 || t.p.Samples > 0:
 		t.setState(ctx, TrialPaused) // preempted to 0 nodes
@@ -582,6 +589,9 @@ func (t *trial) onRunEnded(ctx workflow.Context, run *activeRun, f workflow.Futu
 			t.p.Nodes = nil
 			t.setState(ctx, TrialCompleted)
 			return
+		}
+		if !run.stopping && t.epoch > 0 && workflow.GetVersion(ctx, "stopped-by-agent-waits", workflow.DefaultVersion, 1) == 1 {
+			t.waitEpoch = t.epoch
 		}
 	case errors.As(err, &canceled):
 		// Stopped before the trainer started: nothing ran.

@@ -2,6 +2,7 @@ package benchrun
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,6 +39,10 @@ type RescaleOptions struct {
 	Log     io.Writer
 	// ServerConfig are dynamic config values (KEY=VALUE) for the dev server.
 	ServerConfig []string
+	// Hosts, when 2, runs the trial on agents instead of the worker's
+	// slots: agent b1 (2 nodes) stays, agent b2 (2 nodes) joins and leaves,
+	// so the trial flips between one host and two (one rank per host).
+	Hosts int
 }
 
 // RescaleReport is RunRescale's result; its JSON keys are a stable
@@ -46,6 +51,9 @@ type RescaleOptions struct {
 type RescaleReport struct {
 	Rescales int `json:"rescales"`
 	CPUs     int `json:"cpus"`
+	// Hosts is 1, or 2 when the trial ran on agents (RescaleOptions.Hosts):
+	// a relaunch counts as started once every rank has started.
+	Hosts int `json:"hosts"`
 	// LatencyMS: the pool's SignalAssignment reaching the trial →
 	// ActivityTaskStarted of the relaunched RunTrial.
 	LatencyMS Stats   `json:"latency_ms"`
@@ -126,8 +134,13 @@ func RunRescale(ctx context.Context, o RescaleOptions) (*RescaleReport, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
+	if o.Hosts != 0 && o.Hosts != 1 && o.Hosts != 2 {
+		return nil, fmt.Errorf("--hosts: %d: want 1 or 2", o.Hosts)
+	}
 	nodes := &nodeSet{}
-	nodes.set(2)
+	if o.Hosts < 2 {
+		nodes.set(2)
+	}
 	e, err := setup(ctx, envOptions{Slots: 4, Source: nodes, RepoDir: o.RepoDir, Log: o.Log, ServerConfig: o.ServerConfig})
 	if err != nil {
 		return nil, err
@@ -151,6 +164,14 @@ func RunRescale(ctx context.Context, o RescaleOptions) (*RescaleReport, error) {
 		return nil, fmt.Errorf("starting the trial: %w", err)
 	}
 	runsDir := filepath.Join(e.dataDir, RescaleCampaign, RescaleTrialID, "runs")
+	hosts := benchHosts{e: e, log: o.Log}
+	defer hosts.stop()
+	if o.Hosts == 2 {
+		// The trial started the pool (with FastPool); the agents join it.
+		if err := hosts.start(ctx, "b1"); err != nil {
+			return nil, err
+		}
+	}
 	wait := func(n, rescales int) error {
 		return waitUntil(ctx, o.Timeout, func() (bool, error) {
 			v, err := e.c.QueryWorkflow(ctx, wfID, "", workflows.QueryStatus)
@@ -181,11 +202,24 @@ func RunRescale(ctx context.Context, o RescaleOptions) (*RescaleReport, error) {
 		if i%2 == 0 {
 			to = 2
 		}
-		nodes.set(to)
-		// Tell the pool at once rather than at its next poll: the poll
-		// interval is not what is measured.
-		if err := e.c.SignalWorkflow(ctx, poolID, "", workflows.SignalPollNow, nil); err != nil {
-			return nil, fmt.Errorf("poll-now to %s: %w", poolID, err)
+		if o.Hosts == 2 {
+			// A join or a leave reaches the pool at once.
+			var err error
+			if to == 4 {
+				err = hosts.start(ctx, "b2")
+			} else {
+				hosts.leave("b2")
+			}
+			if err != nil {
+				return nil, err
+			}
+		} else {
+			nodes.set(to)
+			// Tell the pool at once rather than at its next poll: the poll
+			// interval is not what is measured.
+			if err := e.c.SignalWorkflow(ctx, poolID, "", workflows.SignalPollNow, nil); err != nil {
+				return nil, fmt.Errorf("poll-now to %s: %w", poolID, err)
+			}
 		}
 		t0 := time.Now()
 		if err := wait(to, i); err != nil {
@@ -213,10 +247,15 @@ func RunRescale(ctx context.Context, o RescaleOptions) (*RescaleReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(rep.Samples) < o.Rescales {
+	// On one host every flip is one relaunch. On agents the allocator also
+	// acts on what it measures (a trial slower on two hosts than on one is
+	// shrunk back) and a relaunch onto an agent that is leaving is
+	// cancelled before all its ranks start: only complete relaunches count.
+	if len(rep.Samples) < o.Rescales && (o.Hosts < 2 || len(rep.Samples) == 0) {
 		return nil, fmt.Errorf("the history shows %d relaunches after an assignment, want %d", len(rep.Samples), o.Rescales)
 	}
 	rep.Rescales = o.Rescales
+	rep.Hosts = max(o.Hosts, 1)
 	rep.TrialState, rep.TrialError = string(final.State), final.Error
 	rep.CPUs = runtime.NumCPU()
 	rep.TrialHistoryLength = int64(len(evs))
@@ -224,7 +263,9 @@ func RunRescale(ctx context.Context, o RescaleOptions) (*RescaleReport, error) {
 }
 
 // newestRunReported reports whether the highest-numbered run directory
-// has a report line.
+// has report lines of a few trained steps (not only the line a
+// multi-host trainer writes as its ranks meet): the relaunch is complete
+// and trains, on every host.
 func newestRunReported(runsDir string) bool {
 	ents, err := os.ReadDir(runsDir)
 	if err != nil {
@@ -239,8 +280,8 @@ func newestRunReported(runsDir string) bool {
 	if best < 0 {
 		return false
 	}
-	st, err := os.Stat(filepath.Join(runsDir, strconv.Itoa(best), cluster.ReportFileName))
-	return err == nil && st.Size() > 0
+	b, err := os.ReadFile(filepath.Join(runsDir, strconv.Itoa(best), cluster.ReportFileName))
+	return err == nil && bytes.Count(b, []byte("\n")) >= 5
 }
 
 func waitUntil(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
@@ -309,6 +350,7 @@ func analyzeRescales(evs []*historypb.HistoryEvent, runsDir string) (*RescaleRep
 				return nil, fmt.Errorf("decoding RunTrial input (event %d): %w", ev.GetEventId(), err)
 			}
 			r := &activityRec{run: in.Run, nodes: len(in.Nodes), scheduled: at}
+
 			byID[ev.GetEventId()] = r
 			order = append(order, r)
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
@@ -342,32 +384,49 @@ func analyzeRescales(evs []*historypb.HistoryEvent, runsDir string) (*RescaleRep
 			}
 		}
 	}
+	order = byRun(order)
 	ms := func(a, b time.Time) float64 { return float64(b.Sub(a).Microseconds()) / 1000 }
 	rep := &RescaleReport{TargetMS: 1000, RunTrialFailures: failures}
 	var lat, s2c, c2d, d2s, s2st, first []float64
 	for i := 1; i < len(order); i++ {
 		prev, cur := order[i-1], order[i]
-		if prev.cancelReqID == 0 || cur.started.IsZero() || prev.done.IsZero() || prev.done.After(cur.scheduled) {
-			continue // not a relaunch for a new assignment
+		if cur.started.IsZero() || prev.done.IsZero() || prev.done.After(cur.scheduled) {
+			continue // not a relaunch
 		}
-		var sig *signal
-		for j := range signals {
-			if signals[j].id < prev.cancelReqID {
-				sig = &signals[j]
+		var s RescaleSample
+		if prev.cancelReqID != 0 {
+			var sig *signal
+			for j := range signals {
+				if signals[j].id < prev.cancelReqID {
+					sig = &signals[j]
+				}
 			}
+			if sig == nil || sig.at.After(prev.cancelReq) {
+				continue
+			}
+			s = RescaleSample{
+				LatencyMS:                 ms(sig.at, cur.started),
+				SignalToCancelRequestedMS: ms(sig.at, prev.cancelReq),
+				CancelRequestedToClosedMS: ms(prev.cancelReq, prev.done),
+				ClosedToScheduledMS:       ms(prev.done, cur.scheduled),
+			}
+		} else {
+			// The old run ended before the assignment came (its agent left
+			// and stopped its rank): from the assignment to the relaunch.
+			var sig *signal
+			for j := range signals {
+				if !signals[j].at.After(cur.scheduled) && signals[j].at.After(prev.scheduled) {
+					sig = &signals[j]
+				}
+			}
+			if sig == nil {
+				continue
+			}
+			s = RescaleSample{LatencyMS: ms(sig.at, cur.started), ClosedToScheduledMS: ms(maxTime(sig.at, prev.done), cur.scheduled)}
 		}
-		if sig == nil || sig.at.After(prev.cancelReq) {
-			continue
-		}
-		s := RescaleSample{
-			From: prev.nodes, To: cur.nodes, Run: cur.run,
-			LatencyMS:                 ms(sig.at, cur.started),
-			SignalToCancelRequestedMS: ms(sig.at, prev.cancelReq),
-			CancelRequestedToClosedMS: ms(prev.cancelReq, prev.done),
-			ClosedToScheduledMS:       ms(prev.done, cur.scheduled),
-			ScheduledToStartedMS:      ms(cur.scheduled, cur.started),
-			TrainerFirstReportMS:      -1,
-		}
+		s.From, s.To, s.Run = prev.nodes, cur.nodes, cur.run
+		s.ScheduledToStartedMS = ms(cur.scheduled, cur.started)
+		s.TrainerFirstReportMS = -1
 		if t, ok := firstReportTime(filepath.Join(runsDir, strconv.Itoa(cur.run), cluster.ReportFileName)); ok {
 			s.TrainerFirstReportMS = ms(cur.started, t)
 			first = append(first, s.TrainerFirstReportMS)
@@ -386,6 +445,41 @@ func analyzeRescales(evs []*historypb.HistoryEvent, runsDir string) (*RescaleRep
 	rep.NewScheduledToStartedMS = summarize(s2st)
 	rep.TrainerFirstReportMS = summarize(first)
 	return rep, nil
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// byRun merges the RunTrials of one run (its ranks, on several hosts)
+// into one record: scheduled when the first was, started when the last
+// started (every rank runs), cancel requested when the first was, done
+// when the last closed.
+func byRun(recs []*activityRec) []*activityRec {
+	var out []*activityRec
+	idx := map[int]*activityRec{}
+	for _, r := range recs {
+		m := idx[r.run]
+		if m == nil {
+			c := *r
+			idx[r.run] = &c
+			out = append(out, &c)
+			continue
+		}
+		if r.started.After(m.started) || r.started.IsZero() {
+			m.started = r.started
+		}
+		if !r.cancelReq.IsZero() && (m.cancelReq.IsZero() || r.cancelReq.Before(m.cancelReq)) {
+			m.cancelReq, m.cancelReqID = r.cancelReq, r.cancelReqID
+		}
+		if r.done.After(m.done) || r.done.IsZero() {
+			m.done = r.done
+		}
+	}
+	return out
 }
 
 // firstReportTime is the time stamp of a report file's first line.
@@ -415,7 +509,11 @@ func (r *RescaleReport) WriteText(w io.Writer) error {
 	row := func(name string, s Stats) {
 		p("  %-44s %8.1f %8.1f %8.1f %8.1f\n", name, s.P50, s.P95, s.Max, s.Mean)
 	}
-	p("rescale: %d relaunches of one go-mlp trial (1–4 nodes), idle set flipping 2 ↔ 4; %d CPUs\n", len(r.Samples), r.CPUs)
+	if r.Hosts > 1 {
+		p("rescale: %d relaunches of one go-mlp trial (1–4 nodes) on agents, flipping between 2 nodes on one host and 4 on two (agent b2 joins and leaves); %d CPUs\n", len(r.Samples), r.CPUs)
+	} else {
+		p("rescale: %d relaunches of one go-mlp trial (1–4 nodes), idle set flipping 2 ↔ 4; %d CPUs\n", len(r.Samples), r.CPUs)
+	}
 	p("  %-44s %8s %8s %8s %8s\n", "ms (server event times)", "p50", "p95", "max", "mean")
 	row("assignment signal → relaunch started", r.LatencyMS)
 	row("  signal → cancel requested", r.SignalToCancelRequestedMS)

@@ -92,6 +92,7 @@ stderr; --json prints one object on stdout.`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.Rescales, "rescales", 20, "how many times the idle set changes")
+	f.IntVar(&o.Hosts, "hosts", 1, "2: run on two in-process agents of 2 nodes, one joining and leaving (every rank relaunched)")
 	f.Float64Var(&o.StepMS, "step-ms", 10, "the trainer's step length in milliseconds (it reports every step)")
 	f.DurationVar(&o.Timeout, "timeout", 0, "how long to wait for each rescale (default 2m)")
 	f.StringVar(&o.RepoDir, "repo", "", "the gleaner checkout to build go-mlp from (default: go list -m)")

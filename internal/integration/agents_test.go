@@ -14,7 +14,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/gleaner-hpc/gleaner"
-	"github.com/gleaner-hpc/gleaner/agent"
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
@@ -39,9 +38,8 @@ exit 0
 // agentOpts are the options of agent prefix on a pool, queue tq, data dir.
 func agentOpts(tq, pool, prefix, addr, data string, slots int, wrap ...string) WorkerProcessOptions {
 	return WorkerProcessOptions{
-		TaskQueue:  tq,
-		DataDir:    data,
-		AgentQueue: agent.TaskQueue(pool, prefix),
+		TaskQueue: tq,
+		DataDir:   data,
 		Agent: []string{"--pool", pool, "--slots", itoa(slots), "--gpus", "none", "--node-prefix", prefix,
 			"--advertise-addr", addr, "--stop-timeout", "60s", "--log-level", "warn"},
 		Wrap: wrap,

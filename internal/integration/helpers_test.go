@@ -126,10 +126,9 @@ type WorkerProcessOptions struct {
 	Args      []string
 	Env       []string // KEY=VALUE added to a clean environment
 	// Agent, when set, makes the process `gleaner agent` with these
-	// arguments (after the connection flags) instead of a worker; it is
-	// waited for on its own task queue, AgentQueue.
-	Agent      []string
-	AgentQueue string
+	// arguments (after the connection flags) instead of a worker; Start
+	// waits until it has joined its pool (its queue is its start's own).
+	Agent []string
 	// Wrap runs the process through a command, e.g. `ip netns exec NS`
 	// (which execs it: the pid stays the process's).
 	Wrap []string
@@ -305,11 +304,18 @@ func (p *WorkerProcess) WaitPolling(timeout time.Duration) {
 		}
 	}()
 	prefix := strconv.Itoa(pid) + "@"
-	queue := p.opts.TaskQueue
-	if p.opts.AgentQueue != "" {
-		queue = p.opts.AgentQueue
+	var err error
+	if p.opts.Agent != nil {
+		// It polls its queue before it joins, and says when it has joined.
+		runs := p.runs
+		err = waitUntil(ctx, func() (bool, error) {
+			log := p.Log()
+			i := strings.LastIndex(log, fmt.Sprintf("=== run %d:", runs))
+			return i >= 0 && strings.Contains(log[i:], ": joined pool "), nil
+		})
+	} else {
+		_, err = p.srv.WaitForPoller(ctx, p.opts.TaskQueue, func(id string) bool { return strings.HasPrefix(id, prefix) })
 	}
-	_, err := p.srv.WaitForPoller(ctx, queue, func(id string) bool { return strings.HasPrefix(id, prefix) })
 	if err != nil {
 		if p.Exited() {
 			err = errors.New("the worker process exited")

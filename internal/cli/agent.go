@@ -25,7 +25,12 @@ type agentOptions struct {
 }
 
 func newAgentCmd() *cobra.Command {
-	o := &agentOptions{getenv: os.Getenv, cfg: agent.DefaultConfig()}
+	return newAgentCmdFor(&agentOptions{getenv: os.Getenv})
+}
+
+// newAgentCmdFor binds the flags to o; tests set o.getenv.
+func newAgentCmdFor(o *agentOptions) *cobra.Command {
+	o.cfg = agent.DefaultConfig()
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run a Gleaner agent: offer this host's nodes to a pool and run the trials placed on them",

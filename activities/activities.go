@@ -59,6 +59,9 @@ type Activities struct {
 	// refuses the agent (AgentLeaseInput.Refused).
 	Incarnation string
 	OnRefused   func(reason string)
+	// OnLease is told at every heartbeat of this agent's lease: the pool
+	// counts it live.
+	OnLease func()
 
 	locksMu sync.Mutex
 	locks   map[string]*trialLock

@@ -69,6 +69,9 @@ func (r *runner) rendezvous(masterAddr string, port int) *trial.Rendezvous {
 // writes the rendezvous file the other ranks wait for.
 func (r *runner) publishRendezvous(resume string) (*trial.Rendezvous, error) {
 	addr := r.a.hostAddr()
+	if len(r.in.Hosts) < 2 {
+		addr = "127.0.0.1" // one host: its processes meet on loopback
+	}
 	port, err := freePort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("rendezvous: a free port on %s: %w", addr, err)
@@ -108,7 +111,11 @@ func (r *runner) runRank(ctx context.Context) (workflows.RunTrialResult, error) 
 			return workflows.RunTrialResult{}, fmt.Errorf("trial %s: %w", in.Trial.TrialID, err)
 		}
 	}
-	rf, err := r.awaitRendezvous(ctx)
+	stop := r.stopping(ctx)
+	rf, err := r.awaitRendezvous(ctx, stop)
+	if errors.Is(err, errStopped) {
+		return workflows.RunTrialResult{Outcome: workflows.RunStopped, Attempt: r.attempt}, nil
+	}
 	if err != nil {
 		return workflows.RunTrialResult{}, err
 	}
@@ -125,7 +132,6 @@ func (r *runner) runRank(ctx context.Context) (workflows.RunTrialResult, error) 
 	}
 	beat := time.NewTicker(r.a.heartbeatInterval())
 	defer beat.Stop()
-	stop := r.stopping(ctx)
 	for {
 		select {
 		case <-proc.Done():
@@ -144,11 +150,15 @@ func (r *runner) runRank(ctx context.Context) (workflows.RunTrialResult, error) 
 	}
 }
 
+// errStopped: the run was stopped while a rank waited for rank 0.
+var errStopped = errors.New("stopped")
+
 // awaitRendezvous waits, heartbeating, for rank 0's rendezvous file of
-// this run.
-func (r *runner) awaitRendezvous(ctx context.Context) (rendezvousFile, error) {
+// this run, or until stop is closed (errStopped). Rank 0 may first wait
+// for an earlier attempt to stop (its grace period): the wait allows it.
+func (r *runner) awaitRendezvous(ctx context.Context, stop <-chan struct{}) (rendezvousFile, error) {
 	path := filepath.Join(r.runDir, RendezvousFileName)
-	deadline := r.a.now().Add(RendezvousTimeout)
+	deadline := r.a.now().Add(RendezvousTimeout + r.in.Trial.GracePeriod)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -166,13 +176,13 @@ func (r *runner) awaitRendezvous(ctx context.Context) (rendezvousFile, error) {
 		}
 		if r.a.now().After(deadline) {
 			h := r.in.Hosts[0]
-			msg := fmt.Sprintf("trial %s: rank %d: rank 0 (agent %s) wrote no %s in %s within %v: is the data directory %s the one agent %s uses (a shared file system)?",
-				r.in.Trial.TrialID, r.in.Rank, h.Agent, RendezvousFileName, r.runDir, RendezvousTimeout, r.a.DataDir, h.Agent)
+			msg := fmt.Sprintf("trial %s: rank %d: rank 0 (agent %s) wrote no %s in %s within %v (it did not start, or the data directory %s is not the one agent %s sees)",
+				r.in.Trial.TrialID, r.in.Rank, h.Agent, RendezvousFileName, r.runDir, RendezvousTimeout+r.in.Trial.GracePeriod, r.a.DataDir, h.Agent)
 			return rendezvousFile{}, temporal.NewNonRetryableApplicationError(msg, ErrTypeLaunchFailed, nil)
 		}
 		select {
-		case <-r.stopping(ctx):
-			return rendezvousFile{}, ctx.Err()
+		case <-stop:
+			return rendezvousFile{}, errStopped
 		case <-tick.C:
 			activity.RecordHeartbeat(ctx, r.st)
 		}
@@ -214,7 +224,13 @@ func (a *Activities) AgentLease(ctx context.Context, in workflows.AgentLeaseInpu
 	defer beat.Stop()
 	renew := time.NewTimer(workflows.AgentLeaseRenew)
 	defer renew.Stop()
-	activity.RecordHeartbeat(ctx)
+	alive := func() {
+		activity.RecordHeartbeat(ctx)
+		if a.OnLease != nil {
+			a.OnLease()
+		}
+	}
+	alive()
 	for {
 		select {
 		case <-ctx.Done():
@@ -224,7 +240,7 @@ func (a *Activities) AgentLease(ctx context.Context, in workflows.AgentLeaseInpu
 		case <-renew.C:
 			return workflows.AgentLeaseResult{Renew: true}, nil
 		case <-beat.C:
-			activity.RecordHeartbeat(ctx)
+			alive()
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	tclient "go.temporal.io/sdk/client"
@@ -67,6 +68,11 @@ type Config struct {
 	// to checkpoint and exit (--stop-timeout).
 	StopTimeout time.Duration
 }
+
+// RejoinAfter is how long an agent goes without a lease heartbeat before
+// it joins its pool again (the pool dropped it while it could not hear
+// it: a server restart, a network partition).
+const RejoinAfter = 30 * time.Second
 
 // DefaultStopTimeout is Config.StopTimeout's default: trainers get their
 // own grace period, this bounds the whole.
@@ -237,6 +243,10 @@ func New(ctx context.Context, cfg Config, logf func(format string, args ...any))
 		if a.cfg.AdvertiseAddr, err = routeAddr(cfg.HostPort); err != nil {
 			return nil, fieldErr("advertise-addr", EnvAdvertiseAddr, "", "could not find this host's address towards %s (%v); set it", cfg.HostPort, err)
 		}
+		if net.ParseIP(a.cfg.AdvertiseAddr).IsLoopback() {
+			logf("agent %s: warning: advertising %s (the Temporal server is on this host): ranks on other hosts cannot reach it; set --advertise-addr to an address they can",
+				a.cfg.NodePrefix, a.cfg.AdvertiseAddr)
+		}
 	}
 	a.ifname = interfaceOf(a.cfg.AdvertiseAddr)
 	if a.storageID, err = StorageID(cfg.DataDir); err != nil {
@@ -311,15 +321,16 @@ func StorageID(dir string) (string, error) {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	id := hex.EncodeToString(b[:])
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	// Written whole under another name, then linked into place: an agent
+	// reading it never sees it half written, and of two agents creating
+	// it at once one wins (link fails on an existing name).
+	tmp := path + "." + id
+	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp)
+	err := os.Link(tmp, path)
 	if err == nil {
-		_, werr := f.WriteString(id + "\n")
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			return "", werr
-		}
 		return id, nil
 	}
 	if !errors.Is(err, os.ErrExist) {
@@ -332,7 +343,7 @@ func StorageID(dir string) (string, error) {
 	if s := strings.TrimSpace(string(got)); s != "" {
 		return s, nil
 	}
-	return "", fmt.Errorf("%s is empty (being written by another agent? start again)", path)
+	return "", fmt.Errorf("%s is empty: remove it and start the agents again", path)
 }
 
 // Run connects, joins the pool, runs trials' ranks until ctx is done
@@ -353,8 +364,11 @@ func (a *Agent) Run(ctx context.Context) error {
 func (a *Agent) RunWith(ctx context.Context, c tclient.Client) error {
 	cfg := a.cfg
 	refused := make(chan string, 1)
+	var leased atomic.Int64 // unix nanoseconds of the lease's last heartbeat
+	leased.Store(time.Now().UnixNano())
 	acts := &activities.Activities{
-		Client: c, Launcher: a.launcher, DataDir: cfg.DataDir, TaskQueue: cfg.TaskQueue,
+		OnLease: func() { leased.Store(time.Now().UnixNano()) },
+		Client:  c, Launcher: a.launcher, DataDir: cfg.DataDir, TaskQueue: cfg.TaskQueue,
 		HostAddr: cfg.AdvertiseAddr, SocketIfname: a.ifname, StopOnWorkerStop: true,
 		Incarnation: a.incarnation,
 		OnRefused: func(reason string) {
@@ -389,16 +403,36 @@ func (a *Agent) RunWith(ctx context.Context, c tclient.Client) error {
 		Incarnation: a.incarnation, StorageID: a.storageID, DataDir: absPath(cfg.DataDir),
 	}
 	opts := tclient.StartWorkflowOptions{ID: workflows.PoolWorkflowID(cfg.Pool), TaskQueue: cfg.TaskQueue}
-	if _, err := c.SignalWithStartWorkflow(ctx, opts.ID, workflows.SignalAgentJoin, join, opts,
-		workflows.PoolWorkflowName, workflows.PoolInput{Name: cfg.Pool}); err != nil {
+	joinPool := func() error {
+		_, err := c.SignalWithStartWorkflow(ctx, opts.ID, workflows.SignalAgentJoin, join, opts,
+			workflows.PoolWorkflowName, workflows.PoolInput{Name: cfg.Pool})
+		return err
+	}
+	if err := joinPool(); err != nil {
 		return fmt.Errorf("agent %s: joining pool %s: %w", a.ID(), cfg.Pool, err)
 	}
 	a.logf("agent %s: joined pool %s with %d nodes (%s…), address %s, task queue %s", a.ID(), cfg.Pool, len(a.nodes), a.nodes[0].ID, cfg.AdvertiseAddr, queue)
-	select {
-	case <-ctx.Done():
-	case reason := <-refused:
-		stop()
-		return errors.New(reason)
+	// A pool that lost this agent (its lease timed out while the server or
+	// the network was away) runs no lease for it: join again.
+	check := time.NewTicker(RejoinAfter / 3)
+	defer check.Stop()
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case reason := <-refused:
+			stop()
+			return errors.New(reason)
+		case <-check.C:
+			if since := time.Since(time.Unix(0, leased.Load())); since > RejoinAfter {
+				a.logf("agent %s: no lease from pool %s for %v; joining again", a.ID(), cfg.Pool, since.Round(time.Second))
+				if err := joinPool(); err != nil {
+					a.logf("agent %s: joining pool %s again: %v", a.ID(), cfg.Pool, err)
+				}
+				leased.Store(time.Now().UnixNano())
+			}
+		}
 	}
 	a.logf("agent %s: leaving pool %s; trainers get their grace period to checkpoint", a.ID(), cfg.Pool)
 	lctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

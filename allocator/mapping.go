@@ -110,6 +110,9 @@ func keepHosts(nodes []Node, idx []int) {
 // fewest free nodes that still cover what is needed, or, if none does,
 // the one with the most; ties go to the longest idle.
 func packHosts(nodes []Node, free []int, need int, has []string, idIdx map[string]int) (picked, rest []int) {
+	if need == 0 {
+		return nil, free
+	}
 	byHost := map[string][]int{}
 	var order []string
 	for _, i := range free {

@@ -583,6 +583,16 @@ func (p *pool) flush(ctx workflow.Context, withResend bool) {
 		held[r.Node] = r.TrialID
 	}
 	holder := p.nodeAgents()
+	// Nodes gone since the allocation (an agent left) are not sent; the
+	// allocation they made dirty follows. (Versioned: pools running since
+	// before it replay as they ran.)
+	var have map[string]bool
+	if workflow.GetVersion(ctx, "flush-skips-gone-nodes", workflow.DefaultVersion, 1) == 1 {
+		have = make(map[string]bool, len(p.st.Nodes))
+		for _, n := range p.st.Nodes {
+			have[n.ID] = true
+		}
+	}
 	for i := range p.st.Trials {
 		t := &p.st.Trials[i]
 		id := t.Registration.TrialID
@@ -592,7 +602,7 @@ func (p *pool) flush(ctx workflow.Context, withResend bool) {
 		}
 		blocked := slices.ContainsFunc(t.Nodes, func(n string) bool {
 			owner, ok := held[n]
-			return ok && owner != id
+			return (ok && owner != id) || (have != nil && !have[n])
 		})
 		if blocked {
 			continue

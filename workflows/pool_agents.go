@@ -10,6 +10,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/gleaner-hpc/gleaner"
 )
 
 // Agents own the nodes of the hosts they run on (docs/cluster.md). An
@@ -96,6 +98,16 @@ func (p *pool) join(ctx workflow.Context, j AgentJoin) {
 		}
 		p.endLease(j.Agent)
 		p.st.Agents[i] = ag
+		// A restart: the same nodes on a new task queue. Trials placed on
+		// them hear their assignment again, with the new queue.
+		for _, t := range p.st.Trials {
+			if slices.ContainsFunc(t.Sent, func(n string) bool {
+				return slices.ContainsFunc(j.Nodes, func(x gleaner.Node) bool { return x.ID == n })
+			}) {
+				p.resend[t.Registration.TrialID] = true
+				p.dirty = true
+			}
+		}
 	} else {
 		p.st.Agents = slices.Insert(p.st.Agents, i, ag)
 	}
@@ -194,7 +206,7 @@ func (p *pool) placement(nodes []string, holder map[string]int) []HostNodes {
 	for _, n := range nodes {
 		i, ok := holder[n]
 		if !ok {
-			i = -1 // the worker's own nodes
+			i = -1 // the worker's own nodes (flush sends only nodes the pool has)
 		}
 		k, seen := at[i]
 		if !seen {

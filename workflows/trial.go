@@ -126,6 +126,7 @@ type trial struct {
 	// rank or a lost host (not a rescale); hostFaults counts the lost hosts.
 	relaunch   bool
 	hostFaults int
+	groupFails int // failed ranks since the assignment last changed
 	groupRuns  map[int]bool
 	// waitEpoch: a run ended stopped without the trial stopping it (its
 	// agent left and stopped the trainer): the next launch waits for an
@@ -156,9 +157,10 @@ type activeRun struct {
 	cancel     workflow.CancelFunc
 	stopping   bool
 	afterPause bool
-	seen       bool // a progress of this run has arrived
-	attempt    int  // activity attempt of the latest progress
-	hosts      int  // hosts it runs on (>1: one activity per host, a group)
+	seen       bool     // a progress of this run has arrived
+	attempt    int      // activity attempt of the latest progress
+	hosts      int      // hosts it runs on (>1: one activity per host, a group)
+	queues     []string // the task queue of each host's part (nil: the worker's own)
 }
 
 func newTrial(ctx workflow.Context, in TrialInput) (*trial, error) {
@@ -336,7 +338,8 @@ func (t *trial) step(ctx workflow.Context) error {
 		t.continuing = true
 	}
 	if a := t.active; a != nil {
-		if !a.stopping && (t.stopRequested || t.paused || t.continuing || !slices.Equal(a.nodes, t.assigned)) {
+		if !a.stopping && (t.stopRequested || t.paused || t.continuing || !slices.Equal(a.nodes, t.assigned) ||
+			!slices.Equal(a.queues, hostQueues(t.assignedHosts))) {
 			a.stopping = true
 			a.cancel()
 		}
@@ -419,10 +422,21 @@ func (t *trial) launch(ctx workflow.Context) {
 		cancel:     cancel,
 		afterPause: t.atZero,
 		hosts:      max(len(in.Hosts), 1),
+		queues:     hostQueues(in.Hosts),
 	}
 	t.atZero = false
 	t.p.Nodes = nodes
 	t.setState(ctx, TrialRunning)
+}
+
+// hostQueues are the task queues of a placement (an agent that restarted
+// holds the same nodes on a new queue).
+func hostQueues(hosts []HostNodes) []string {
+	var qs []string
+	for _, h := range hosts {
+		qs = append(qs, h.TaskQueue)
+	}
+	return qs
 }
 
 func (t *trial) onAssignment(ctx workflow.Context, a Assignment) {
@@ -430,6 +444,11 @@ func (t *trial) onAssignment(ctx workflow.Context, a Assignment) {
 		return // stale, or sent before the trial released its nodes
 	}
 	t.epoch = a.Epoch
+	if !slices.Equal(t.assigned, a.Nodes) {
+		// Failures on several hosts are counted per assignment, like a
+		// one-host run's per run.
+		t.groupFails, t.hostFaults = 0, 0
+	}
 	t.assigned = slices.Clone(a.Nodes)
 	t.assignedType = a.NodeType
 	t.assignedHosts = slices.Clone(a.Hosts)
@@ -590,8 +609,12 @@ func (t *trial) onRunEnded(ctx workflow.Context, run *activeRun, f workflow.Futu
 			t.setState(ctx, TrialCompleted)
 			return
 		}
-		if !run.stopping && t.epoch > 0 && workflow.GetVersion(ctx, "stopped-by-agent-waits", workflow.DefaultVersion, 1) == 1 {
+		if !run.stopping && len(run.queues) > 0 && workflow.GetVersion(ctx, "stopped-by-agent-waits", workflow.DefaultVersion, 1) == 1 {
+			// Its agent stopped it: the pool is taking the nodes. Register
+			// again, so the pool re-sends the assignment (a newer epoch)
+			// even if it decides the same nodes.
 			t.waitEpoch = t.epoch
+			t.registered = false
 		}
 	case errors.As(err, &canceled):
 		// Stopped before the trainer started: nothing ran.

@@ -74,8 +74,19 @@ func runGroup(ctx, actx workflow.Context, in RunTrialInput) workflow.Future {
 			}
 		}
 		res := results[0]
-		if peerStopped && res.Outcome == RunCompleted {
+		if errs[0] != nil {
+			var app *temporal.ApplicationError
+			if errors.As(errs[0], &app) && app.HasDetails() {
+				_ = app.Details(&res)
+			}
+		}
+		if peerStopped {
+			// A rank's agent stopped it (it left): the trainers agreed on
+			// the stop and exited 0, or lost their peer and failed. Either
+			// way the run was stopped, not finished and not failed.
 			res.Outcome = RunStopped
+			set.Set(res, nil)
+			return
 		}
 		set.Set(groupResult(in, first, res, errs))
 	})
@@ -134,8 +145,10 @@ func (t *trial) groupFailed(ctx workflow.Context, run *activeRun, err error) boo
 		}
 		logger.Warn("a host of the run was lost; starting the run again", "trial", t.in.TrialID, "run", run.run, "error", app.Error())
 	} else {
-		if t.p.Restarts >= t.in.MaxRestarts {
-			t.p.Error = fmt.Sprintf("%s; trial.max_restarts: %d reached", app.Error(), t.in.MaxRestarts)
+		// As on one host: max_restarts relaunches after failures on the
+		// same nodes, the failure after them ends the trial.
+		if t.groupFails++; t.groupFails > t.in.MaxRestarts {
+			t.p.Error = fmt.Sprintf("%s; trial.max_restarts: %d reached", app.Message(), t.in.MaxRestarts)
 			t.p.Nodes = nil
 			t.setState(ctx, TrialFailed)
 			return true

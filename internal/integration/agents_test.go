@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -184,4 +185,41 @@ func TestAgentWithUnsharedDataDirIsRefused(t *testing.T) {
 	if s, err := poolStatus(t, srv.Client(), pool); err != nil || len(s.Agents) != 1 {
 		t.Errorf("pool agents %+v (%v), want h1 only", s.Agents, err)
 	}
+}
+
+// A pool that drops a live agent (its lease timed out while the server
+// was away longer than the agent timeout) gets it back: the agent, which
+// hears no lease, joins again.
+func TestAgentJoinsAgainAfterAServerOutage(t *testing.T) {
+	srv := startServer(t, devserver.Options{DBFile: filepath.Join(t.TempDir(), "temporal.db")})
+	const tq, pool = "agents-outage", "agents-outage"
+	startWorkerProcess(t, srv, WorkerProcessOptions{TaskQueue: tq, Nodes: "none"})
+	a := startWorkerProcess(t, srv, agentOpts(tq, pool, "h1", "127.0.0.1", filepath.Join(t.TempDir(), "shared"), 1))
+	waitAgents(t, srv.Client(), pool, "h1")
+
+	// Down for longer than the pool's agent timeout (10 s): the lease's
+	// heartbeat timer fires when the server is back.
+	outage := workflows.DefaultAgentTimeout + 5*time.Second
+	err := srv.RestartAfter(testContext(t, 2*time.Minute), func(ctx context.Context) error {
+		timer := time.NewTimer(outage)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	waitFor(t, 2*time.Minute, "the agent to be in the pool again after the outage", func() (bool, error) {
+		s, err := poolStatus(t, srv.Client(), pool)
+		if err != nil {
+			return false, nil // the pool's workflow task may not have run yet
+		}
+		return len(s.Agents) == 1 && len(s.Nodes) == 1 && strings.Contains(a.Log(), "joining again"), nil
+	})
+	t.Logf("the agent was in the pool again %v after the server came back", time.Since(back).Round(100*time.Millisecond))
 }

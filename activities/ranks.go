@@ -218,9 +218,15 @@ func (a *Activities) AgentLease(ctx context.Context, in workflows.AgentLeaseInpu
 	}
 	if a.Incarnation != "" && in.Incarnation != a.Incarnation {
 		return workflows.AgentLeaseResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("agent %s: lease for start %s, this is start %s", in.Agent, in.Incarnation, a.Incarnation), "StaleLease", nil)
+			fmt.Sprintf("agent %s: lease for start %s, this is start %s", in.Agent, in.Incarnation, a.Incarnation), workflows.ErrTypeStaleLease, nil)
 	}
-	beat := time.NewTicker(time.Second)
+	// Four beats per heartbeat timeout: every beat is a write to the
+	// pool's workflow on the server, so no more often than that.
+	every := time.Second
+	if t := activity.GetInfo(ctx).HeartbeatTimeout; t/4 > every {
+		every = t / 4
+	}
+	beat := time.NewTicker(every)
 	defer beat.Stop()
 	renew := time.NewTimer(workflows.AgentLeaseRenew)
 	defer renew.Stop()
@@ -234,7 +240,9 @@ func (a *Activities) AgentLease(ctx context.Context, in workflows.AgentLeaseInpu
 	for {
 		select {
 		case <-ctx.Done():
-			return workflows.AgentLeaseResult{}, ctx.Err()
+			// Cancelled by the pool (it then ignores the result), or by a
+			// heartbeat the server did not take in time: ask for a new one.
+			return workflows.AgentLeaseResult{Renew: true}, nil
 		case <-activity.GetWorkerStopChannel(ctx):
 			return workflows.AgentLeaseResult{}, nil
 		case <-renew.C:

@@ -25,6 +25,19 @@ func mapNodes(in *instance, d decision) []Allocation {
 			if len(keep) > a.Count {
 				keep = keep[:a.Count]
 			}
+			// In the order the trial holds them: an unchanged set comes
+			// back unchanged (the pool and the trial compare lists), and
+			// its rank 0 stays where it was.
+			kept := make(map[int]bool, len(keep))
+			for _, i := range keep {
+				kept[i] = true
+			}
+			keep = keep[:0]
+			for _, i := range ti.curNodes {
+				if kept[i] {
+					keep = append(keep, i)
+				}
+			}
 			for _, i := range keep {
 				held[i] = true
 				a.Nodes = append(a.Nodes, nodes[i].ID)

@@ -97,3 +97,24 @@ func TestSolvePacksTrialsOntoHosts(t *testing.T) {
 		}
 	}
 }
+
+// A trial keeping its nodes gets them back in the order it holds them,
+// whatever their hosts and idle times: the pool and the trial compare the
+// lists, and a new order would relaunch its trainer for nothing.
+func TestKeptNodesKeepTheirOrder(t *testing.T) {
+	nodes := hostNodes("a:3", "b:2")
+	held := []string{"b/1", "a/2", "b/0", "a/0"}
+	p := &Problem{Lookahead: 60e9, Nodes: nodes, Trials: []Trial{{ID: "x", Nodes: held, MinNodes: 4, MaxNodes: 4, Weight: 1,
+		Curve: Curve{{Nodes: 4, Throughput: 4}}, RescaleUpCost: 10, RescaleDownCost: 10}}}
+	for range 3 {
+		res, err := Solve(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := res.Allocations[0].Nodes
+		if !slices.Equal(got, held) {
+			t.Fatalf("nodes %v, want the held order %v", got, held)
+		}
+		p.Trials[0].Nodes = got
+	}
+}

@@ -14,6 +14,9 @@ import (
 	"github.com/gleaner-hpc/gleaner"
 )
 
+// ErrTypeStaleLease ends a lease an agent got for another of its starts.
+const ErrTypeStaleLease = "StaleLease"
+
 // Agents own the nodes of the hosts they run on (docs/cluster.md). An
 // agent joins with its nodes (SignalAgentJoin) and the pool starts its
 // lease, an activity on the agent's task queue that heartbeats for as
@@ -127,6 +130,12 @@ func (p *pool) leave(ctx workflow.Context, l AgentLeave) {
 }
 
 func (p *pool) remove(i int) {
+	// Its nodes are gone: nothing waits for them to be released.
+	gone := map[string]bool{}
+	for _, n := range p.st.Agents[i].Nodes {
+		gone[n.ID] = true
+	}
+	p.st.Releasing = slices.DeleteFunc(p.st.Releasing, func(r Releasing) bool { return gone[r.Node] })
 	p.endLease(p.st.Agents[i].Agent)
 	p.st.Agents = slices.Delete(p.st.Agents, i, i+1)
 	p.setNodes()
@@ -173,7 +182,14 @@ func (p *pool) leaseEnded(ctx workflow.Context, agent string, l *lease, f workfl
 	}
 	var res AgentLeaseResult
 	err := f.Get(ctx, &res)
-	if err == nil && res.Renew {
+	var timeout *temporal.TimeoutError
+	var app *temporal.ApplicationError
+	stale := errors.As(err, &app) && app.Type() == ErrTypeStaleLease
+	if (err == nil && res.Renew) || (err != nil && !errors.As(err, &timeout) && !stale) {
+		// Renewed, or ended by an error the agent itself reported (a
+		// heartbeat the server was too slow to take cancels the lease on
+		// the agent's side): it answered, so it lives. Only a timeout —
+		// no heartbeat for AgentTimeout — is a lost agent.
 		p.startLease(ctx, p.st.Agents[i].AgentJoin)
 		return
 	}

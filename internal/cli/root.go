@@ -42,6 +42,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	bench.AddCommand(newBenchAllocatorCmd())
 	bench.AddCommand(newBenchCampaignCmd())
 	bench.AddCommand(newBenchRescaleCmd())
+	bench.AddCommand(newBenchAgentsCmd())
 	root.AddCommand(bench)
 
 	jpaCmd := &cobra.Command{Use: "jpa", Short: "The Job Profiling Advisor: learn throughput curves online"}

@@ -3,6 +3,8 @@
 // an in-process worker (worker.Build) and the go-mlp example trainer built
 // once. RunCampaign measures campaign throughput and history sizes;
 // RunRescale measures how long a trial takes to relaunch after its pool
-// changes its assignment. `gleaner bench campaign` and `gleaner bench
-// rescale` print their reports; docs/benchmarks.md has the numbers.
+// changes its assignment (on one host, or on two agents); RunAgents
+// measures a pool of many agents (joins, signals, history per hour).
+// `gleaner bench campaign`, `bench rescale` and `bench agents` print their
+// reports; docs/benchmarks.md has the numbers.
 package benchrun

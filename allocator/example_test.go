@@ -23,8 +23,9 @@ import (
 // Within 4 nodes the pairs are (4,0) 172800, (3,0) 144000, (2,2) 223200,
 // (1,2) 175200, (0,2) 115200: shrinking resnet to 2 and starting bert is
 // the optimum. resnet keeps the nodes that stay idle longest — n3 (no
-// announced end) and n2 (12:00) — and releases n1 (10:00); bert takes the
-// free nodes longest-idle first: n4 (11:00), then n1.
+// announced end) and n2 (12:00), listed in the order it holds them — and
+// releases n1 (10:00); bert takes the free nodes longest-idle first: n4
+// (11:00), then n1.
 func ExampleSolve_paper() {
 	at := func(h int) time.Time { return time.Date(2025, 6, 1, h, 0, 0, 0, time.UTC) }
 	p := &allocator.Problem{
@@ -55,6 +56,6 @@ func ExampleSolve_paper() {
 	}
 	// Output:
 	// optimal 223200
-	// resnet 2 [n3 n2]
+	// resnet 2 [n2 n3]
 	// bert 2 [n4 n1]
 }

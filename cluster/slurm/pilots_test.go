@@ -1,0 +1,181 @@
+package slurm
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeSlurm answers Slurm commands from scripted outputs and records every
+// argv it was given.
+type fakeSlurm struct {
+	config, partition, pilots, plan, resv string
+	nextID                                int
+	calls                                 [][]string
+}
+
+func (f *fakeSlurm) Run(_ context.Context, name string, args ...string) ([]byte, error) {
+	f.calls = append(f.calls, append([]string{name}, args...))
+	switch {
+	case name == "scontrol" && args[1] == "config":
+		return []byte(f.config), nil
+	case name == "scontrol" && args[1] == "partition":
+		return []byte(f.partition), nil
+	case name == "scontrol" && args[1] == "reservation":
+		return []byte(f.resv), nil
+	case name == "squeue" && strings.Contains(strings.Join(args, " "), "--start"):
+		return []byte(f.plan), nil
+	case name == "squeue":
+		return []byte(f.pilots), nil
+	case name == "sbatch":
+		f.nextID++
+		return []byte(fmt.Sprintf("%d\n", f.nextID)), nil
+	case name == "scancel":
+		return nil, nil
+	}
+	return nil, fmt.Errorf("unexpected %s", name)
+}
+
+func (f *fakeSlurm) count(name string) int {
+	n := 0
+	for _, c := range f.calls {
+		if c[0] == name {
+			n++
+		}
+	}
+	return n
+}
+
+func (f *fakeSlurm) last(name string) []string {
+	for i := len(f.calls) - 1; i >= 0; i-- {
+		if f.calls[i][0] == name {
+			return f.calls[i]
+		}
+	}
+	return nil
+}
+
+type fakePool struct {
+	demand Demand
+	sent   []map[string]time.Time
+}
+
+func (p *fakePool) Demand(context.Context) (Demand, error) { return p.demand, nil }
+func (p *fakePool) SetIdleUntil(_ context.Context, m map[string]time.Time) error {
+	p.sent = append(p.sent, m)
+	return nil
+}
+
+const (
+	testConfig    = "KillWait = 5 sec\nSchedulerParameters = bf_interval=2\nPreemptType = preempt/partition_prio\nSLURM_VERSION = 22.05.8\n"
+	testPartition = "PartitionName=glean Nodes=g[1-6] PriorityTier=1 MaxTime=UNLIMITED PreemptMode=CANCEL State=UP GraceTime=20\n"
+)
+
+func newTestPilots(t *testing.T, f *fakeSlurm, pool *fakePool, set Settings, logf func(string, ...any)) *Pilots {
+	t.Helper()
+	set.Pool, set.Partition, set.Dir, set.Gleaner, set.Location = "p", "glean", t.TempDir(), "/usr/bin/gleaner", time.UTC
+	p, err := NewPilots(context.Background(), set, f, pool, logf)
+	require.NoError(t, err)
+	return p
+}
+
+func TestPilotsSubmitUpToMaxPendingWhileTrialsWantNodes(t *testing.T) {
+	f := &fakeSlurm{config: testConfig, partition: testPartition,
+		pilots: "5|PENDING||N/A|N/A|gleaner:pool=p|glean\n"}
+	pool := &fakePool{demand: Demand{Trials: 3, Wanted: 10}}
+	p := newTestPilots(t, f, pool, Settings{MaxPending: 3, AgentArgs: []string{"--data-dir", "/shared/gl"}}, nil)
+	st, err := p.Step(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"1", "2"}, st.Submitted, "one waits already: two more make three")
+	args := strings.Join(f.last("sbatch"), " ")
+	for _, want := range []string{"--parsable", "--job-name=gleaner-pilot.p", "--comment=gleaner:pool=p", "--partition=glean",
+		"--nodes=1", "--time=0-02:00:00", "--time-min=0-00:10:00", "--signal=B:TERM@30",
+		"--pool p --stop-timeout 16s --data-dir /shared/gl"} {
+		assert.Contains(t, args, want)
+	}
+	assert.Empty(t, st.Cancelled)
+
+	// The trials now want only one node: the extra waiting pilots go,
+	// the newest first.
+	f.pilots = "5|PENDING||N/A|N/A|c|glean\n6|PENDING||N/A|N/A|c|glean\n7|PENDING||N/A|N/A|c|glean\n"
+	pool.demand = Demand{Trials: 1, Wanted: 1}
+	st, err = p.Step(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"7", "6"}, st.Cancelled)
+	assert.Empty(t, st.Submitted)
+}
+
+func TestPilotsNoneWithoutTrialsAndRunningOnesReleasedAfterIdleRelease(t *testing.T) {
+	f := &fakeSlurm{config: testConfig, partition: testPartition, resv: "No reservations in the system\n",
+		pilots: "5|PENDING||N/A|N/A|c|glean\n6|RUNNING|g2|2026-11-23T12:00:00|2026-11-23T14:00:00|c|glean\n"}
+	pool := &fakePool{demand: Demand{Trials: 1, Wanted: 4}}
+	p := newTestPilots(t, f, pool, Settings{MaxPending: 1, IdleRelease: time.Minute}, nil)
+	now := time.Date(2026, 11, 23, 12, 30, 0, 0, time.UTC)
+	p.now = func() time.Time { return now }
+	_, err := p.Step(context.Background())
+	require.NoError(t, err)
+	assert.Zero(t, f.count("sbatch"), "one pilot waits: max_pending reached")
+
+	pool.demand = Demand{}
+	st, err := p.Step(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"5"}, st.Cancelled, "the waiting pilot goes at once, the running one stays a while")
+	now = now.Add(time.Minute)
+	st, err = p.Step(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"5", "6"}, st.Cancelled)
+	assert.Zero(t, f.count("sbatch"))
+}
+
+func TestPilotsSendEstimatesOnlyWhenTheyChange(t *testing.T) {
+	f := &fakeSlurm{config: testConfig, partition: testPartition, resv: "No reservations in the system\n",
+		pilots: "6|RUNNING|g2|2026-11-23T12:00:00|2026-11-23T14:00:00|c|glean\n",
+		plan:   "40|batch|100|2026-11-23T13:00:00|g2|1|big\n"}
+	pool := &fakePool{demand: Demand{Trials: 1}}
+	p := newTestPilots(t, f, pool, Settings{}, nil)
+	p.now = func() time.Time { return time.Date(2026, 11, 23, 12, 30, 0, 0, time.UTC) }
+	st, err := p.Step(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "job 40 (batch)", st.Estimates["g2"].Why)
+	require.Len(t, pool.sent, 1)
+	assert.Equal(t, time.Date(2026, 11, 23, 13, 0, 0, 0, time.UTC), pool.sent[0]["g2"])
+	_, err = p.Step(context.Background())
+	require.NoError(t, err)
+	assert.Len(t, pool.sent, 1, "unchanged estimates are not sent again")
+	f.plan = ""
+	_, err = p.Step(context.Background())
+	require.NoError(t, err)
+	require.Len(t, pool.sent, 2)
+	assert.Equal(t, time.Date(2026, 11, 23, 14, 0, 0, 0, time.UTC), pool.sent[1]["g2"], "the pilot's own end")
+}
+
+func TestPilotsRefuseAPartitionThatIsNotPreemptible(t *testing.T) {
+	f := &fakeSlurm{config: "PreemptType = preempt/none\nSLURM_VERSION = 22.05.8\n",
+		partition: "PartitionName=glean Nodes=g[1-6] PreemptMode=OFF State=UP GraceTime=0\n"}
+	_, err := NewPilots(context.Background(), Settings{Pool: "p", Partition: "glean", Dir: t.TempDir(), Gleaner: "/bin/gleaner"}, f, &fakePool{}, nil)
+	assert.ErrorIs(t, err, ErrNotPreemptible)
+	assert.ErrorContains(t, err, "PreemptMode=OFF")
+}
+
+func TestPilotsWarnWhenAGracePeriodCannotFit(t *testing.T) {
+	f := &fakeSlurm{config: testConfig, partition: testPartition}
+	var logs []string
+	p := newTestPilots(t, f, &fakePool{demand: Demand{Trials: 1, MaxGrace: time.Minute}}, Settings{}, func(format string, args ...any) {
+		logs = append(logs, fmt.Sprintf(format, args...))
+	})
+	_, err := p.Step(context.Background())
+	require.NoError(t, err)
+	assert.Contains(t, strings.Join(logs, "\n"), "grace_period 1m0s does not fit partition glean's GraceTime 20s")
+}
+
+func TestPilotsShutdownCancelsByName(t *testing.T) {
+	f := &fakeSlurm{config: testConfig, partition: testPartition}
+	p := newTestPilots(t, f, &fakePool{}, Settings{}, nil)
+	require.NoError(t, p.Shutdown(context.Background()))
+	assert.Equal(t, []string{"scancel", "--name=gleaner-pilot.p", "--partition=glean"}, f.last("scancel"))
+}

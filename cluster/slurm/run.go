@@ -1,0 +1,66 @@
+package slurm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// Runner runs one Slurm command with argv, never through a shell, and
+// returns its standard output.
+type Runner interface {
+	Run(ctx context.Context, name string, args ...string) ([]byte, error)
+}
+
+// ExecRunner runs the commands on this machine. Env is added to the
+// process's environment (SLURM_CONF, for a cluster of tests).
+type ExecRunner struct {
+	Env []string
+}
+
+// CommandError is a Slurm command that failed: its argv, exit and the
+// last of what it wrote on stderr.
+type CommandError struct {
+	Argv   []string
+	Stderr string
+	Err    error
+}
+
+func (e *CommandError) Error() string {
+	msg := strings.Join(e.Argv, " ") + ": " + e.Err.Error()
+	if e.Stderr != "" {
+		msg += ": " + e.Stderr
+	}
+	return msg
+}
+
+func (e *CommandError) Unwrap() error { return e.Err }
+
+// Run implements Runner.
+func (r ExecRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	if len(r.Env) > 0 {
+		cmd.Env = append(os.Environ(), r.Env...)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			err = fmt.Errorf("%w (is Slurm's client installed and on PATH?)", err)
+		}
+		return stdout.Bytes(), &CommandError{Argv: append([]string{name}, args...), Stderr: lastLines(stderr.String(), 5), Err: err}
+	}
+	return stdout.Bytes(), nil
+}
+
+func lastLines(s string, n int) string {
+	ls := strings.Split(strings.TrimSpace(s), "\n")
+	if len(ls) > n {
+		ls = ls[len(ls)-n:]
+	}
+	return strings.Join(ls, "; ")
+}

@@ -54,6 +54,10 @@ type Activities struct {
 	// (SIGTERM, the grace period) rather than after its stop timeout: an
 	// agent that leaves.
 	StopOnWorkerStop bool
+	// Leaving, when closed, says the host is being given back (the agent
+	// got SIGTERM): a trainer that exits from then on was stopped (a batch
+	// scheduler signals every process of the job), not finished.
+	Leaving <-chan struct{}
 	// Incarnation is this agent's start (AgentJoin.Incarnation); a lease
 	// for another start ends at once. OnRefused is told when the pool
 	// refuses the agent (AgentLeaseInput.Refused).
@@ -181,4 +185,17 @@ func (a *Activities) RegisterTrial(ctx context.Context, in workflows.RegisterTri
 		return fmt.Errorf("registering %s with pool %q: %w", in.Registration.TrialID, in.Pool, err)
 	}
 	return nil
+}
+
+// leaving reports whether the host is being given back (Leaving closed).
+func (a *Activities) leaving() bool {
+	if a.Leaving == nil {
+		return false
+	}
+	select {
+	case <-a.Leaving:
+		return true
+	default:
+		return false
+	}
 }

@@ -136,6 +136,9 @@ func (r *runner) runRank(ctx context.Context) (workflows.RunTrialResult, error) 
 		select {
 		case <-proc.Done():
 			exit := proc.Exit()
+			if r.a.leaving() {
+				return workflows.RunTrialResult{Outcome: workflows.RunStopped, Exit: exit, Attempt: r.attempt}, nil
+			}
 			if !exit.OK() {
 				msg := fmt.Sprintf("trial %s: rank %d: trainer exited with %s (log: %s)", in.Trial.TrialID, in.Rank, describe(exit), proc.LogFile())
 				return workflows.RunTrialResult{}, temporal.NewNonRetryableApplicationError(msg, ErrTypeTrainerFailed, nil)

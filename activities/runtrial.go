@@ -355,6 +355,13 @@ func (r *runner) follow(ctx context.Context, proc cluster.Process) (workflows.Ru
 func (r *runner) exited(ctx context.Context, proc cluster.Process) (workflows.RunTrialResult, error) {
 	r.poll()
 	exit := proc.Exit()
+	if r.a.leaving() {
+		// The batch scheduler took the host back and signalled the trainer
+		// with the agent: it checkpointed and stopped, whatever its exit.
+		r.log.Info("trainer exited while the host is given back: a stop", "trial", r.in.Trial.TrialID, "exit", describe(exit))
+		r.sendFinal()
+		return r.result(exit, workflows.RunStopped), nil
+	}
 	if !exit.OK() {
 		err := r.failed(ctx, fmt.Sprintf("trial %s: trainer exited with %s (log: %s)", r.in.Trial.TrialID, describe(exit), proc.LogFile()),
 			ErrTypeTrainerFailed, r.result(exit, workflows.RunCompleted))

@@ -67,6 +67,12 @@ type Config struct {
 	// StopTimeout bounds how long a leaving agent waits for its trainers
 	// to checkpoint and exit (--stop-timeout).
 	StopTimeout time.Duration
+	// Whole makes the host one node whose id is NodePrefix itself, with
+	// one slot: a Slurm pilot's node, named as Slurm names it.
+	Whole bool
+	// Job names the batch job the agent runs in (a Slurm pilot's job id),
+	// for logs; empty outside one.
+	Job string
 }
 
 // RejoinAfter is how long an agent goes without a lease heartbeat before
@@ -208,7 +214,10 @@ func New(ctx context.Context, cfg Config, logf func(format string, args ...any))
 		}
 		a.cfg.NodePrefix = h
 	}
-	lc := cluster.LocalConfig{Slots: cfg.Slots, Prefix: a.cfg.NodePrefix}
+	lc := cluster.LocalConfig{Slots: cfg.Slots, Prefix: a.cfg.NodePrefix, Whole: cfg.Whole}
+	if cfg.Whole {
+		lc.Slots = 1
+	}
 	gpus, _ := parseGPUs(cfg.GPUs)
 	if gpus != nil {
 		all, err := cluster.DetectNvidiaGPUs(ctx)
@@ -370,6 +379,9 @@ func (a *Agent) RunWith(ctx context.Context, c tclient.Client) error {
 		OnLease: func() { leased.Store(time.Now().UnixNano()) },
 		Client:  c, Launcher: a.launcher, DataDir: cfg.DataDir, TaskQueue: cfg.TaskQueue,
 		HostAddr: cfg.AdvertiseAddr, SocketIfname: a.ifname, StopOnWorkerStop: true,
+		// From the SIGTERM on, a trainer's exit is a stop, never a finish:
+		// a batch scheduler signals the trainers as well as the agent.
+		Leaving:     ctx.Done(),
 		Incarnation: a.incarnation,
 		OnRefused: func(reason string) {
 			select {

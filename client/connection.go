@@ -308,3 +308,21 @@ func (c Connection) Dial(ctx context.Context) (tclient.Client, error) {
 		}
 	}
 }
+
+// Args are the command-line flags that make another Gleaner process
+// (an agent a Slurm pilot starts) connect as c does. The API key is left
+// out: flags show up in ps; pass it in TEMPORAL_API_KEY.
+func (c Connection) Args() []string {
+	args := []string{"--address", c.HostPort, "--namespace", c.Namespace, "--task-queue", c.TaskQueue}
+	for _, f := range []struct{ flag, v string }{
+		{"--tls-ca", c.TLS.CAFile}, {"--tls-cert", c.TLS.CertFile}, {"--tls-key", c.TLS.KeyFile}, {"--tls-server-name", c.TLS.ServerName},
+	} {
+		if f.v != "" {
+			args = append(args, f.flag, f.v)
+		}
+	}
+	if c.TLS.Enabled {
+		args = append(args, "--tls")
+	}
+	return args
+}

@@ -24,6 +24,8 @@ type LocalConfig struct {
 	Detect GPUDetector
 	// Prefix is LocalHost.Prefix.
 	Prefix string
+	// Whole is LocalHost.Whole (needs Slots 1 and a Prefix).
+	Whole bool
 }
 
 // LocalHost is this host's slots, resolved from a LocalConfig: slot i
@@ -37,12 +39,18 @@ type LocalHost struct {
 	// agents sharing one machine (tests, network namespaces) never kill
 	// each other's ranks.
 	Prefix string
+	// Whole makes the host one node whose id is Prefix itself: a batch
+	// scheduler's node that a pilot job holds (the Slurm node name).
+	Whole bool
 }
 
 // NodeID is the node id of slot i.
 func (h LocalHost) NodeID(i int) string {
 	if h.Prefix == "" {
 		return SlotID(i)
+	}
+	if h.Whole {
+		return h.Prefix
 	}
 	return h.Prefix + "/" + strconv.Itoa(i)
 }
@@ -51,6 +59,12 @@ func (h LocalHost) NodeID(i int) string {
 func (h LocalHost) ParseNodeID(id string) (int, error) {
 	if h.Prefix == "" {
 		return ParseSlotID(id)
+	}
+	if h.Whole {
+		if id != h.Prefix {
+			return 0, fmt.Errorf("node %q is not this host's node (%s)", id, h.Prefix)
+		}
+		return 0, nil
 	}
 	digits, ok := strings.CutPrefix(id, h.Prefix+"/")
 	i, err := strconv.Atoi(digits)
@@ -94,7 +108,10 @@ func NewLocalHost(ctx context.Context, cfg LocalConfig) (LocalHost, error) {
 	if len(gpus) > slots {
 		gpus = gpus[:slots]
 	}
-	return LocalHost{Slots: slots, GPUs: append([]GPU(nil), gpus...), Prefix: cfg.Prefix}, nil
+	if cfg.Whole && (slots != 1 || cfg.Prefix == "") {
+		return LocalHost{}, fmt.Errorf("local host: a whole-host node needs one slot and a prefix (its id), not %d slots and prefix %q", slots, cfg.Prefix)
+	}
+	return LocalHost{Slots: slots, GPUs: append([]GPU(nil), gpus...), Prefix: cfg.Prefix, Whole: cfg.Whole}, nil
 }
 
 // NodeType is the type of slot i: its GPU's model name, or CPUNodeType.

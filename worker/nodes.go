@@ -22,6 +22,10 @@ const (
 	// NodeSourceNone is no local nodes: "none". The pool's nodes are its
 	// agents' (gleaner agent, docs/cluster.md).
 	NodeSourceNone NodeSourceKind = "none"
+	// NodeSourceSlurm harvests a Slurm cluster's idle nodes with pilot
+	// jobs whose agents join the pool:
+	// "slurm:partition=P[,pool=NAME][,max_pending=K]..." (docs/slurm.md).
+	NodeSourceSlurm NodeSourceKind = "slurm"
 )
 
 // NodeSourceConfig is a parsed --nodes value. Of Static and Replay, only
@@ -30,6 +34,7 @@ type NodeSourceConfig struct {
 	Kind   NodeSourceKind
 	Static StaticNodes
 	Replay ReplayNodes
+	Slurm  SlurmNodes
 	// NoGPUs ("gpus=none") makes the local slots plain CPU slots even on
 	// a host with GPUs; by default ("gpus=auto") each slot owns one GPU
 	// when the host has any, so there can be no more slots than GPUs.
@@ -62,6 +67,19 @@ type ReplayNodes struct {
 	Type string
 }
 
+// SlurmNodes is "slurm:partition=P[,pool=NAME][,qos=Q][,account=A]
+// [,max_pending=K][,max_pilots=N][,time=D][,time_min=D][,lead=D]
+// [,interval=D][,type=T][,gpus=auto|none]": pilot jobs in partition P
+// whose agents join pool NAME (docs/slurm.md). Zero fields take the
+// defaults of slurm.Settings.
+type SlurmNodes struct {
+	Partition, Pool, QOS, Account string
+	MaxPending, MaxPilots         int
+	Time, TimeMin, Lead, Interval time.Duration
+	// Type is the agents' node type (--type), optional.
+	Type string
+}
+
 // DefaultReplaySlots is the slot count of a replay source without slots=.
 const DefaultReplaySlots = 4
 
@@ -76,11 +94,15 @@ func ParseNodeSource(spec string) (NodeSourceConfig, error) {
 	}
 	kind, rest, ok := strings.Cut(strings.TrimSpace(spec), ":")
 	if !ok || rest == "" {
-		return bad("want static:N or replay:FILE,slots=K,factor=F,offset=S")
+		return bad("want static:N, replay:FILE,slots=K,factor=F,offset=S, slurm:partition=P or none")
 	}
 	parts := strings.Split(rest, ",")
 	opts := map[string]string{}
-	for _, p := range parts[1:] {
+	optParts := parts[1:]
+	if NodeSourceKind(strings.ToLower(kind)) == NodeSourceSlurm {
+		optParts = parts // options only
+	}
+	for _, p := range optParts {
 		k, v, ok := strings.Cut(p, "=")
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		if !ok || k == "" || v == "" {
@@ -159,8 +181,35 @@ func ParseNodeSource(spec string) (NodeSourceConfig, error) {
 			r.Loop = b
 		}
 		return NodeSourceConfig{Kind: NodeSourceReplay, Replay: r, NoGPUs: noGPUs}, nil
+	case NodeSourceSlurm:
+		if err := allow("partition", "pool", "qos", "account", "max_pending", "max_pilots", "time", "time_min", "lead", "interval", "type", "gpus"); err != nil {
+			return bad("%v", err)
+		}
+		sl := SlurmNodes{Partition: opts["partition"], Pool: opts["pool"], QOS: opts["qos"], Account: opts["account"], Type: opts["type"]}
+		if sl.Partition == "" {
+			return bad("partition: missing (the preemptible partition pilots run in: slurm:partition=NAME)")
+		}
+		for key, dst := range map[string]*int{"max_pending": &sl.MaxPending, "max_pilots": &sl.MaxPilots} {
+			if v, ok := opts[key]; ok {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 {
+					return bad("%s %q: want an integer ≥ 1", key, v)
+				}
+				*dst = n
+			}
+		}
+		for key, dst := range map[string]*time.Duration{"time": &sl.Time, "time_min": &sl.TimeMin, "lead": &sl.Lead, "interval": &sl.Interval} {
+			if v, ok := opts[key]; ok {
+				d, err := parseSeconds(v)
+				if err != nil || d <= 0 {
+					return bad("%s %q: want a duration > 0 (\"90m\") or seconds (\"5400\")", key, v)
+				}
+				*dst = d
+			}
+		}
+		return NodeSourceConfig{Kind: NodeSourceSlurm, Slurm: sl, NoGPUs: noGPUs}, nil
 	default:
-		return bad("unknown source %q (want static or replay)", kind)
+		return bad("unknown source %q (want static, replay, slurm or none)", kind)
 	}
 }
 
@@ -188,6 +237,31 @@ func (n NodeSourceConfig) String() string {
 			s += ",loop=true"
 		}
 		typ = r.Type
+	case NodeSourceSlurm:
+		sl := n.Slurm
+		s = "slurm:partition=" + sl.Partition
+		for _, kv := range [][2]string{{"pool", sl.Pool}, {"qos", sl.QOS}, {"account", sl.Account}} {
+			if kv[1] != "" {
+				s += "," + kv[0] + "=" + kv[1]
+			}
+		}
+		for _, kv := range []struct {
+			k string
+			v int
+		}{{"max_pending", sl.MaxPending}, {"max_pilots", sl.MaxPilots}} {
+			if kv.v != 0 {
+				s += fmt.Sprintf(",%s=%d", kv.k, kv.v)
+			}
+		}
+		for _, kv := range []struct {
+			k string
+			v time.Duration
+		}{{"time", sl.Time}, {"time_min", sl.TimeMin}, {"lead", sl.Lead}, {"interval", sl.Interval}} {
+			if kv.v != 0 {
+				s += "," + kv.k + "=" + kv.v.String()
+			}
+		}
+		typ = sl.Type
 	default:
 		return string(n.Kind)
 	}
@@ -241,11 +315,15 @@ func (n NodeSourceConfig) Validate() error {
 		} else if st.IsDir() {
 			return bad("trace file %s is a directory", r.File)
 		}
+	case NodeSourceSlurm:
+		if n.Slurm.Partition == "" {
+			return bad("partition: missing")
+		}
 	case NodeSourceNone:
 	case "":
 		return fieldErr("nodes", EnvNodeSource, "", "must be set (static:N or replay:FILE,...)")
 	default:
-		return bad("unknown source %q (want static or replay)", n.Kind)
+		return bad("unknown source %q (want static, replay, slurm or none)", n.Kind)
 	}
 	return nil
 }

@@ -29,6 +29,11 @@ func TestParseNodeSource(t *testing.T) {
 			File: "t.csv", Slots: worker.DefaultReplaySlots, Factor: 1, Loop: true}}},
 		{"replay:t.csv,offset=1.5", worker.NodeSourceConfig{Kind: worker.NodeSourceReplay, Replay: worker.ReplayNodes{
 			File: "t.csv", Slots: worker.DefaultReplaySlots, Factor: 1, Offset: 1500 * time.Millisecond}}},
+		{"slurm:partition=glean", worker.NodeSourceConfig{Kind: worker.NodeSourceSlurm, Slurm: worker.SlurmNodes{Partition: "glean"}}},
+		{"slurm:partition=glean,pool=hpo,qos=scavenger,account=ml,max_pending=8,max_pilots=64,time=2h,time_min=10m,lead=45s,interval=5,type=a100,gpus=none",
+			worker.NodeSourceConfig{Kind: worker.NodeSourceSlurm, NoGPUs: true, Slurm: worker.SlurmNodes{
+				Partition: "glean", Pool: "hpo", QOS: "scavenger", Account: "ml", MaxPending: 8, MaxPilots: 64,
+				Time: 2 * time.Hour, TimeMin: 10 * time.Minute, Lead: 45 * time.Second, Interval: 5 * time.Second, Type: "a100"}}},
 	} {
 		got, err := worker.ParseNodeSource(tc.spec)
 		if err != nil {
@@ -59,7 +64,12 @@ func TestParseNodeSourceErrorsNameThePart(t *testing.T) {
 		{"static:four", "node count"},
 		{"static:4,slots=2", `unknown option "slots"`},
 		{"static:4,type", "option \"type\": want key=value"},
-		{"slurm:partition", `unknown source "slurm"`},
+		{"slurm:partition", "option \"partition\": want key=value"},
+		{"slurm:pool=x", "partition: missing"},
+		{"slurm:partition=glean,max_pending=0", "max_pending"},
+		{"slurm:partition=glean,time_min=soon", "time_min"},
+		{"slurm:partition=glean,nodes=4", `unknown option "nodes"`},
+		{"pbs:queue=x", `unknown source "pbs"`},
 		{"replay:", "want static:N"},
 		{"replay:,slots=2", "trace file"},
 		{"replay:t.csv,slots=0", "slots"},

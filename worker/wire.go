@@ -26,8 +26,9 @@ type Resources struct {
 // NewResources resolves the local host (detecting GPUs unless gpus=none),
 // the node source and the local launcher that cfg describes.
 func NewResources(ctx context.Context, cfg Config) (Resources, error) {
-	if cfg.Nodes.Kind == NodeSourceNone {
-		// Agents hold every node; trials never run on this worker.
+	if cfg.Nodes.Kind == NodeSourceNone || cfg.Nodes.Kind == NodeSourceSlurm {
+		// Agents hold every node (a Slurm source's agents run in its pilot
+		// jobs); trials never run on this worker.
 		return Resources{Nodes: noNodes{}, DataDir: cfg.DataDir}, nil
 	}
 	host, err := NewLocalHost(ctx, cfg.Nodes)

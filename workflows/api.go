@@ -55,6 +55,9 @@ const (
 	SignalAgentJoin = "gleaner.agent-join"
 	// SignalAgentLeave (agent → PoolWorkflow): AgentLeave.
 	SignalAgentLeave = "gleaner.agent-leave"
+	// SignalIdleEstimates (a batch-scheduler source → PoolWorkflow):
+	// IdleEstimates.
+	SignalIdleEstimates = "gleaner.idle-estimates"
 )
 
 // Queries.
@@ -63,6 +66,8 @@ const (
 	QueryStatus = "gleaner.status"
 	// QueryLeaderboard (CampaignWorkflow) returns []LeaderboardEntry.
 	QueryLeaderboard = "gleaner.leaderboard"
+	// QueryDemand (PoolWorkflow) returns PoolDemand.
+	QueryDemand = "gleaner.demand"
 )
 
 // Updates (CampaignWorkflow and TrialWorkflow); their argument is

@@ -105,6 +105,10 @@ type PoolState struct {
 	// on them: no other trial is told to use them until the trial confirms
 	// (Released) or its hold expires (Releasing.Until).
 	Releasing []Releasing `json:"releasing,omitempty"`
+	// IdleUntil are a batch-scheduler source's estimates of when each of
+	// its nodes is taken back (SignalIdleEstimates), by node id; they
+	// override what the agents reported.
+	IdleUntil map[string]time.Time `json:"idle_until,omitempty"`
 }
 
 // PoolAgent is a live agent as the pool knows it.
@@ -234,6 +238,11 @@ func PoolWorkflow(ctx workflow.Context, in PoolInput) error {
 	}); err != nil {
 		return err
 	}
+	if err := workflow.SetQueryHandler(ctx, QueryDemand, func() (PoolDemand, error) {
+		return p.st.demand(), nil
+	}); err != nil {
+		return err
+	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx, GleanerKind.ValueSet(KindPool), GleanerPool.ValueSet(in.Name))
 	return p.loop(ctx)
 }
@@ -273,6 +282,7 @@ func (p *pool) loop(ctx workflow.Context) error {
 	relCh := workflow.GetSignalChannel(ctx, SignalReleased)
 	joinCh := workflow.GetSignalChannel(ctx, SignalAgentJoin)
 	leaveCh := workflow.GetSignalChannel(ctx, SignalAgentLeave)
+	idleCh := workflow.GetSignalChannel(ctx, SignalIdleEstimates)
 	p.resend = map[string]bool{}
 	p.leases = map[string]*lease{}
 	for _, ag := range p.st.Agents {
@@ -326,6 +336,11 @@ func (p *pool) loop(ctx workflow.Context) error {
 			var l AgentLeave
 			c.Receive(ctx, &l)
 			p.leave(ctx, l)
+		})
+		sel.AddReceive(idleCh, func(c workflow.ReceiveChannel, _ bool) {
+			var e IdleEstimates
+			c.Receive(ctx, &e)
+			p.idleEstimates(e)
 		})
 		for _, ag := range p.st.Agents { // sorted: a deterministic order
 			if l := p.leases[ag.Agent]; l != nil {
@@ -387,7 +402,7 @@ func (p *pool) loop(ctx workflow.Context) error {
 		p.awake = workflow.Now(ctx)
 		info := workflow.GetInfo(ctx)
 		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > p.in.HistoryThreshold {
-			return p.continueAsNew(ctx, regCh, deregCh, profCh, pollCh, relCh, joinCh, leaveCh)
+			return p.continueAsNew(ctx, regCh, deregCh, profCh, pollCh, relCh, joinCh, leaveCh, idleCh)
 		}
 	}
 }
@@ -514,7 +529,12 @@ func (p *pool) poll(ctx workflow.Context) error {
 func (p *pool) setNodes() {
 	nodes := slices.Clone(p.st.Local)
 	for _, ag := range p.st.Agents {
-		nodes = append(nodes, ag.Nodes...)
+		for _, n := range ag.Nodes {
+			if t, ok := p.st.IdleUntil[n.ID]; ok {
+				n.IdleUntil = t
+			}
+			nodes = append(nodes, n)
+		}
 	}
 	sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
 	if !sameNodes(nodes, p.st.Nodes) {
@@ -636,7 +656,7 @@ func (p *pool) details(now time.Time) string {
 
 // continueAsNew applies every signal still queued, waits for handlers,
 // and carries the state into a new run.
-func (p *pool) continueAsNew(ctx workflow.Context, regCh, deregCh, profCh, pollCh, relCh, joinCh, leaveCh workflow.ReceiveChannel) error {
+func (p *pool) continueAsNew(ctx workflow.Context, regCh, deregCh, profCh, pollCh, relCh, joinCh, leaveCh, idleCh workflow.ReceiveChannel) error {
 	for {
 		var r RegisterTrial
 		var d DeregisterTrial
@@ -644,6 +664,7 @@ func (p *pool) continueAsNew(ctx workflow.Context, regCh, deregCh, profCh, pollC
 		var rel Released
 		var j AgentJoin
 		var l AgentLeave
+		var e IdleEstimates
 		switch {
 		case joinCh.ReceiveAsync(&j):
 			p.join(ctx, j)
@@ -657,6 +678,8 @@ func (p *pool) continueAsNew(ctx workflow.Context, regCh, deregCh, profCh, pollC
 			p.deregister(d.TrialID)
 		case profCh.ReceiveAsync(&pr):
 			p.profile(pr)
+		case idleCh.ReceiveAsync(&e):
+			p.idleEstimates(e)
 		case pollCh.ReceiveAsync(nil):
 		default:
 			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
@@ -666,7 +689,7 @@ func (p *pool) continueAsNew(ctx workflow.Context, regCh, deregCh, profCh, pollC
 			if err := p.out.drain(ctx); err != nil {
 				workflow.GetLogger(ctx).Warn("an assignment could not be delivered", "pool", p.in.Name, "error", err)
 			}
-			if regCh.Len()+deregCh.Len()+profCh.Len()+pollCh.Len()+relCh.Len()+joinCh.Len()+leaveCh.Len() > 0 {
+			if regCh.Len()+deregCh.Len()+profCh.Len()+pollCh.Len()+relCh.Len()+joinCh.Len()+leaveCh.Len()+idleCh.Len() > 0 {
 				continue // more arrived while draining
 			}
 			next := p.in

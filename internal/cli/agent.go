@@ -22,6 +22,8 @@ type agentOptions struct {
 	apiKey   string
 	logLevel string
 	getenv   func(string) string
+	// pilot: run as a Slurm pilot's agent (gleaner slurm-pilot).
+	pilot bool
 }
 
 func newAgentCmd() *cobra.Command {
@@ -95,6 +97,11 @@ func (o *agentOptions) config(flags *pflag.FlagSet) (agent.Config, error) {
 			cfg.StopTimeout = o.cfg.StopTimeout
 		}
 	})
+	if o.pilot {
+		if err := pilotConfig(&cfg, o.getenv); err != nil {
+			return cfg, err
+		}
+	}
 	return cfg, cfg.Validate()
 }
 
@@ -115,6 +122,9 @@ func (o *agentOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, st
 	a, err := agent.New(ctx, cfg, logf)
 	if err != nil {
 		return fmt.Errorf("agent configuration:\n%w", err)
+	}
+	if cfg.Job != "" {
+		logf("agent %s: Slurm pilot job %s", a.ID(), cfg.Job)
 	}
 	logf("agent %s: connecting to %s (namespace %s)", a.ID(), cfg.HostPort, cfg.Namespace)
 	return a.Run(ctx)

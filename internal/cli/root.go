@@ -50,6 +50,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(jpaCmd)
 	root.AddCommand(newWorkerCmd())
 	root.AddCommand(newAgentCmd())
+	root.AddCommand(newSlurmPilotCmd())
 	root.AddCommand(newDevCmd())
 	root.AddCommand(newSetupCmd())
 	root.AddCommand(newSubmitCmd())

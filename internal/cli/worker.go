@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/log"
 
+	"github.com/gleaner-hpc/gleaner/cluster/slurm"
 	"github.com/gleaner-hpc/gleaner/worker"
 )
 
@@ -52,7 +53,15 @@ Node sources (--nodes):
                                                      an idle-node trace replayed onto K local
                                                      slots, F× faster, from trace time S
   none                                               no local nodes: the pool's nodes are its
-                                                     agents' (gleaner agent, docs/cluster.md)`,
+                                                     agents' (gleaner agent, docs/cluster.md)
+  slurm:partition=P[,pool=NAME][,max_pending=K][,max_pilots=N][,time=D][,time_min=D]
+       [,lead=D][,interval=D][,qos=Q][,account=A][,type=T][,gpus=none]
+                                                     harvest a Slurm cluster's idle nodes: keep up
+                                                     to K (4) pilot jobs waiting in preemptible
+                                                     partition P while pool NAME's trials want
+                                                     nodes; each pilot's agent joins with the
+                                                     Slurm node; every pilot is cancelled when
+                                                     the worker stops (docs/slurm.md)`,
 		Example: `  gleaner worker --nodes static:4 --data-dir /scratch/gleaner
   TEMPORAL_ADDRESS=ns.acct.tmprl.cloud:7233 TEMPORAL_NAMESPACE=ns.acct TEMPORAL_API_KEY=... gleaner worker`,
 		Args: cobra.NoArgs,
@@ -66,7 +75,7 @@ Node sources (--nodes):
 	c := &o.cfg
 	bindConnectionFlags(f, &c.Connection, &o.apiKey, "task queue to poll")
 	f.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for checkpoints and run directories ["+worker.EnvDataDir+"]")
-	f.Var(&c.Nodes, "nodes", "node source: static:N, replay:FILE,slots=K,factor=F,offset=S, or none (agents hold the nodes) ["+worker.EnvNodeSource+"]")
+	f.Var(&c.Nodes, "nodes", "node source: static:N, replay:FILE,slots=K,factor=F,offset=S, slurm:partition=P,..., or none (agents hold the nodes) ["+worker.EnvNodeSource+"]")
 	f.DurationVar(&c.StopTimeout, "stop-timeout", c.StopTimeout, "how long running activities may finish after SIGINT/SIGTERM")
 	f.StringVar(&o.logLevel, "log-level", "info", "SDK log level: debug, info, warn or error (to stderr)")
 	return cmd
@@ -144,6 +153,18 @@ func (o *workerOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, s
 		fmt.Fprintf(stderr, "gleaner worker: warning: not served by this build: %s\n", strings.Join(m, " "))
 	}
 
+	var pilotsDone chan error
+	if cfg.Nodes.Kind == worker.NodeSourceSlurm {
+		logf := func(format string, args ...any) { fmt.Fprintf(stdout, "gleaner worker: "+format+"\n", args...) }
+		pilots, err := worker.NewSlurmPilots(ctx, c, cfg, nil, logf)
+		if err != nil {
+			w.Stop()
+			return err
+		}
+		pilotsDone = make(chan error, 1)
+		go func() { pilotsDone <- pilots.Run(ctx, slurmProgress(logf)) }()
+	}
+
 	// Run returns on a fatal worker error or once ctx is done, and stops
 	// the worker (running activities get --stop-timeout to finish).
 	interrupt := make(chan any)
@@ -156,8 +177,35 @@ func (o *workerOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, s
 	if ctx.Err() != nil {
 		fmt.Fprintf(stdout, "gleaner worker: stopped after %v\n", time.Since(start).Round(time.Second))
 	}
+	if pilotsDone != nil {
+		// Every pilot is cancelled before the worker is gone.
+		if perr := <-pilotsDone; perr != nil {
+			fmt.Fprintf(stderr, "gleaner worker: %v\n", perr)
+		}
+	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("worker: %w", err)
 	}
 	return nil
+}
+
+// slurmProgress prints a line when the pilots' counts change.
+func slurmProgress(logf func(string, ...any)) func(slurm.Status, error) {
+	last := ""
+	return func(st slurm.Status, err error) {
+		if err != nil {
+			return
+		}
+		line := fmt.Sprintf("slurm: %d pilots running, %d waiting; trials want %d more nodes", len(st.Running), len(st.Pending), st.Demand.Wanted)
+		if len(st.Submitted) > 0 {
+			line += fmt.Sprintf("; submitted %s", strings.Join(st.Submitted, " "))
+		}
+		if len(st.Cancelled) > 0 {
+			line += fmt.Sprintf("; cancelled %s", strings.Join(st.Cancelled, " "))
+		}
+		if line != last {
+			logf("%s", line)
+			last = line
+		}
+	}
 }

@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gleaner-hpc/gleaner/agent"
+	"github.com/gleaner-hpc/gleaner/cluster/slurm"
+)
+
+// newSlurmPilotCmd is what a Slurm pilot job runs: its batch script's #!
+// line is `gleaner slurm-pilot`, so slurmd starts
+// `gleaner slurm-pilot SCRIPT AGENT-FLAGS...` with no shell in between.
+// It is `gleaner agent` with the node Slurm gave the job as its one node.
+func newSlurmPilotCmd() *cobra.Command {
+	o := &agentOptions{getenv: os.Getenv, pilot: true}
+	cmd := newAgentCmdFor(o)
+	cmd.Use = slurm.PilotCommand + " SCRIPT [agent flags]"
+	cmd.Short = "Run a Slurm pilot's agent (started by pilot jobs; see docs/slurm.md)"
+	cmd.Long = `Started by a Gleaner pilot job, never by hand: the pilot's batch script is
+"#!/path/to/gleaner slurm-pilot", so slurmd runs this with the script's path
+and the flags of gleaner agent. It joins the pool with one node, named as
+Slurm names the node the job runs on (SLURMD_NODENAME), and leaves at the
+SIGTERM Slurm sends when it preempts the pilot or its time runs out.`
+	cmd.Example = ""
+	cmd.Hidden = true
+	cmd.Args = cobra.ExactArgs(1)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return o.run(ctx, cmd.Flags(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+	}
+	return cmd
+}
+
+// pilotConfig makes cfg a pilot's agent: one node, the Slurm node.
+func pilotConfig(cfg *agent.Config, getenv func(string) string) error {
+	node := getenv("SLURMD_NODENAME")
+	if node == "" {
+		return fmt.Errorf("SLURMD_NODENAME is not set: %s runs inside a Slurm pilot job only", slurm.PilotCommand)
+	}
+	cfg.NodePrefix, cfg.Whole, cfg.Job = node, true, getenv("SLURM_JOB_ID")
+	cfg.Slots = 1
+	return nil
+}

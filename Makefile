@@ -71,6 +71,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParseReport -fuzztime=$(FUZZTIME) ./trial
 	$(GO) test -run='^$$' -fuzz=FuzzReplayParse -fuzztime=$(FUZZTIME) ./cluster
 	$(GO) test -run='^$$' -fuzz=FuzzSpaceSample -fuzztime=$(FUZZTIME) ./hpo
+	for f in FuzzParseJobs FuzzParsePlan FuzzParsePartitions FuzzParseConfig FuzzParseReservations FuzzParseJobID FuzzExpandHostlist FuzzParseDuration; do \
+		$(GO) test -run='^$$' -fuzz=$$f -fuzztime=$(FUZZTIME) ./cluster/slurm || exit 1; done
 
 ## bench: the allocator benchmark on real curves (see docs/benchmarks.md).
 bench:
@@ -108,3 +110,16 @@ netns-check: temporal
 ## there (one marker per set in /run/gleaner-netns), also one a running test uses.
 netns-clean:
 	@for p in $$(ls /run/gleaner-netns 2>/dev/null); do echo "down $$p"; bash scripts/netns-hosts.sh down "$$p"; done
+
+## slurm-up: a real Slurm cluster on this machine in SLURM_DIR — munged,
+## slurmctld and GLEANER_SLURM_NODES (default 6) slurmd, partitions `batch`
+## and preemptible `glean` (deploy/slurm-cluster.sh). Needs root and Debian's
+## slurm-wlm and munge. Then: eval "$(deploy/slurm-cluster.sh env /tmp/gleaner-slurm)"
+## slurm-down: stop it, kill what its jobs left behind, remove SLURM_DIR.
+SLURM_DIR ?= /tmp/gleaner-slurm
+.PHONY: slurm-up slurm-down
+slurm-up:
+	bash deploy/slurm-cluster.sh start $(SLURM_DIR)
+
+slurm-down:
+	bash deploy/slurm-cluster.sh stop $(SLURM_DIR)

@@ -182,6 +182,9 @@ type SolveSummary struct {
 	Nodes       int       `json:"nodes"`
 	NodesUsed   int       `json:"nodes_used"`
 	Changed     int       `json:"changed"` // trials whose nodes changed
+	// Lookahead is the T_fwd the allocation used, in seconds: derived from
+	// the nodes' idle-time estimates where they have them.
+	Lookahead float64 `json:"lookahead_s,omitempty"`
 }
 
 // PoolStatus answers QueryStatus on a PoolWorkflow.

@@ -128,6 +128,9 @@ func ParseDuration(s string) (time.Duration, error) {
 		return 0, bad
 	}
 	total := ((days*24+h)*60+m)*60 + sec
+	if total > 100*365*86400 {
+		return 0, fmt.Errorf("longer than 100 years")
+	}
 	return time.Duration(total) * time.Second, nil
 }
 
@@ -376,6 +379,9 @@ func ParseConfig(out []byte) (Config, error) {
 		}
 		switch k {
 		case "SLURM_VERSION":
+			if v == "" {
+				return bad("empty")
+			}
 			c.Version, seen = v, true
 		case "KillWait":
 			secs, err := strconv.ParseUint(strings.TrimSuffix(v, " sec"), 10, 32)

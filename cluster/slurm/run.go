@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 )
 
 // Runner runs one Slurm command with argv, never through a shell, and
@@ -20,7 +21,13 @@ type Runner interface {
 // process's environment (SLURM_CONF, for a cluster of tests).
 type ExecRunner struct {
 	Env []string
+	// Timeout bounds each command (default DefaultCommandTimeout): with
+	// slurmctld down, every command retries for seconds before it fails.
+	Timeout time.Duration
 }
+
+// DefaultCommandTimeout is ExecRunner.Timeout's default.
+const DefaultCommandTimeout = time.Minute
 
 // CommandError is a Slurm command that failed: its argv, exit and the
 // last of what it wrote on stderr.
@@ -42,6 +49,12 @@ func (e *CommandError) Unwrap() error { return e.Err }
 
 // Run implements Runner.
 func (r ExecRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = DefaultCommandTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	if len(r.Env) > 0 {
 		cmd.Env = append(os.Environ(), r.Env...)

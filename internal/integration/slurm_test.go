@@ -1,0 +1,232 @@
+package integration_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gleaner-hpc/gleaner"
+	"github.com/gleaner-hpc/gleaner/cluster/slurm"
+	"github.com/gleaner-hpc/gleaner/internal/devserver"
+	"github.com/gleaner-hpc/gleaner/internal/testenv"
+	"github.com/gleaner-hpc/gleaner/workflows"
+)
+
+// EnvRequireSlurm, set to 1 (as in CI), makes the Slurm tests fail rather
+// than skip where the daemons cannot run (not installed, not root).
+const EnvRequireSlurm = "GLEANER_REQUIRE_SLURM"
+
+// slurmCluster is a real Slurm cluster of daemons on this machine
+// (deploy/slurm-cluster.sh), torn down when the test ends.
+type slurmCluster struct {
+	dir string
+	env []string // SLURM_CONF=...
+	run slurm.ExecRunner
+}
+
+func startSlurm(t *testing.T, nodes int, grace time.Duration) *slurmCluster {
+	t.Helper()
+	_, err := exec.LookPath("/usr/sbin/slurmctld")
+	if err != nil || os.Geteuid() != 0 {
+		if os.Getenv(EnvRequireSlurm) == "1" {
+			t.Fatalf("Slurm daemons cannot run here (slurmctld: %v; uid %d); install slurm-wlm and munge, run as root", err, os.Geteuid())
+		}
+		t.Skip("needs slurm-wlm and munge, as root (set " + EnvRequireSlurm + "=1 to fail instead)")
+	}
+	// Short: munge's socket path must fit a sockaddr.
+	dir, err := os.MkdirTemp("", "gsl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Remove(dir) // the script creates it
+	script, err := filepath.Abs("../../deploy/slurm-cluster.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", script, "start", dir)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("GLEANER_SLURM_NODES=%d", nodes), fmt.Sprintf("GLEANER_SLURM_GRACE=%d", int(grace.Seconds())))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("starting the Slurm cluster: %v\n%s", err, stderr.String())
+	}
+	c := &slurmCluster{dir: dir}
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		if kv, ok := strings.CutPrefix(line, "export "); ok {
+			c.env = append(c.env, kv)
+		}
+	}
+	c.run = slurm.ExecRunner{Env: c.env}
+	t.Cleanup(func() {
+		out, err := exec.Command("bash", script, "stop", dir).CombinedOutput()
+		if err != nil {
+			t.Errorf("stopping the Slurm cluster: %v\n%s", err, out)
+		}
+	})
+	return c
+}
+
+func (c *slurmCluster) cmd(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := c.run.Run(context.Background(), name, args...)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return string(out)
+}
+
+// jobs lists jobs of every state (finished ones while MinJobAge keeps
+// them) by name prefix.
+func (c *slurmCluster) jobs(t *testing.T) []slurm.Job {
+	t.Helper()
+	jobs, err := slurm.ParseJobs([]byte(c.cmd(t, "squeue", "-h", "-a", "-t", "all", "-o", slurm.PilotFormat)), time.Local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jobs
+}
+
+// The scenario on real daemons: pilots start in the idle nodes
+// and their agents join with the Slurm node names; a batch job wanting
+// every node preempts them; the trainers checkpoint within GraceTime, the
+// batch job starts without waiting beyond it; when it ends, pilots come
+// back and every trial completes, none lost, none trained twice; when the
+// worker stops no pilot is left.
+func TestSlurmPilotsHarvestAndYieldToBatchJobs(t *testing.T) {
+	const nodes, grace = 4, 10 * time.Second
+	sc := startSlurm(t, nodes, grace)
+	srv := startServer(t, devserver.Options{})
+	const tq, pool = "slurm", "slurm"
+	data := filepath.Join(t.TempDir(), "shared")
+	w := startWorkerProcess(t, srv, WorkerProcessOptions{
+		TaskQueue: tq, DataDir: data, Env: sc.env,
+		Nodes: "slurm:partition=glean,pool=" + pool + ",max_pending=4,time=30m,time_min=5m,interval=1s,gpus=none",
+	})
+
+	const trials, steps = 4, 400 // about 40 s of training each at 100 ms a step
+	spec := testenv.MLPSpec(t, pool, trials, trials, steps, 100)
+	spec.Resources = gleaner.Resources{MinNodes: 1, MaxNodes: 1}
+	spec.Trial.GracePeriod = gleaner.Duration(4 * time.Second)
+	run := startCampaign(t, srv.Client(), tq, spec)
+
+	// Pilots start in the holes and their agents join with Slurm's names.
+	var st workflows.PoolStatus
+	waitFor(t, 2*time.Minute, "four pilots' agents in the pool, every trial running", func() (bool, error) {
+		var err error
+		if st, err = poolStatus(t, srv.Client(), pool); err != nil {
+			return false, err
+		}
+		busy := 0
+		for _, tr := range st.Trials {
+			if len(tr.Nodes) == 1 && strings.HasPrefix(tr.Nodes[0], "g") {
+				busy++
+			}
+		}
+		return len(st.Agents) == nodes && busy == trials, nil
+	})
+	for _, n := range st.Nodes {
+		if !strings.HasPrefix(n.ID, "g") || strings.Contains(n.ID, "/") {
+			t.Errorf("node %q: want a Slurm node name", n.ID)
+		}
+		if n.IdleUntil.IsZero() {
+			t.Errorf("node %s: no idle-time estimate (the pilot's end at least)", n.ID)
+		}
+	}
+	waitFor(t, time.Minute, "every trial past a checkpoint", func() (bool, error) {
+		for i := 1; i <= trials; i++ {
+			s, err := trialStatus(t, srv.Client(), workflows.TrialWorkflowID(run.GetID(), i))
+			if err != nil || s.Checkpoint == "" {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+
+	// A batch job wanting every node preempts every pilot.
+	pilots := map[string]bool{}
+	for _, j := range sc.jobs(t) {
+		if j.Partition == "glean" && j.State == "RUNNING" {
+			pilots[j.ID] = true
+		}
+	}
+	if len(pilots) != nodes {
+		t.Fatalf("%d pilots running before the batch job, want %d", len(pilots), nodes)
+	}
+	batch := filepath.Join(t.TempDir(), "batch.sh")
+	if err := os.WriteFile(batch, []byte("#!/bin/sh\nexec sleep \"$1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	submitted := time.Now()
+	id, err := slurm.ParseJobID([]byte(sc.cmd(t, "sbatch", "--parsable", "--partition=batch", fmt.Sprintf("--nodes=%d", nodes),
+		"--time=1", "--job-name=batch-all", "--output=/dev/null", batch, "8")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started time.Time
+	waitFor(t, grace+time.Minute, "the batch job to start", func() (bool, error) {
+		for _, j := range sc.jobs(t) {
+			if j.ID == id && (j.State == "RUNNING" || j.State == "COMPLETING" || j.State == "COMPLETED") {
+				started = time.Now()
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	t.Logf("batch job %s started %v after its submission (GraceTime %v)", id, started.Sub(submitted).Round(100*time.Millisecond), grace)
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		logs, _ := filepath.Glob(filepath.Join(data, "slurm", "pilot-*.log"))
+		for _, l := range logs {
+			b, _ := os.ReadFile(l)
+			t.Logf("%s:\n%s", filepath.Base(l), b)
+		}
+	})
+	// Each pilot's agent heard the SIGTERM (preempt_send_user_signal,
+	// --signal=B:TERM), left and ended its job before the grace ran out:
+	// its job completed rather than being killed.
+	for _, j := range sc.jobs(t) {
+		if pilots[j.ID] && (j.State == "RUNNING" || j.State == "PENDING") {
+			t.Errorf("pilot %s is %s while the batch job runs", j.ID, j.State)
+		}
+	}
+
+	res := campaignResult(t, run, 5*time.Minute)
+	if res.State != workflows.CampaignCompleted || res.Completed != trials {
+		t.Fatalf("campaign %s %+v, want %d completed", res.State, res.CampaignCounts, trials)
+	}
+	reports := trialReports(t, srv.Client(), spec.Name, trials)
+	checkAllTrainedOnce(t, reports, steps)
+	checkNoRestarts(t, reports, "after their pilots were preempted")
+	// Each trial ran at least twice: before the preemption and after, the
+	// second run resuming from the first's checkpoint (trained once, as
+	// the sample counts above say).
+	trialDirs, _ := filepath.Glob(filepath.Join(data, spec.Name, "*"))
+	resumed := 0
+	for _, dir := range trialDirs {
+		if runs, _ := filepath.Glob(filepath.Join(dir, "runs", "*")); len(runs) >= 2 {
+			resumed++
+		}
+	}
+	if resumed != trials {
+		t.Errorf("%d of %d trials ran again after the preemption (%v)", resumed, trials, trialDirs)
+	}
+
+	// The worker stops: every pilot is cancelled.
+	w.Stop(time.Minute)
+	waitFor(t, time.Minute, "no pilot left in Slurm", func() (bool, error) {
+		for _, j := range sc.jobs(t) {
+			if j.Partition == "glean" && (j.State == "PENDING" || j.State == "RUNNING" || j.State == "COMPLETING") {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}

@@ -198,6 +198,24 @@ func TestSlurmPilotsHarvestAndYieldToBatchJobs(t *testing.T) {
 		}
 	}
 
+	// Churn: the nodes come back to the pool once the batch job ends: the
+	// waiting pilots start at the next scheduling pass, their agents join.
+	var ended time.Time
+	waitFor(t, time.Minute, "the batch job to end", func() (bool, error) {
+		for _, j := range sc.jobs(t) {
+			if j.ID == id && (j.State == "RUNNING" || j.State == "COMPLETING") {
+				return false, nil
+			}
+		}
+		ended = time.Now()
+		return true, nil
+	})
+	waitFor(t, 2*time.Minute, "the pilots' agents back in the pool", func() (bool, error) {
+		st, err := poolStatus(t, srv.Client(), pool)
+		return err == nil && len(st.Agents) == nodes, err
+	})
+	t.Logf("nodes back in the pool %v after the batch job ended (bf_interval 2 s)", time.Since(ended).Round(100*time.Millisecond))
+
 	res := campaignResult(t, run, 5*time.Minute)
 	if res.State != workflows.CampaignCompleted || res.Completed != trials {
 		t.Fatalf("campaign %s %+v, want %d completed", res.State, res.CampaignCounts, trials)

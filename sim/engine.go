@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -9,67 +8,6 @@ import (
 
 	"github.com/gleaner-hpc/gleaner/allocator"
 )
-
-// ErrInvalidInput wraps every error about the events, jobs or Config
-// given to Run.
-var ErrInvalidInput = errors.New("invalid simulation input")
-
-// DefaultLookahead is T_fwd, in seconds, when Config.Lookahead is 0.
-const DefaultLookahead = 300
-
-// CurveSource says which throughput curve the allocator is told for job
-// (an index into Run's jobs) at simulated time now. Progress always
-// follows the job's true Curve; a source other than the oracle (the JPA
-// mode) changes only what the allocator believes. The curve must reach
-// the job's MaxNodes.
-type CurveSource func(job int, now float64) allocator.Curve
-
-// MeasureFunc is told, after every step of simulated time, that job (an
-// index into Run's jobs) held nodes > 0 nodes throughout (from, to] and
-// had trained samples useful samples at to (progress lost to rescales is
-// re-trained before samples moves again, so the stall shows). It is how
-// a learner of the curves (JPACurves) sees the jobs run.
-type MeasureFunc func(job, nodes int, from, to, samples float64)
-
-// Config is one simulation run. The zero value is the compact policy with
-// the true curves, T_fwd = 300 s, the throughput objective, the
-// allocator's default time limit, the events' span as the window, and no
-// node idle before the first event.
-type Config struct {
-	// Policy is the allocator formulation; empty means compact.
-	Policy allocator.Formulation
-	// Lookahead is T_fwd in seconds (0: DefaultLookahead).
-	Lookahead float64
-	// Objective is the allocator's objective; empty means throughput.
-	Objective allocator.Objective
-	// TimeLimit bounds each solve (0: the allocator's default).
-	TimeLimit time.Duration
-	// Start and End bound the simulated window (seconds, the events'
-	// clock). Both zero: from the first to the last event. Otherwise
-	// taken as given, End 0 meaning the last event. Events before Start
-	// only shape the idle set; jobs submitted before Start arrive at
-	// Start; nothing after End happens.
-	Start, End float64
-	// Initial is the idle set before the first event.
-	Initial []string
-	// Curves is what the allocator is told; nil means the oracle (each
-	// job's true Curve).
-	Curves CurveSource
-	// Measure, when set, sees every running job after every step of
-	// simulated time (see MeasureFunc); nil means nobody measures.
-	Measure MeasureFunc
-	// Clock times the solver (Metrics.SolverMs*), and nothing else;
-	// nil means time.Now.
-	Clock func() time.Time
-	// Progress, when set, is told the simulated time reached after every
-	// decision, with the run's window, so a long replay can show how far
-	// it is. It must not change anything.
-	Progress func(now, start, end float64)
-
-	// observe, set by tests, sees the engine after every preemption and
-	// every decision.
-	observe func(e *engine)
-}
 
 // Run replays events with jobs under cfg in simulated time and measures
 // the run (see Metrics). It is deterministic except for solver times.
@@ -89,7 +27,10 @@ type Config struct {
 // instant its useful samples reach TotalSamples. A busy event that takes
 // nodes from a job shrinks it at that instant, before the allocator runs:
 // to the nodes it keeps, or to 0 (releasing them) if fewer than MinNodes
-// remain, at the same RescaleDown cost.
+// remain, at the same RescaleDown cost. The allocator is told when each
+// idle node will be taken back as cfg.IdleEstimate says (nothing by
+// default), with T_fwd = cfg.Lookahead or, with cfg.DeriveLookahead,
+// allocator.LookaheadFromIdle over those estimates.
 func Run(events []Event, jobs []Job, cfg Config) (*Result, error) {
 	e, err := newEngine(events, jobs, cfg)
 	if err != nil {
@@ -98,7 +39,7 @@ func Run(events []Event, jobs []Job, cfg Config) (*Result, error) {
 	if err := e.run(); err != nil {
 		return nil, err
 	}
-	e.res.finish(jobs, e.solverMs)
+	e.res.finish(jobs, e.solverMs, e.lookaheads)
 	return e.res, nil
 }
 
@@ -136,6 +77,11 @@ type engine struct {
 	nextEv   int
 	res      *Result
 	solverMs []float64
+	// estimator tells the allocator when idle nodes are taken back (nil:
+	// it is told nothing); lookaheads are the T_fwd of every decision,
+	// in seconds.
+	estimator  *idleEstimator
+	lookaheads []float64
 }
 
 func newEngine(events []Event, jobs []Job, cfg Config) (*engine, error) {
@@ -143,18 +89,19 @@ func newEngine(events []Event, jobs []Job, cfg Config) (*engine, error) {
 		return nil, err
 	}
 	e := &engine{
-		cfg:      cfg,
-		events:   events,
-		jobs:     jobs,
-		settings: allocator.Settings{Formulation: cfg.Policy, TimeLimit: cfg.TimeLimit},
-		tfwd:     time.Duration(cfg.Lookahead * float64(time.Second)),
-		start:    cfg.Start,
-		end:      cfg.End,
-		idle:     map[string]struct{}{},
-		owner:    map[string]int{},
-		st:       make([]jobState, len(jobs)),
-		order:    make([]int, len(jobs)),
-		res:      &Result{PerJob: make([]JobMetrics, len(jobs))},
+		cfg:       cfg,
+		events:    events,
+		jobs:      jobs,
+		settings:  allocator.Settings{Formulation: cfg.Policy, TimeLimit: cfg.TimeLimit},
+		tfwd:      time.Duration(cfg.Lookahead * float64(time.Second)),
+		start:     cfg.Start,
+		end:       cfg.End,
+		idle:      map[string]struct{}{},
+		owner:     map[string]int{},
+		st:        make([]jobState, len(jobs)),
+		order:     make([]int, len(jobs)),
+		res:       &Result{PerJob: make([]JobMetrics, len(jobs))},
+		estimator: newIdleEstimator(events, cfg.IdleEstimate),
 	}
 	if e.cfg.Clock == nil {
 		e.cfg.Clock = time.Now
@@ -169,93 +116,11 @@ func newEngine(events []Event, jobs []Job, cfg Config) (*engine, error) {
 	}
 	sort.SliceStable(e.order, func(a, b int) bool { return jobs[e.order[a]].Submit < jobs[e.order[b]].Submit })
 	for _, id := range cfg.Initial {
-		e.idle[id] = struct{}{}
+		e.makeIdle(id, -1)
 	}
 	e.res.Metrics.Policy = e.settings.Formulation
 	e.res.Metrics.Start, e.res.Metrics.End = e.start, e.end
 	return e, nil
-}
-
-func validateInput(events []Event, jobs []Job, cfg *Config) error {
-	for i, ev := range events {
-		if math.IsNaN(ev.Time) || math.IsInf(ev.Time, 0) {
-			return fmt.Errorf("%w: events[%d]: time %v is not finite", ErrInvalidInput, i, ev.Time)
-		}
-		if i > 0 && ev.Time < events[i-1].Time {
-			return fmt.Errorf("%w: events[%d]: time %v is before events[%d]'s %v (events must be in time order)", ErrInvalidInput, i, ev.Time, i-1, events[i-1].Time)
-		}
-	}
-	if cfg.Start == 0 && cfg.End == 0 {
-		if len(events) == 0 {
-			return fmt.Errorf("%w: config: no events and no window (Start, End)", ErrInvalidInput)
-		}
-		cfg.Start = events[0].Time
-	}
-	if cfg.End == 0 && len(events) > 0 {
-		cfg.End = events[len(events)-1].Time
-	}
-	switch {
-	case math.IsNaN(cfg.Start) || math.IsInf(cfg.Start, 0) || math.IsNaN(cfg.End) || math.IsInf(cfg.End, 0):
-		return fmt.Errorf("%w: config: window [%v, %v] is not finite", ErrInvalidInput, cfg.Start, cfg.End)
-	case cfg.End <= cfg.Start:
-		return fmt.Errorf("%w: config: window end %v is not after start %v", ErrInvalidInput, cfg.End, cfg.Start)
-	case math.IsNaN(cfg.Lookahead) || math.IsInf(cfg.Lookahead, 0) || cfg.Lookahead < 0:
-		return fmt.Errorf("%w: config: lookahead %v s must be a finite non-negative number (0 means %d s)", ErrInvalidInput, cfg.Lookahead, DefaultLookahead)
-	case cfg.TimeLimit < 0:
-		return fmt.Errorf("%w: config: time limit %v must not be negative (0 means the allocator's default)", ErrInvalidInput, cfg.TimeLimit)
-	}
-	if cfg.Lookahead == 0 {
-		cfg.Lookahead = DefaultLookahead
-	}
-	if cfg.Policy != "" && !knownPolicy(cfg.Policy) {
-		return fmt.Errorf("%w: config: policy %q is not one of %v", ErrInvalidInput, cfg.Policy, allocator.Formulations)
-	}
-	names := make(map[string]int, len(jobs))
-	for i, j := range jobs {
-		if err := validateJob(j); err != nil {
-			return fmt.Errorf("%w: jobs[%d] (%q): %w", ErrInvalidInput, i, j.Name, err)
-		}
-		if prev, dup := names[j.Name]; dup {
-			return fmt.Errorf("%w: jobs[%d]: name %q repeats jobs[%d]", ErrInvalidInput, i, j.Name, prev)
-		}
-		names[j.Name] = i
-	}
-	return nil
-}
-
-func knownPolicy(f allocator.Formulation) bool {
-	for _, g := range allocator.Formulations {
-		if f == g {
-			return true
-		}
-	}
-	return false
-}
-
-func validateJob(j Job) error {
-	switch {
-	case j.Name == "":
-		return errors.New("name: empty")
-	case math.IsNaN(j.Submit) || math.IsInf(j.Submit, 0):
-		return fmt.Errorf("submit: %v is not finite", j.Submit)
-	case !(j.TotalSamples > 0) || math.IsInf(j.TotalSamples, 0):
-		return fmt.Errorf("total samples: %v must be positive and finite", j.TotalSamples)
-	}
-	// The allocator checks bounds, costs, weight and curve as it will see them.
-	p := allocator.Problem{Lookahead: time.Second, Trials: []allocator.Trial{trialOf(j)}}
-	return p.Validate()
-}
-
-func trialOf(j Job) allocator.Trial {
-	return allocator.Trial{
-		ID:              j.Name,
-		MinNodes:        j.MinNodes,
-		MaxNodes:        j.MaxNodes,
-		Curve:           j.Curve,
-		RescaleUpCost:   j.RescaleUp,
-		RescaleDownCost: j.RescaleDown,
-		Weight:          j.Weight,
-	}
 }
 
 func (e *engine) run() error {
@@ -266,7 +131,7 @@ func (e *engine) run() error {
 			delete(e.idle, id)
 		}
 		for _, id := range ev.Idle {
-			e.idle[id] = struct{}{}
+			e.makeIdle(id, e.nextEv)
 		}
 		e.nextEv++
 	}
@@ -394,11 +259,10 @@ func (e *engine) applyEvent(ev Event) {
 		}
 	}
 	for _, id := range ev.Idle {
-		if _, ok := e.idle[id]; ok {
+		if !e.makeIdle(id, e.nextEv) {
 			e.res.Metrics.IgnoredNodeEvents++
 			continue
 		}
-		e.idle[id] = struct{}{}
 		added = append(added, id)
 	}
 	e.updateIdleList(removed, added)
@@ -431,6 +295,17 @@ func (e *engine) applyEvent(ev Event) {
 	if e.cfg.observe != nil {
 		e.cfg.observe(e)
 	}
+}
+
+// makeIdle adds node id to the idle set, idle since events[i] (−1: before
+// the first event), and reports whether it was not idle already.
+func (e *engine) makeIdle(id string, i int) bool {
+	if _, ok := e.idle[id]; ok {
+		return false
+	}
+	e.idle[id] = struct{}{}
+	e.estimator.opened(id, i)
+	return true
 }
 
 // loseProgress charges job j cost seconds of progress at its current rate.
@@ -473,10 +348,16 @@ func (e *engine) decide() error {
 	if len(e.active) == 0 || len(e.idle) == 0 {
 		return nil
 	}
+	nodes := e.estimator.estimate(e.nodes(), e.now)
+	tfwd := e.tfwd
+	if e.cfg.DeriveLookahead {
+		tfwd = allocator.LookaheadFromIdle(nodes, simTime(e.now), e.tfwd)
+	}
+	e.lookaheads = append(e.lookaheads, tfwd.Seconds())
 	p := &allocator.Problem{
-		Nodes:     e.nodes(),
+		Nodes:     nodes,
 		Trials:    make([]allocator.Trial, len(e.active)),
-		Lookahead: e.tfwd,
+		Lookahead: tfwd,
 		Objective: e.cfg.Objective,
 	}
 	for i, j := range e.active {
@@ -486,6 +367,9 @@ func (e *engine) decide() error {
 			t.Curve = e.cfg.Curves(j, e.now)
 		}
 		p.Trials[i] = t
+	}
+	if e.cfg.observeProblem != nil {
+		e.cfg.observeProblem(e.now, p)
 	}
 	t0 := e.cfg.Clock()
 	res, err := allocator.Solve(p, &e.settings)

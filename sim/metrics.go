@@ -68,6 +68,12 @@ type Metrics struct {
 	SolverMsMax float64 `json:"solver_ms_max"`
 	// SolverMsTotal is the time spent in the allocator, summed.
 	SolverMsTotal float64 `json:"solver_ms_total"`
+	// LookaheadP10, P50 and P90 are the T_fwd the allocator was given,
+	// in seconds, over its decisions (nearest rank; all Config.Lookahead
+	// unless Config.DeriveLookahead; 0 with no decision).
+	LookaheadP10 float64 `json:"lookahead_s_p10"`
+	LookaheadP50 float64 `json:"lookahead_s_p50"`
+	LookaheadP90 float64 `json:"lookahead_s_p90"`
 
 	JobsSubmitted int `json:"jobs_submitted"`
 	JobsCompleted int `json:"jobs_completed"`
@@ -135,7 +141,7 @@ func ratio(a, b float64) float64 {
 }
 
 // finish fills in the derived metrics.
-func (r *Result) finish(jobs []Job, solverMs []float64) {
+func (r *Result) finish(jobs []Job, solverMs, lookaheads []float64) {
 	m := &r.Metrics
 	m.Duration = m.End - m.Start
 	for i := range r.PerJob {
@@ -167,4 +173,7 @@ func (r *Result) finish(jobs []Job, solverMs []float64) {
 	for _, ms := range solverMs {
 		m.SolverMsTotal += ms
 	}
+	m.LookaheadP10 = percentile(lookaheads, 10)
+	m.LookaheadP50 = percentile(lookaheads, 50)
+	m.LookaheadP90 = percentile(lookaheads, 90)
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,7 +33,8 @@ type simOptions struct {
 	policies      string
 	curves        string
 	noise         float64
-	tfwd          float64
+	tfwd          string
+	idleEstimate  string
 	window        string
 	minHole       float64
 	maxNodes      int
@@ -97,6 +99,12 @@ type simPolicyReport struct {
 	// "jpa" (learnt online from noisy simulated measurements).
 	Curves      string  `json:"curves"`
 	WallSeconds float64 `json:"wall_s"`
+	// IdleEstimate is what the allocator was told of when nodes are taken
+	// back (--idle-estimate: none, true, noisy:SIGMA); TFwd is the
+	// look-ahead: its seconds when fixed, or "auto" when derived from the
+	// estimates (lookahead_s_p10/p50/p90 say what it was).
+	IdleEstimate string `json:"idle_estimate"`
+	TFwd         string `json:"tfwd"`
 	// JPA counts the JPA's work (jpa curves only).
 	JPA *sim.JPAStats `json:"jpa,omitempty"`
 	// PerJob is every job's metrics, in workload order (--per-job only).
@@ -122,7 +130,19 @@ policy (--policy: compact, paper, greedy, equal) through the production
 allocator. Prints what the trace reader saw (machine size, events, clipped
 SWF jobs) and, per policy, throughput (samples/s), efficiency vs dedicated,
 hole utilisation, rescales, preemptions, solver time p50/p99 and jobs
-completed. Progress goes to stderr. See docs/sim.md.`,
+completed.
+
+What the allocator knows of when each idle node is taken back is
+--idle-estimate: none (nothing, the default), true (the trace's own next
+busy event for the node), or noisy:SIGMA (the true remaining idle time
+times a log-normal factor with that sigma, one factor per busy event,
+seeded by --seed). Its look-ahead T_fwd is --tfwd: fixed seconds (or a
+duration such as 5m; default 300), or auto: derived at every decision
+from the estimates by the production rule (allocator.LookaheadFromIdle:
+the median remaining idle time, within [30s, 1h]; 300 s where no node
+has an estimate).
+
+Progress goes to stderr. See docs/sim.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.syntheticFlag = cmd.Flags().Changed("synthetic")
@@ -143,11 +163,12 @@ completed. Progress goes to stderr. See docs/sim.md.`,
 	f.StringVar(&o.policies, "policy", "compact,greedy,equal", "comma-separated policies: compact, paper, greedy, equal")
 	f.StringVar(&o.curves, "curves", curvesOracle, "what the allocator knows of each job's throughput: oracle (the true curves), jpa (learnt online by the JPA from noisy measurements), or both, comma-separated (every policy runs with each)")
 	f.Float64Var(&o.noise, "noise", 0.05, "with --curves jpa: relative noise (log-normal sigma) of the simulated throughput measurements")
-	f.Float64Var(&o.tfwd, "tfwd", 0, fmt.Sprintf("allocator look-ahead T_fwd in seconds (0: %d)", sim.DefaultLookahead))
+	f.StringVar(&o.tfwd, "tfwd", strconv.Itoa(sim.DefaultLookahead), "allocator look-ahead T_fwd: seconds or a duration (5m) fixed for the whole replay, or auto: derived at every decision from --idle-estimate (allocator.LookaheadFromIdle)")
+	f.StringVar(&o.idleEstimate, "idle-estimate", string(sim.IdleEstimateNone), "what the allocator is told of when each idle node is taken back: none, true (the trace's next busy event), or noisy:SIGMA (true remaining idle time × a log-normal factor per busy event, seeded by --seed)")
 	f.StringVar(&o.window, "window", "", "replay only [FROM,TO) of the trace, in its seconds (unix time); 0 leaves a side unbounded")
 	f.Float64Var(&o.minHole, "min-hole", 0, "drop idle intervals shorter than S seconds")
 	f.IntVar(&o.maxNodes, "max-nodes", 0, "machine size in nodes (required for an SWF log without a MaxNodes header; overrides the file's)")
-	f.Uint64Var(&o.seed, "seed", 1, "seed of --synthetic and of the JPA's measurement noise (--curves jpa)")
+	f.Uint64Var(&o.seed, "seed", 1, "seed of --synthetic, of the JPA's measurement noise (--curves jpa) and of --idle-estimate noisy")
 	f.StringVar(&o.dataDir, "data", "", "reference data directory holding scaling/, for --synthetic (default: ../shared/data found from the working directory)")
 	f.BoolVar(&o.json, "json", false, "print one JSON object {trace, workload, policies}")
 	f.BoolVar(&o.perJob, "per-job", false, "with --json: add each job's metrics to every run (per_job)")
@@ -198,8 +219,11 @@ func (o *simOptions) validate() (policies []allocator.Formulation, window [2]flo
 	if policies, err = parseSimPolicies(o.policies); err != nil {
 		return nil, window, err
 	}
-	if !finiteNonNegative(o.tfwd) {
-		return nil, window, usageErrorf("--tfwd: %v must be a non-negative number of seconds", o.tfwd)
+	if _, _, err := o.lookahead(); err != nil {
+		return nil, window, err
+	}
+	if _, err := o.idleEstimates(); err != nil {
+		return nil, window, err
 	}
 	if !finiteNonNegative(o.minHole) {
 		return nil, window, usageErrorf("--min-hole: %v must be a non-negative number of seconds", o.minHole)
@@ -296,6 +320,16 @@ func (o *simOptions) run(stdout, stderr io.Writer) error {
 		rep.File, rep.Nodes, rep.Events, time.Duration((tr.End-tr.Start)*float64(time.Second)).Round(time.Second), len(jobs))
 
 	modes, _ := o.curveModes()
+	tfwd, derive, _ := o.lookahead()
+	idleEst, _ := o.idleEstimates()
+	events, err := o.eventsWithTruth(tr, window, idleEst)
+	if err != nil {
+		return err
+	}
+	tfwdLabel := "auto"
+	if !derive {
+		tfwdLabel = strconv.FormatFloat(cmp.Or(tfwd, sim.DefaultLookahead), 'g', -1, 64)
+	}
 	report := simReport{Trace: rep, Workload: wrep}
 	var runs []simplot.Run
 	total := len(policies) * len(modes)
@@ -308,7 +342,8 @@ func (o *simOptions) run(stdout, stderr io.Writer) error {
 		prefix := fmt.Sprintf("sim: [%d/%d] %s:", i+1, total, label)
 		fmt.Fprintf(stderr, "%s replaying…\n", prefix)
 		start := time.Now()
-		cfg := sim.Config{Policy: p, Lookahead: o.tfwd, Start: tr.Start, End: tr.End, Progress: simProgress(stderr, prefix, time.Now)}
+		cfg := sim.Config{Policy: p, Lookahead: tfwd, DeriveLookahead: derive, IdleEstimate: idleEst,
+			Start: tr.Start, End: tr.End, Progress: simProgress(stderr, prefix, time.Now)}
 		var learner *sim.JPA
 		if mode == curvesJPA {
 			noise := o.noise
@@ -320,7 +355,7 @@ func (o *simOptions) run(stdout, stderr io.Writer) error {
 			}
 			cfg.Curves, cfg.Measure = learner.Curve, learner.Measure
 		}
-		res, err := sim.Run(tr.Events, jobs, cfg)
+		res, err := sim.Run(events, jobs, cfg)
 		if err != nil {
 			if errors.Is(err, sim.ErrInvalidInput) {
 				return withCode(ExitUsage, fmt.Errorf("%s: %w", label, err))
@@ -330,7 +365,7 @@ func (o *simOptions) run(stdout, stderr io.Writer) error {
 		wall := time.Since(start)
 		fmt.Fprintf(stderr, "%s done in %s (%d decisions, %d/%d jobs completed)\n",
 			prefix, wall.Round(time.Millisecond), res.Metrics.Decisions, res.Metrics.JobsCompleted, len(jobs))
-		pr := simPolicyReport{Metrics: res.Metrics, Curves: mode, WallSeconds: wall.Seconds()}
+		pr := simPolicyReport{Metrics: res.Metrics, Curves: mode, IdleEstimate: idleEst.String(), TFwd: tfwdLabel, WallSeconds: wall.Seconds()}
 		if learner != nil {
 			st := learner.Stats()
 			pr.JPA = &st
@@ -368,21 +403,13 @@ func (o *simOptions) traceFlag() string {
 // readTrace reads --events or --swf; a file that cannot be read or parsed
 // is a bad argument (exit 2).
 func (o *simOptions) readTrace(opts sim.SourceOptions) (*sim.Trace, simTraceReport, error) {
-	flag, path, format, read := "--events", o.events, "events", sim.ReadIdleEvents
+	tr, err := o.parseTrace(opts)
+	if err != nil {
+		return nil, simTraceReport{}, err
+	}
+	path, format := o.events, "events"
 	if o.swf != "" {
-		flag, path, format, read = "--swf", o.swf, "swf", sim.ReadSWF
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, simTraceReport{}, usageErrorf("%s: %w", flag, err)
-	}
-	defer f.Close()
-	tr, err := read(f, opts)
-	if err != nil {
-		if errors.Is(err, sim.ErrNoMaxNodes) {
-			return nil, simTraceReport{}, usageErrorf("%s: %s: %w (pass --max-nodes N)", flag, path, err)
-		}
-		return nil, simTraceReport{}, usageErrorf("%s: %s: %w", flag, path, err)
+		path, format = o.swf, "swf"
 	}
 	r := tr.Report
 	return tr, simTraceReport{
@@ -392,6 +419,27 @@ func (o *simOptions) readTrace(opts sim.SourceOptions) (*sim.Trace, simTraceRepo
 		Inconsistent: r.Inconsistent, DroppedHoles: r.DroppedHoles, DroppedNodeSeconds: r.DroppedNodeSeconds,
 		Holes: tr.HoleStats(),
 	}, nil
+}
+
+// parseTrace reads --events or --swf with opts.
+func (o *simOptions) parseTrace(opts sim.SourceOptions) (*sim.Trace, error) {
+	flag, path, read := "--events", o.events, sim.ReadIdleEvents
+	if o.swf != "" {
+		flag, path, read = "--swf", o.swf, sim.ReadSWF
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usageErrorf("%s: %w", flag, err)
+	}
+	defer f.Close()
+	tr, err := read(f, opts)
+	if err != nil {
+		if errors.Is(err, sim.ErrNoMaxNodes) {
+			return nil, usageErrorf("%s: %s: %w (pass --max-nodes N)", flag, path, err)
+		}
+		return nil, usageErrorf("%s: %s: %w", flag, path, err)
+	}
+	return tr, nil
 }
 
 // readWorkload reads --jobs or draws --synthetic jobs, submitted at the
@@ -450,10 +498,10 @@ func printSimReport(w io.Writer, r simReport) error {
 	fmt.Fprintf(w, "workload  %s: %d jobs\n\n", r.Workload.Source, r.Workload.Jobs)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tcurves\tthroughput\tefficiency_vs_dedicated\thole_utilisation\trescales\tpreemptions\tsolver_ms_p50\tsolver_ms_p99\tjobs_completed\twall_s\t")
+	fmt.Fprintln(tw, "policy\tcurves\tidle_estimate\ttfwd\ttfwd_s_p50\tthroughput\tefficiency_vs_dedicated\thole_utilisation\trescales\tpreemptions\tsolver_ms_p50\tsolver_ms_p99\tjobs_completed\twall_s\t")
 	for _, p := range r.Policies {
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.3f\t%.3f\t%d\t%d\t%.2f\t%.2f\t%d/%d\t%.1f\t\n",
-			p.Policy, p.Curves, p.Throughput, p.EfficiencyVsDedicated, p.HoleUtilisation, p.Rescales, p.Preemptions,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f\t%.1f\t%.3f\t%.3f\t%d\t%d\t%.2f\t%.2f\t%d/%d\t%.1f\t\n",
+			p.Policy, p.Curves, p.IdleEstimate, p.TFwd, p.LookaheadP50, p.Throughput, p.EfficiencyVsDedicated, p.HoleUtilisation, p.Rescales, p.Preemptions,
 			p.SolverMsP50, p.SolverMsP99, p.JobsCompleted, r.Workload.Jobs, p.WallSeconds)
 	}
 	return tw.Flush()

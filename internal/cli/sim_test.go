@@ -150,6 +150,11 @@ func TestSimBadFlags(t *testing.T) {
 		{"one-sided window", append(base, "--window", "100"), "--window"},
 		{"reversed window", append(base, "--window", "300,100"), "--window"},
 		{"negative tfwd", append(base, "--tfwd", "-1"), "--tfwd"},
+		{"bad tfwd", append(base, "--tfwd", "soon"), `--tfwd: "soon" is not auto, a number of seconds or a duration`},
+		{"bad idle estimate", append(base, "--idle-estimate", "psychic"), `--idle-estimate: "psychic" is not one of none, true, noisy:SIGMA`},
+		{"noisy without sigma", append(base, "--idle-estimate", "noisy"), `--idle-estimate: "noisy": want noisy:SIGMA`},
+		{"negative sigma", append(base, "--idle-estimate", "noisy:-1"), "--idle-estimate"},
+		{"sigma on true", append(base, "--idle-estimate", "true:0.5"), `--idle-estimate: "true:0.5": only noisy takes a sigma`},
 		{"negative min-hole", append(base, "--min-hole", "-5"), "--min-hole"},
 		{"negative max-nodes", append(base, "--max-nodes", "-1"), "--max-nodes"},
 		{"missing events file", []string{"--events", "no-such.csv", "--jobs", simJobs}, "--events"},
@@ -270,4 +275,46 @@ func TestSimProgressLines(t *testing.T) {
 	report(200, 100, 200) // done, 17 s in
 	require.Equal(t, "sim: [1/1] compact:  30% of the trace replayed, 6s elapsed\n"+
 		"sim: [1/1] compact: 100% of the trace replayed, 17s elapsed\n", buf.String())
+}
+
+// --idle-estimate and --tfwd: the run says what the allocator knew and
+// the T_fwd it was given. In [100, 250) of the tiny trace the decisions
+// come at 100 (a idle until 200, b until 150: T_fwd 50 s), 150 (a until
+// 200, d until 300: 50 s) and 200 (d alone: 100 s). d's end lies beyond
+// the window: only the events after it, read again, tell it; without
+// estimates, every decision falls back to 300 s.
+func TestSimIdleEstimates(t *testing.T) {
+	base := []string{"--events", simEvents, "--jobs", simJobs, "--window", "100,250", "--policy", "compact", "--json"}
+	auto := runSimJSON(t, append(base, "--idle-estimate", "true", "--tfwd", "auto")...)
+	p := auto.Policies[0]
+	require.Equal(t, "true", p["idle_estimate"])
+	require.Equal(t, "auto", p["tfwd"])
+	require.EqualValues(t, 3, p["decisions"])
+	require.EqualValues(t, 50, p["lookahead_s_p50"])
+	require.EqualValues(t, 100, p["lookahead_s_p90"], "the true end beyond the window")
+
+	none := runSimJSON(t, append(base, "--tfwd", "auto")...).Policies[0]
+	require.Equal(t, "none", none["idle_estimate"])
+	require.EqualValues(t, 300, none["lookahead_s_p10"])
+	require.EqualValues(t, 300, none["lookahead_s_p90"])
+
+	fixed := runSimJSON(t, append(base, "--idle-estimate", "true", "--tfwd", "2m")...).Policies[0]
+	require.Equal(t, "120", fixed["tfwd"])
+	require.EqualValues(t, 120, fixed["lookahead_s_p50"])
+	def := runSimJSON(t, base...).Policies[0]
+	require.Equal(t, "300", def["tfwd"])
+
+	noisy := append(base, "--idle-estimate", "noisy:1", "--tfwd", "auto", "--seed", "5")
+	n1 := runSimJSON(t, noisy...).Policies[0]
+	n2 := runSimJSON(t, noisy...).Policies[0]
+	require.Equal(t, "noisy:1", n1["idle_estimate"])
+	for _, key := range []string{"lookahead_s_p10", "lookahead_s_p50", "lookahead_s_p90", "throughput", "rescales"} {
+		require.Equal(t, n1[key], n2[key], "same seed, same %s", key)
+	}
+
+	out, progress, err := runCLI(t, "sim", "--events", simEvents, "--jobs", simJobs, "--policy", "compact", "--idle-estimate", "noisy:0.5", "--tfwd", "auto")
+	require.NoError(t, err, progress)
+	for _, s := range []string{"idle_estimate", "tfwd_s_p50", "noisy:0.5", "auto"} {
+		require.Contains(t, out, s)
+	}
 }

@@ -60,5 +60,6 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newControlCmds()...)
 	root.AddCommand(newPoolCmd())
 	root.AddCommand(newSimCmd())
+	root.AddCommand(newSlurmDemoCmd())
 	return root
 }

@@ -1,0 +1,581 @@
+package slurmdemo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/gleaner-hpc/gleaner/cluster/slurm"
+)
+
+// Settings are one run of the demo. Zero optional fields take the
+// defaults the CLI documents.
+type Settings struct {
+	// Cluster: started with the script (ClusterSettings), or the running
+	// one SlurmConf names.
+	Cluster   ClusterSettings
+	SlurmConf string
+	// BatchPartition and PilotPartition are the cluster's partitions.
+	BatchPartition, PilotPartition string
+
+	// SWF is the log replayed; Plan the window and its fitting (its
+	// ClusterNodes is the cluster's node count).
+	SWF  string
+	Plan PlanSettings
+	// Baseline runs the window once without Gleaner first;
+	// BaselineFrom instead reads that pass from an earlier result file.
+	Baseline     bool
+	BaselineFrom string
+	// Control replays the window a second time without Gleaner: how much
+	// batch jobs' starts move between two identical passes (the noise
+	// floor of Delays).
+	Control bool
+	// Duration caps a pass (0: until every job of the window has ended,
+	// at most Span + longest run + 10 minutes).
+	Duration time.Duration
+	// Warmup is how long the campaign may take to fill the nodes before
+	// the replay starts.
+	Warmup time.Duration
+
+	// Gleaner is the gleaner binary (absolute): the worker, and the
+	// pilots' agents, run it.
+	Gleaner string
+	// Campaign is the HPO campaign of real trainers.
+	Campaign CampaignSettings
+	// Pilots: pool name and the worker's slurm: options.
+	Pool       string
+	MaxPending int
+	PilotTime  time.Duration
+	PilotMin   time.Duration
+	PilotEvery time.Duration
+
+	// Out is the directory for the results, logs and trial data.
+	Out string
+	// Sample is the monitor's interval; Progress how often a progress
+	// line is printed when stdout is not a terminal.
+	Sample, Progress time.Duration
+	Stdout, Stderr   io.Writer
+	TTY              bool
+}
+
+// Result is what a run measured; `gleaner slurm-demo` prints it and
+// writes it as JSON (its keys are documented in docs/slurm-demo.md).
+type Result struct {
+	Plan     PlanSummary  `json:"plan"`
+	Slurm    SlurmSummary `json:"slurm"`
+	Baseline *PassResult  `json:"baseline,omitempty"`
+	Control  *PassResult  `json:"control,omitempty"`
+	Live     *PassResult  `json:"live,omitempty"`
+	// Delays compares the batch jobs' starts of the live pass with the
+	// baseline's; ControlDelays the control pass's with the baseline's
+	// (two passes without Gleaner: the comparison's noise).
+	Delays        *Delays `json:"delays,omitempty"`
+	ControlDelays *Delays `json:"control_delays,omitempty"`
+	// Trials is the campaign's account of its trials and the audit of
+	// their runs.
+	Trials *TrialsSummary `json:"trials,omitempty"`
+	// Sim is the simulator's prediction for the live pass's idle events.
+	Sim *SimComparison `json:"sim,omitempty"`
+	// Leftovers are processes of the demo still running after it
+	// stopped everything (should be empty).
+	Leftovers []string `json:"leftovers"`
+	Files     Files    `json:"files"`
+}
+
+// PlanSummary is the replayed window.
+type PlanSummary struct {
+	SWF         string  `json:"swf"`
+	Offset      string  `json:"offset"`
+	TraceStart  int64   `json:"trace_start_unix"`
+	Jobs        int     `json:"jobs"`
+	Compression float64 `json:"compression"`
+	TraceNodes  int     `json:"trace_nodes"`
+	Nodes       int     `json:"nodes"`
+	SpanS       float64 `json:"span_s"`
+	LongestRunS float64 `json:"longest_run_s"`
+	Load        float64 `json:"load"`
+	TraceLoad   float64 `json:"trace_load"`
+	// Sizes counts the replayed jobs by scaled size.
+	Sizes map[int]int `json:"sizes"`
+}
+
+// SlurmSummary is the cluster as Slurm described it.
+type SlurmSummary struct {
+	Version    string  `json:"version"`
+	GraceS     float64 `json:"grace_s"`
+	KillWaitS  float64 `json:"kill_wait_s"`
+	BFInterval float64 `json:"bf_interval_s"`
+	SignalUser bool    `json:"preempt_send_user_signal"`
+}
+
+// PassResult is one pass of the window.
+type PassResult struct {
+	Kind string `json:"kind"` // "baseline", "control" or "live"
+	// Start is when the replay started, End when the pass's measurement
+	// ended; Seconds between them.
+	Start   time.Time `json:"start"`
+	End     time.Time `json:"end"`
+	Seconds float64   `json:"seconds"`
+	// CutShort: the pass ended (Duration, Ctrl-C) before every job did.
+	CutShort    bool         `json:"cut_short,omitempty"`
+	Batch       BatchSummary `json:"batch"`
+	NodeSeconds NodeSeconds  `json:"node_seconds"`
+	Harvest     float64      `json:"harvest"`
+	Pilots      PilotSummary `json:"pilots"`
+	Churn       Churn        `json:"churn"`
+	// Handovers: batch jobs that took a pilot's nodes (a pilot ended on
+	// one of their nodes between their submission and their start); per
+	// such pilot, how long the job waited for it to end after its
+	// submission, and the gap from its end to the job's start.
+	Handovers      int   `json:"handovers"`
+	HandoverPilots int   `json:"handover_pilots"`
+	HandoverWait   Stats `json:"handover_wait_s"`
+	HandoverGap    Stats `json:"handover_gap_s"`
+	// LateSubmits summarises how late sbatch returned after each job's
+	// planned time (seconds).
+	LateSubmits Stats `json:"late_submits_s"`
+	// Starts are the batch jobs' starts, seconds after Start, by name.
+	Starts map[string]float64 `json:"starts"`
+	// PilotsLeft counts pilots still pending or running after the worker
+	// stopped (it must cancel every one).
+	PilotsLeft int `json:"pilots_left"`
+}
+
+// Files are what the run wrote.
+type Files struct {
+	Result     string `json:"result"`
+	IdleEvents string `json:"idle_events,omitempty"`
+	WorkerLog  string `json:"worker_log,omitempty"`
+	ServerLog  string `json:"server_log,omitempty"`
+	Data       string `json:"data,omitempty"`
+	// Timelines and Jobs are each pass's spans and jobs, by pass.
+	Timelines map[string]string `json:"timelines,omitempty"`
+	Jobs      map[string]string `json:"jobs,omitempty"`
+	// SlurmctldLogs are the controller's logs of each pass (a cluster
+	// this command started).
+	SlurmctldLogs map[string]string `json:"slurmctld_logs,omitempty"`
+}
+
+// demo is one run.
+type demo struct {
+	s       Settings
+	plan    Plan
+	cluster *Cluster
+	nodes   []string
+	conf    slurm.Config
+	part    slurm.Partition
+	script  string
+	res     Result
+	// lastTimeline is the last pass's, for the measurements.
+	lastTimeline *Timeline
+	// passes is how many passes the run makes.
+	passes int
+	// lastSubmitted are the last pass's submission times, by job name.
+	lastSubmitted map[string]time.Time
+}
+
+func (d *demo) say(format string, args ...any) {
+	fmt.Fprintf(d.s.Stdout, "slurm-demo: "+format+"\n", args...)
+}
+
+func (d *demo) warn(format string, args ...any) {
+	fmt.Fprintf(d.s.Stderr, "slurm-demo: warning: "+format+"\n", args...)
+}
+
+// Run runs the demo: the cluster, the baseline pass (unless given), the
+// live pass, the measurements; everything it started is stopped before
+// it returns, also when ctx ends (Ctrl-C), which is not an error.
+func Run(ctx context.Context, s Settings) (res *Result, err error) {
+	d := &demo{s: s}
+	if err := d.prepare(); err != nil {
+		return nil, err
+	}
+	d.say("replay: %s", d.plan)
+
+	// The cluster.
+	if s.SlurmConf != "" {
+		d.cluster = UseCluster(s.SlurmConf)
+		d.say("using the running cluster of %s", s.SlurmConf)
+	} else {
+		d.say("starting a Slurm cluster of %d nodes in %s (GraceTime %v, bf_interval %v, preempt_send_user_signal %v)…",
+			s.Cluster.Nodes, s.Cluster.Dir, s.Cluster.Grace, s.Cluster.BackfillInterval, s.Cluster.SignalUser)
+		if d.cluster, err = StartCluster(ctx, s.Cluster, s.Stderr); err != nil {
+			return nil, err
+		}
+	}
+	defer func() {
+		if serr := d.cluster.Stop(s.Stderr); serr != nil {
+			d.warn("%v", serr)
+			if err == nil {
+				err = serr
+			}
+		} else if s.SlurmConf == "" {
+			d.say("Slurm cluster stopped")
+		}
+		d.res.Leftovers = leftovers(d.s.Out, d.s.Campaign.Trainer)
+		if len(d.res.Leftovers) > 0 {
+			d.warn("processes left running: %v", d.res.Leftovers)
+		}
+		if werr := d.write(); werr != nil && err == nil {
+			err = werr
+		}
+		if ctx.Err() != nil {
+			err = nil // stopped by a person
+		}
+	}()
+	if err := d.describe(ctx); err != nil {
+		return &d.res, err
+	}
+
+	// The baseline pass: the window without Gleaner.
+	switch {
+	case s.BaselineFrom != "":
+		if err := d.loadBaseline(); err != nil {
+			return &d.res, err
+		}
+	case s.Baseline:
+		d.passes = 2
+		if s.Control {
+			d.passes = 3
+		}
+		d.say("pass 1 of %d: the window without Gleaner (baseline)", d.passes)
+		p, err := d.pass(ctx, nil, "baseline")
+		d.res.Baseline = p
+		if err != nil || ctx.Err() != nil {
+			return &d.res, err
+		}
+		d.say("baseline done: %d/%d jobs ran in %v", p.Batch.Started, p.Batch.Planned, time.Duration(p.Seconds*float64(time.Second)).Round(time.Second))
+		if err := d.fresh(ctx); err != nil {
+			return &d.res, err
+		}
+		if s.Control {
+			d.say("pass 2 of 3: the window without Gleaner again (control: how much starts move between identical passes)")
+			p, err := d.pass(ctx, nil, "control")
+			d.res.Control = p
+			if err != nil || ctx.Err() != nil {
+				return &d.res, err
+			}
+			bound := d.part.GraceTime + d.conf.BackfillInterval
+			cd := CompareStarts(d.res.Baseline.Starts, p.Starts, bound)
+			d.res.ControlDelays = &cd
+			if err := d.fresh(ctx); err != nil {
+				return &d.res, err
+			}
+		}
+	}
+
+	// The live pass: the same window with Gleaner harvesting the holes.
+	if err := d.live(ctx); err != nil || ctx.Err() != nil {
+		return &d.res, err
+	}
+	if b := d.res.Baseline; b != nil && d.res.Live != nil {
+		bound := d.part.GraceTime + d.conf.BackfillInterval
+		delays := CompareStarts(b.Starts, d.res.Live.Starts, bound)
+		if d.lastTimeline != nil {
+			pre, _, _ := Handovers(d.lastTimeline, d.lastSubmitted)
+			for i := range delays.Worst {
+				delays.Worst[i].Preempted = pre[delays.Worst[i].Name]
+			}
+		}
+		d.res.Delays = &delays
+	}
+	return &d.res, nil
+}
+
+// fresh gives the next pass a cluster like the first's: a restarted one
+// (a fresh controller, job ids from 1), or the running one drained.
+func (d *demo) fresh(ctx context.Context) error {
+	if d.s.SlurmConf != "" {
+		return d.cluster.Drain(ctx, "", time.Minute)
+	}
+	d.say("restarting the cluster for the next pass (a fresh controller, as for the first)…")
+	return d.cluster.Restart(ctx, d.s.Stderr)
+}
+
+// prepare checks the settings and builds the plan.
+func (d *demo) prepare() error {
+	s := &d.s
+	if s.Stdout == nil {
+		s.Stdout = io.Discard
+	}
+	if s.Stderr == nil {
+		s.Stderr = io.Discard
+	}
+	if s.BatchPartition == "" {
+		s.BatchPartition = "batch"
+	}
+	if s.PilotPartition == "" {
+		s.PilotPartition = "glean"
+	}
+	if s.Sample <= 0 {
+		s.Sample = time.Second
+	}
+	if s.Progress <= 0 {
+		s.Progress = 5 * time.Second
+	}
+	out, err := filepath.Abs(s.Out)
+	if err != nil {
+		return err
+	}
+	s.Out = out
+	if err := os.MkdirAll(s.Out, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	d.res.Files.Result = filepath.Join(s.Out, "result.json")
+	f, err := os.Open(s.SWF)
+	if err != nil {
+		return fmt.Errorf("--swf: %w", err)
+	}
+	defer f.Close()
+	log, err := ReadSWF(f)
+	if err != nil {
+		return fmt.Errorf("--swf %s: %w", s.SWF, err)
+	}
+	if d.plan, err = NewPlan(log, s.Plan); err != nil {
+		return fmt.Errorf("--swf %s: %w", s.SWF, err)
+	}
+	p := d.plan
+	d.res.Plan = PlanSummary{SWF: s.SWF, Offset: p.Settings.Offset.String(), TraceStart: p.TraceStart, Jobs: len(p.Jobs),
+		Compression: p.Settings.Compression, TraceNodes: p.Settings.TraceNodes, Nodes: p.Settings.ClusterNodes,
+		SpanS: p.Span.Seconds(), LongestRunS: p.LongestRun.Seconds(), Load: p.Load, TraceLoad: p.TraceLoad, Sizes: map[int]int{}}
+	for _, j := range p.Jobs {
+		d.res.Plan.Sizes[j.Nodes]++
+	}
+	if d.script, err = WriteJobScript(filepath.Join(s.Out, "batch")); err != nil {
+		return err
+	}
+	return nil
+}
+
+// describe reads the cluster's nodes and configuration.
+func (d *demo) describe(ctx context.Context) error {
+	var err error
+	if d.nodes, err = d.cluster.Nodes(ctx); err != nil {
+		return fmt.Errorf("the cluster's nodes: %w", err)
+	}
+	if len(d.nodes) != d.s.Plan.ClusterNodes {
+		return fmt.Errorf("the cluster has %d nodes, the plan was made for %d", len(d.nodes), d.s.Plan.ClusterNodes)
+	}
+	if d.conf, d.part, err = d.cluster.Describe(ctx, d.s.PilotPartition); err != nil {
+		return fmt.Errorf("the cluster's configuration: %w", err)
+	}
+	d.res.Slurm = SlurmSummary{Version: d.conf.Version, GraceS: d.part.GraceTime.Seconds(), KillWaitS: d.conf.KillWait.Seconds(),
+		BFInterval: d.conf.BackfillInterval.Seconds(), SignalUser: d.conf.SendsUserSignal()}
+	d.say("cluster: Slurm %s, nodes %v, partition %s GraceTime %v, KillWait %v, bf_interval %v, preempt_send_user_signal %v",
+		d.conf.Version, d.nodes, d.part.Name, d.part.GraceTime, d.conf.KillWait, d.conf.BackfillInterval, d.conf.SendsUserSignal())
+	return nil
+}
+
+// passHooks are what the live pass adds to a pass: the pool for the
+// monitor, and trials done for the progress line.
+type passHooks struct {
+	pool       func(ctx context.Context) (*PoolView, error)
+	trialsDone func(ctx context.Context) int
+}
+
+// pass replays the window once and monitors it until every job ended (or
+// the pass's time is up, or ctx ends).
+func (d *demo) pass(ctx context.Context, hooks *passHooks, kind string) (*PassResult, error) {
+	tl := NewTimeline(d.nodes, d.s.BatchPartition, d.s.PilotPartition)
+	tl.PilotLimit = d.s.PilotTime
+	// The worker's default lead (slurm.Settings.Lead): GraceTime, at least 30 s.
+	tl.PilotLead = max(d.part.GraceTime, 30*time.Second)
+	mon := &Monitor{Timeline: tl, Run: d.cluster.Run, Interval: d.s.Sample}
+	if hooks != nil {
+		mon.Pool = hooks.pool
+	}
+	limit := d.s.Duration
+	if limit <= 0 {
+		limit = d.plan.Span + d.plan.LongestRun + 10*time.Minute
+	}
+	pctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+
+	rep := &Replayer{Run: d.cluster.Run, Partition: d.s.BatchPartition, Script: d.script}
+	start := time.Now()
+	var (
+		mu        sync.Mutex
+		submitted []Submitted
+		replayErr error
+		replayed  = make(chan struct{})
+	)
+	go func() {
+		defer close(replayed)
+		subs, err := rep.Replay(pctx, start, d.plan.Jobs, nil)
+		mu.Lock()
+		submitted, replayErr = subs, err
+		mu.Unlock()
+	}()
+	isReplayed := func() bool {
+		select {
+		case <-replayed:
+			return true
+		default:
+			return false
+		}
+	}
+	done := func() bool {
+		if !isReplayed() {
+			return false
+		}
+		for _, j := range d.plan.Jobs {
+			if r := tl.Batch[j.Name]; r == nil || !r.Ended {
+				return false
+			}
+		}
+		return true
+	}
+	var (
+		lastLine   time.Time
+		trialsDone = -1
+		lastTrials time.Time
+		sampleErrs int
+	)
+	report := func(s Snapshot, held []Holder, err error) {
+		if err != nil {
+			sampleErrs++
+			if sampleErrs <= 3 {
+				d.warn("%v", err)
+			}
+			return
+		}
+		if hooks != nil && time.Since(lastTrials) >= 5*time.Second {
+			if n := hooks.trialsDone(pctx); n >= 0 {
+				trialsDone = n
+			} else if trialsDone < 0 {
+				trialsDone = 0
+			}
+			lastTrials = time.Now()
+		}
+		if !d.s.TTY && time.Since(lastLine) < d.s.Progress {
+			return
+		}
+		lastLine = time.Now()
+		line := ProgressLine(time.Since(start), held, tl.Counts(), len(d.plan.Jobs), trialsDone)
+		if d.s.TTY {
+			fmt.Fprintf(d.s.Stdout, "\r\x1b[K\x1b[?7l%s\x1b[?7h", line)
+		} else {
+			fmt.Fprintln(d.s.Stdout, line)
+		}
+	}
+	if d.s.TTY {
+		d.say("node map: B batch job, T trial (on a pilot), P pilot without a trial, . free")
+	} else {
+		d.say("node map: B batch job, T trial (on a pilot), P pilot without a trial, . free; a line every %v", d.s.Progress)
+	}
+	loopErr := mon.Loop(pctx, done, report)
+	if d.s.TTY {
+		fmt.Fprintln(d.s.Stdout)
+	}
+	end := time.Now()
+	tl.Close(end)
+	cancel()
+	<-replayed
+
+	p := &PassResult{Kind: kind, Start: start, End: end, Seconds: end.Sub(start).Seconds(), CutShort: !done()}
+	p.Batch = SummariseBatch(tl, d.plan.Jobs)
+	p.NodeSeconds = HolderShares(tl, start, end)
+	p.Harvest = p.NodeSeconds.Harvest()
+	p.Pilots = SummarisePilots(tl)
+	p.Churn = MeasureChurn(tl, start, end)
+	p.Starts = BatchStarts(tl, start)
+	subAt := map[string]time.Time{}
+	for _, s := range submitted {
+		subAt[s.Job.Name] = s.At
+	}
+	d.lastSubmitted = subAt
+	if hooks != nil {
+		pre, waited, gaps := Handovers(tl, subAt)
+		p.Handovers, p.HandoverPilots, p.HandoverWait, p.HandoverGap = len(pre), len(gaps), NewStats(waited), NewStats(gaps)
+	}
+	late := make([]float64, len(submitted))
+	for i, s := range submitted {
+		late[i] = s.Late.Seconds()
+	}
+	p.LateSubmits = NewStats(late)
+	d.lastTimeline = tl
+	d.writeTimeline(kind, tl)
+	if log := filepath.Join(d.s.Out, kind+"-slurmctld.log"); d.cluster.SaveLog(log) {
+		if d.res.Files.SlurmctldLogs == nil {
+			d.res.Files.SlurmctldLogs = map[string]string{}
+		}
+		d.res.Files.SlurmctldLogs[kind] = log
+	}
+	if p.CutShort && ctx.Err() == nil {
+		d.warn("%s pass cut short after %v: %d of %d jobs ended", kind, end.Sub(start).Round(time.Second), p.Batch.Ended, p.Batch.Planned)
+	}
+	if replayErr != nil && !errors.Is(replayErr, context.Canceled) && !errors.Is(replayErr, context.DeadlineExceeded) {
+		return p, fmt.Errorf("%s pass: replay: %w", kind, replayErr)
+	}
+	if loopErr != nil && !errors.Is(loopErr, context.Canceled) && !errors.Is(loopErr, context.DeadlineExceeded) {
+		return p, fmt.Errorf("%s pass: monitor: %w", kind, loopErr)
+	}
+	return p, nil
+}
+
+// loadBaseline reads the baseline pass of an earlier result file, made
+// for the same plan.
+func (d *demo) loadBaseline() error {
+	b, err := os.ReadFile(d.s.BaselineFrom)
+	if err != nil {
+		return fmt.Errorf("--baseline-from: %w", err)
+	}
+	var old Result
+	if err := json.Unmarshal(b, &old); err != nil {
+		return fmt.Errorf("--baseline-from %s: %w", d.s.BaselineFrom, err)
+	}
+	switch {
+	case old.Baseline == nil:
+		return fmt.Errorf("--baseline-from %s: it holds no baseline pass", d.s.BaselineFrom)
+	case old.Plan.TraceStart != d.res.Plan.TraceStart || old.Plan.Jobs != d.res.Plan.Jobs ||
+		old.Plan.Compression != d.res.Plan.Compression || old.Plan.Nodes != d.res.Plan.Nodes:
+		return fmt.Errorf("--baseline-from %s: made for another window (%d jobs from unix %d, %v×, %d nodes)",
+			d.s.BaselineFrom, old.Plan.Jobs, old.Plan.TraceStart, old.Plan.Compression, old.Plan.Nodes)
+	}
+	d.res.Baseline, d.res.Control, d.res.ControlDelays = old.Baseline, old.Control, old.ControlDelays
+	d.say("baseline pass from %s (%d jobs ran)", d.s.BaselineFrom, old.Baseline.Batch.Started)
+	return nil
+}
+
+// writeTimeline writes a pass's spans and jobs as CSV.
+func (d *demo) writeTimeline(kind string, tl *Timeline) {
+	if d.res.Files.Timelines == nil {
+		d.res.Files.Timelines, d.res.Files.Jobs = map[string]string{}, map[string]string{}
+	}
+	for _, f := range []struct {
+		path  string
+		write func(io.Writer) error
+		into  map[string]string
+	}{
+		{filepath.Join(d.s.Out, kind+"-timeline.csv"), tl.WriteSpans, d.res.Files.Timelines},
+		{filepath.Join(d.s.Out, kind+"-jobs.csv"), tl.WriteJobs, d.res.Files.Jobs},
+	} {
+		out, err := os.Create(f.path)
+		if err == nil {
+			err = f.write(out)
+			if cerr := out.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			d.warn("%v", err)
+			continue
+		}
+		f.into[kind] = f.path
+	}
+}
+
+// write writes the result as JSON.
+func (d *demo) write() error {
+	b, err := json.MarshalIndent(d.res, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(d.res.Files.Result, append(b, '\n'), 0o644)
+}

@@ -1,0 +1,110 @@
+package slurmdemo
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gleaner-hpc/gleaner/cluster/slurm"
+)
+
+// Monitor samples squeue (every partition, finished jobs included while
+// MinJobAge keeps them) and the pool every Interval into a Timeline.
+type Monitor struct {
+	Timeline *Timeline
+	Run      slurm.Runner
+	// Pool reads the pool (nil: no pool, the baseline pass).
+	Pool func(ctx context.Context) (*PoolView, error)
+	// Location is the controller's time zone (default time.Local).
+	Location *time.Location
+	Interval time.Duration // default 1 s
+	Clock    Clock
+}
+
+// Sample takes one sample: squeue, then the pool. A pool that does not
+// answer leaves Pool nil (no trial seen), and is not an error.
+func (m *Monitor) Sample(ctx context.Context) (Snapshot, []Holder, error) {
+	clock := m.clock()
+	loc := m.Location
+	if loc == nil {
+		loc = time.Local
+	}
+	out, err := m.Run.Run(ctx, "squeue", "-h", "-a", "-t", "all", "-o", slurm.PilotFormat)
+	if err != nil {
+		return Snapshot{}, nil, fmt.Errorf("monitor: %w", err)
+	}
+	jobs, err := slurm.ParseJobs(out, loc)
+	if err != nil {
+		return Snapshot{}, nil, fmt.Errorf("monitor: %w", err)
+	}
+	s := Snapshot{At: clock.Now(), Jobs: jobs}
+	if m.Pool != nil {
+		if v, err := m.Pool(ctx); err == nil {
+			s.Pool = v
+		}
+	}
+	return s, m.Timeline.Observe(s), nil
+}
+
+func (m *Monitor) clock() Clock {
+	if m.Clock == nil {
+		return WallClock{}
+	}
+	return m.Clock
+}
+
+// Loop samples every Interval until done says so or ctx ends; each
+// sample (or its error: a failed squeue is tried again next time) goes to
+// report.
+func (m *Monitor) Loop(ctx context.Context, done func() bool, report func(Snapshot, []Holder, error)) error {
+	every := m.Interval
+	if every <= 0 {
+		every = time.Second
+	}
+	clock := m.clock()
+	next := clock.Now()
+	for {
+		s, held, err := m.Sample(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if report != nil {
+			report(s, held, err)
+		}
+		if done != nil && done() {
+			return nil
+		}
+		next = next.Add(every)
+		if err := clock.Sleep(ctx, next.Sub(clock.Now())); err != nil {
+			return err
+		}
+	}
+}
+
+// NodeMap writes holders as one character per node: B batch job, T a
+// pilot whose node a trial holds, P a pilot without a trial, . free.
+func NodeMap(held []Holder) string {
+	b := make([]byte, len(held))
+	for i, h := range held {
+		b[i] = byte(h)
+	}
+	return string(b)
+}
+
+// ProgressLine is one line of live progress:
+//
+//	2:05 BBTTP. | batch 41/250 done, 3 running, 2 waiting | pilots 3 running, 1 waiting, 7 preempted | trials 9 done
+//
+// trialsDone < 0 leaves the trials out (the baseline pass).
+func ProgressLine(elapsed time.Duration, held []Holder, c Counts, planned, trialsDone int) string {
+	var b strings.Builder
+	sec := int(elapsed.Round(time.Second) / time.Second)
+	fmt.Fprintf(&b, "%3d:%02d %s | batch %d/%d done, %d running, %d waiting", sec/60, sec%60, NodeMap(held),
+		c.BatchDone, planned, c.BatchRunning, c.BatchPending)
+	if trialsDone >= 0 {
+		fmt.Fprintf(&b, " | pilots %d running, %d waiting, %d preempted | trials %d done",
+			c.PilotsRunning, c.PilotsPending, c.Preempted, trialsDone)
+	}
+	return b.String()
+}

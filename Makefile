@@ -123,3 +123,13 @@ slurm-up:
 
 slurm-down:
 	bash deploy/slurm-cluster.sh stop $(SLURM_DIR)
+
+## slurm-demo: the live BFTrainer scenario on a real Slurm cluster (docs/slurm-demo.md):
+## a window of Theta's 2022 log replayed into Slurm as real batch jobs, its holes
+## harvested by pilot jobs for an HPO campaign, measured against a pass without
+## Gleaner. Needs root, slurm-wlm and munge. Flags go in SLURM_DEMO_FLAGS, e.g.
+## make slurm-demo SLURM_DEMO_FLAGS="--baseline=false --jobs 60 --compression 2000".
+.PHONY: slurm-demo
+slurm-demo: temporal build
+	$(GO) build -o bin/go-mlp ./examples/go-mlp
+	./bin/gleaner slurm-demo $(SLURM_DEMO_FLAGS)

@@ -362,6 +362,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	cfg := a.cfg
 	c, err := cfg.Connection.Dial(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			// Stopped (a Slurm pilot preempted) before it connected: it
+			// holds nothing to give back.
+			a.logf("agent %s: stopped before it joined pool %s", a.ID(), cfg.Pool)
+			return nil
+		}
 		return err
 	}
 	defer c.Close()
@@ -421,7 +427,13 @@ func (a *Agent) RunWith(ctx context.Context, c tclient.Client) error {
 		return err
 	}
 	if err := joinPool(); err != nil {
-		return fmt.Errorf("agent %s: joining pool %s: %w", a.ID(), cfg.Pool, err)
+		if ctx.Err() == nil {
+			return fmt.Errorf("agent %s: joining pool %s: %w", a.ID(), cfg.Pool, err)
+		}
+		// Stopped while joining: the join may have reached the pool, so
+		// leave as after a join.
+		a.logf("agent %s: stopped while joining pool %s", a.ID(), cfg.Pool)
+		return a.leave(c, stop)
 	}
 	a.logf("agent %s: joined pool %s with %d nodes (%s…), address %s, task queue %s", a.ID(), cfg.Pool, len(a.nodes), a.nodes[0].ID, cfg.AdvertiseAddr, queue)
 	// A pool that lost this agent (its lease timed out while the server or
@@ -447,11 +459,17 @@ wait:
 		}
 	}
 	a.logf("agent %s: leaving pool %s; trainers get their grace period to checkpoint", a.ID(), cfg.Pool)
+	return a.leave(c, stop)
+}
+
+// leave tells the pool the agent leaves, so it re-allocates at once, then
+// stops the worker: running trainers get their grace period.
+func (a *Agent) leave(c tclient.Client, stop func()) error {
 	lctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := c.SignalWorkflow(lctx, workflows.PoolWorkflowID(cfg.Pool), "", workflows.SignalAgentLeave,
+	if err := c.SignalWorkflow(lctx, workflows.PoolWorkflowID(a.cfg.Pool), "", workflows.SignalAgentLeave,
 		workflows.AgentLeave{Agent: a.ID(), Incarnation: a.incarnation, Reason: "agent stopped"}); err != nil {
-		a.logf("agent %s: telling pool %s it leaves: %v (its lease ends with the agent)", a.ID(), cfg.Pool, err)
+		a.logf("agent %s: telling pool %s it leaves: %v (its lease ends with the agent)", a.ID(), a.cfg.Pool, err)
 	}
 	start := time.Now()
 	stop()

@@ -69,13 +69,17 @@ type ReplayNodes struct {
 
 // SlurmNodes is "slurm:partition=P[,pool=NAME][,qos=Q][,account=A]
 // [,max_pending=K][,max_pilots=N][,time=D][,time_min=D][,lead=D]
-// [,interval=D][,type=T][,gpus=auto|none]": pilot jobs in partition P
+// [,interval=D][,yield=D|off][,type=T][,gpus=auto|none]": pilot jobs in partition P
 // whose agents join pool NAME (docs/slurm.md). Zero fields take the
 // defaults of slurm.Settings.
 type SlurmNodes struct {
 	Partition, Pool, QOS, Account string
 	MaxPending, MaxPilots         int
 	Time, TimeMin, Lead, Interval time.Duration
+	// Yield is slurm.Settings.Yield: how long before a batch job's planned
+	// start on its node a pilot leaves by itself (0: the default, one
+	// bf_interval; negative, "off" in the spec: never).
+	Yield time.Duration
 	// Type is the agents' node type (--type), optional.
 	Type string
 }
@@ -182,7 +186,7 @@ func ParseNodeSource(spec string) (NodeSourceConfig, error) {
 		}
 		return NodeSourceConfig{Kind: NodeSourceReplay, Replay: r, NoGPUs: noGPUs}, nil
 	case NodeSourceSlurm:
-		if err := allow("partition", "pool", "qos", "account", "max_pending", "max_pilots", "time", "time_min", "lead", "interval", "type", "gpus"); err != nil {
+		if err := allow("partition", "pool", "qos", "account", "max_pending", "max_pilots", "time", "time_min", "lead", "interval", "yield", "type", "gpus"); err != nil {
 			return bad("%v", err)
 		}
 		sl := SlurmNodes{Partition: opts["partition"], Pool: opts["pool"], QOS: opts["qos"], Account: opts["account"], Type: opts["type"]}
@@ -205,6 +209,19 @@ func ParseNodeSource(spec string) (NodeSourceConfig, error) {
 					return bad("%s %q: want a duration > 0 (\"90m\") or seconds (\"5400\")", key, v)
 				}
 				*dst = d
+			}
+		}
+		if v, ok := opts["yield"]; ok {
+			d, err := parseSeconds(v)
+			switch {
+			case v == "off":
+				sl.Yield = -1
+			case err != nil || d < 0:
+				return bad("yield %q: want a duration ≥ 0 (\"2s\"), seconds, or off", v)
+			case d == 0:
+				sl.Yield = time.Nanosecond // only jobs already due; 0 would be the default
+			default:
+				sl.Yield = d
 			}
 		}
 		return NodeSourceConfig{Kind: NodeSourceSlurm, Slurm: sl, NoGPUs: noGPUs}, nil
@@ -260,6 +277,12 @@ func (n NodeSourceConfig) String() string {
 			if kv.v != 0 {
 				s += "," + kv.k + "=" + kv.v.String()
 			}
+		}
+		switch {
+		case sl.Yield < 0:
+			s += ",yield=off"
+		case sl.Yield > 0:
+			s += ",yield=" + sl.Yield.String()
 		}
 		typ = sl.Type
 	default:

@@ -34,6 +34,9 @@ func TestParseNodeSource(t *testing.T) {
 			worker.NodeSourceConfig{Kind: worker.NodeSourceSlurm, NoGPUs: true, Slurm: worker.SlurmNodes{
 				Partition: "glean", Pool: "hpo", QOS: "scavenger", Account: "ml", MaxPending: 8, MaxPilots: 64,
 				Time: 2 * time.Hour, TimeMin: 10 * time.Minute, Lead: 45 * time.Second, Interval: 5 * time.Second, Type: "a100"}}},
+		{"slurm:partition=glean,yield=off", worker.NodeSourceConfig{Kind: worker.NodeSourceSlurm, Slurm: worker.SlurmNodes{Partition: "glean", Yield: -1}}},
+		{"slurm:partition=glean,yield=5", worker.NodeSourceConfig{Kind: worker.NodeSourceSlurm, Slurm: worker.SlurmNodes{Partition: "glean", Yield: 5 * time.Second}}},
+		{"slurm:partition=glean,yield=0", worker.NodeSourceConfig{Kind: worker.NodeSourceSlurm, Slurm: worker.SlurmNodes{Partition: "glean", Yield: time.Nanosecond}}},
 	} {
 		got, err := worker.ParseNodeSource(tc.spec)
 		if err != nil {
@@ -69,6 +72,8 @@ func TestParseNodeSourceErrorsNameThePart(t *testing.T) {
 		{"slurm:partition=glean,max_pending=0", "max_pending"},
 		{"slurm:partition=glean,time_min=soon", "time_min"},
 		{"slurm:partition=glean,nodes=4", `unknown option "nodes"`},
+		{"slurm:partition=glean,yield=-2s", "yield"},
+		{"slurm:partition=glean,yield=never", "yield"},
 		{"pbs:queue=x", `unknown source "pbs"`},
 		{"replay:", "want static:N"},
 		{"replay:,slots=2", "trace file"},

@@ -49,7 +49,7 @@ func NewSlurmPilots(ctx context.Context, c tclient.Client, cfg Config, run slurm
 	set := slurm.Settings{
 		Pool: pool, Partition: sl.Partition, QOS: sl.QOS, Account: sl.Account,
 		MaxPending: sl.MaxPending, MaxPilots: sl.MaxPilots,
-		TimeLimit: sl.Time, TimeMin: sl.TimeMin, Lead: sl.Lead, Interval: sl.Interval,
+		TimeLimit: sl.Time, TimeMin: sl.TimeMin, Lead: sl.Lead, Interval: sl.Interval, Yield: sl.Yield,
 		AgentArgs: agentArgs,
 		Dir:       filepath.Join(dataDir, "slurm"),
 	}

@@ -9,6 +9,9 @@ type Estimate struct {
 	// Why names what ends it first: "pilot end", "job 123 (batch)", or
 	// "reservation maint".
 	Why string
+	// Claimed: a pending job or a reservation takes the node at Until (not
+	// the pilot's own time limit).
+	Claimed bool
 }
 
 // IdleUntil estimates when the batch scheduler takes node back from the
@@ -25,15 +28,15 @@ type Estimate struct {
 // pool keeps reading it afresh every backfill cycle.
 func IdleUntil(node string, now, pilotEnd time.Time, pilotPartition string, plan []PlannedJob, resv []Reservation) Estimate {
 	var e Estimate
-	take := func(t time.Time, why string) {
+	take := func(t time.Time, why string, claimed bool) {
 		if t.IsZero() || !t.After(now) {
 			return
 		}
 		if e.Until.IsZero() || t.Before(e.Until) {
-			e = Estimate{Until: t, Why: why}
+			e = Estimate{Until: t, Why: why, Claimed: claimed}
 		}
 	}
-	take(pilotEnd, "pilot end")
+	take(pilotEnd, "pilot end", false)
 	for _, j := range plan {
 		if j.Partition == pilotPartition || !contains(j.Nodes, node) {
 			continue
@@ -42,11 +45,11 @@ func IdleUntil(node string, now, pilotEnd time.Time, pilotPartition string, plan
 		if !start.IsZero() && !start.After(now) {
 			start = now.Add(time.Nanosecond) // overdue: any moment now
 		}
-		take(start, "job "+j.ID+" ("+j.Partition+")")
+		take(start, "job "+j.ID+" ("+j.Partition+")", true)
 	}
 	for _, r := range resv {
 		if contains(r.Nodes, node) {
-			take(r.Start, "reservation "+r.Name)
+			take(r.Start, "reservation "+r.Name, true)
 		}
 	}
 	return e

@@ -65,6 +65,16 @@ type Settings struct {
 	// IdleRelease is how long running pilots may stay when no trial needs
 	// nodes before they are cancelled (default 5 min).
 	IdleRelease time.Duration
+	// Yield is how long before a pending job's (or a reservation's)
+	// planned start on its node a running pilot gives the node back by
+	// itself, without waiting for Slurm to preempt it: its agent gets
+	// SIGTERM (scancel --batch --signal=TERM) and leaves as when
+	// preempted. Slurm preempts pilots for the jobs its scheduler starts
+	// now; the backfill plan also names nodes Slurm gives a queued job
+	// next, and a pilot there leaving at once spares that job the wait
+	// for a later preemption (default: the cluster's bf_interval, one
+	// plan's age; negative: never yield, leave it to Slurm).
+	Yield time.Duration
 	// Gleaner is the gleaner binary the pilots run (default: this
 	// process's executable). It must be at the same path on the nodes.
 	Gleaner string
@@ -97,6 +107,9 @@ type Status struct {
 	Pending   []Job
 	Submitted []string // job ids
 	Cancelled []string // job ids
+	// Yielded are the running pilots told to leave this round because a
+	// pending job or a reservation claims their node (Settings.Yield).
+	Yielded   []string // job ids
 	Estimates map[string]Estimate
 }
 
@@ -115,6 +128,8 @@ type Pilots struct {
 	// lastNeeded is when a trial last needed nodes.
 	lastNeeded time.Time
 	warned     map[string]bool
+	// yielded are the pilots told to leave, so each is told once.
+	yielded map[string]bool
 }
 
 // Preflight errors.
@@ -139,7 +154,7 @@ func NewPilots(ctx context.Context, set Settings, run Runner, pool Pool, logf fu
 	if set.Location == nil {
 		set.Location = time.Local
 	}
-	p := &Pilots{set: set, run: run, pool: pool, now: time.Now, logf: logf, warned: map[string]bool{}}
+	p := &Pilots{set: set, run: run, pool: pool, now: time.Now, logf: logf, warned: map[string]bool{}, yielded: map[string]bool{}}
 	out, err := run.Run(ctx, "scontrol", "show", "config")
 	if err != nil {
 		return nil, fmt.Errorf("slurm: reading the configuration: %w", err)
@@ -206,6 +221,9 @@ func (p *Pilots) defaults() error {
 	}
 	if s.IdleRelease == 0 {
 		s.IdleRelease = 5 * time.Minute
+	}
+	if s.Yield == 0 {
+		s.Yield = p.conf.BackfillInterval
 	}
 	switch {
 	case s.MaxPending < 0, s.MaxPilots < 0:
@@ -378,7 +396,55 @@ func (p *Pilots) Step(ctx context.Context) (Status, error) {
 	if err := p.estimate(ctx, now, &st); err != nil {
 		return st, err
 	}
+	if err := p.yield(ctx, now, &st); err != nil {
+		return st, err
+	}
 	return st, nil
+}
+
+// yield tells the running pilots whose node a pending job or a
+// reservation claims within Settings.Yield to leave now: each agent gets
+// the SIGTERM of a preemption (the batch script only, as --signal=B:TERM
+// sends it), leaves the pool and ends its job, and the batch job starts
+// without waiting for Slurm to preempt the pilot. A pilot is told once;
+// one that does not leave is preempted by Slurm as before.
+func (p *Pilots) yield(ctx context.Context, now time.Time, st *Status) error {
+	running := map[string]bool{}
+	for _, j := range st.Running {
+		running[j.ID] = true
+	}
+	for id := range p.yielded {
+		if !running[id] {
+			delete(p.yielded, id)
+		}
+	}
+	if p.set.Yield < 0 {
+		return nil
+	}
+	var ids []string
+	for _, j := range st.Running {
+		if p.yielded[j.ID] {
+			continue
+		}
+		for _, node := range j.Nodes {
+			if e := st.Estimates[node]; e.Claimed && !e.Until.After(now.Add(p.set.Yield)) {
+				ids = append(ids, j.ID)
+				p.logf("slurm: pilot %s yields node %s to %s, planned at %s", j.ID, node, e.Why, e.Until.In(p.set.Location).Format("15:04:05"))
+				break
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := p.run.Run(ctx, "scancel", append([]string{"--batch", "--signal=TERM"}, ids...)...); err != nil {
+		return fmt.Errorf("slurm: telling pilots %s to yield their nodes: %w", strings.Join(ids, " "), err)
+	}
+	for _, id := range ids {
+		p.yielded[id] = true
+	}
+	st.Yielded = ids
+	return nil
 }
 
 // estimate reads the backfill plan and reservations and sends the pool

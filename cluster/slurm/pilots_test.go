@@ -179,3 +179,46 @@ func TestPilotsShutdownCancelsByName(t *testing.T) {
 	require.NoError(t, p.Shutdown(context.Background()))
 	assert.Equal(t, []string{"scancel", "--name=gleaner-pilot.p", "--partition=glean"}, f.last("scancel"))
 }
+
+func TestPilotsYieldNodesThePlanGivesABatchJobNow(t *testing.T) {
+	f := &fakeSlurm{config: testConfig, partition: testPartition, resv: "No reservations in the system\n",
+		pilots: "6|RUNNING|g2|2026-11-23T12:00:00|2026-11-23T14:00:00|c|glean\n" +
+			"7|RUNNING|g3|2026-11-23T12:00:00|2026-11-23T14:00:00|c|glean\n" +
+			"8|RUNNING|g4|2026-11-23T12:00:00|2026-11-23T12:30:01|c|glean\n",
+		plan: "40|batch|100|2026-11-23T12:29:59|g2|1|next\n" + // overdue: Slurm gives it g2 next
+			"41|batch|99|2026-11-23T13:00:00|g3|1|later\n" + // a hole until 13:00: keep it
+			"42|glean|1|2026-11-23T12:30:00|g3|1|gleaner-pilot.p\n"} // a pilot claims nothing
+	pool := &fakePool{demand: Demand{Trials: 3}}
+	p := newTestPilots(t, f, pool, Settings{MaxPending: 1}, nil)
+	now := time.Date(2026, 11, 23, 12, 30, 0, 0, time.UTC)
+	p.now = func() time.Time { return now }
+	st, err := p.Step(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"6"}, st.Yielded, "g4's pilot ends by its own limit: not a claim")
+	assert.Equal(t, []string{"scancel", "--batch", "--signal=TERM", "6"}, f.last("scancel"),
+		"the agent alone hears it, as at a preemption")
+
+	// Told once: the next round leaves pilot 6 to leave (or to Slurm).
+	st, err = p.Step(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, st.Yielded)
+	assert.Equal(t, 1, f.count("scancel"))
+
+	// Within bf_interval (2 s) of a planned start counts as now.
+	f.plan = "41|batch|99|2026-11-23T12:30:02|g3|1|later\n"
+	st, err = p.Step(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"7"}, st.Yielded)
+}
+
+func TestPilotsNeverYieldWithANegativeYield(t *testing.T) {
+	f := &fakeSlurm{config: testConfig, partition: testPartition, resv: "No reservations in the system\n",
+		pilots: "6|RUNNING|g2|2026-11-23T12:00:00|2026-11-23T14:00:00|c|glean\n",
+		plan:   "40|batch|100|2026-11-23T12:29:59|g2|1|next\n"}
+	p := newTestPilots(t, f, &fakePool{demand: Demand{Trials: 1}}, Settings{MaxPending: 1, Yield: -1}, nil)
+	p.now = func() time.Time { return time.Date(2026, 11, 23, 12, 30, 0, 0, time.UTC) }
+	st, err := p.Step(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, st.Yielded)
+	assert.Zero(t, f.count("scancel"))
+}

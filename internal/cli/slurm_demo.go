@@ -112,6 +112,7 @@ cluster) and still writes what was measured.`,
 	f.DurationVar(&s.PilotTime, "pilot-time", 30*time.Minute, "pilots' --time")
 	f.DurationVar(&s.PilotMin, "pilot-time-min", 2*time.Minute, "pilots' --time-min")
 	f.DurationVar(&s.PilotEvery, "pilot-interval", time.Second, "how often the worker looks after its pilots")
+	f.StringVar(&s.PilotYield, "pilot-yield", "", "how long before a batch job's planned start on its node a pilot leaves by itself, or off (default: the worker's, one bf_interval)")
 	f.StringVar(&s.Out, "out", "bin/slurm-demo", "directory for result.json, idle-events.csv, the logs and the trials' data")
 	f.StringVar(&s.Gleaner, "gleaner", "", "gleaner binary the worker and pilots run (default: this one)")
 	f.StringVar(&s.Campaign.Trainer, "trainer", devTrainer, "the example trainer (built from "+devTrainerPkg+" when missing or stale)")

@@ -55,13 +55,15 @@ Node sources (--nodes):
   none                                               no local nodes: the pool's nodes are its
                                                      agents' (gleaner agent, docs/cluster.md)
   slurm:partition=P[,pool=NAME][,max_pending=K][,max_pilots=N][,time=D][,time_min=D]
-       [,lead=D][,interval=D][,qos=Q][,account=A][,type=T][,gpus=none]
+       [,lead=D][,interval=D][,yield=D|off][,qos=Q][,account=A][,type=T][,gpus=none]
                                                      harvest a Slurm cluster's idle nodes: keep up
                                                      to K (4) pilot jobs waiting in preemptible
                                                      partition P while pool NAME's trials want
                                                      nodes; each pilot's agent joins with the
-                                                     Slurm node; every pilot is cancelled when
-                                                     the worker stops (docs/slurm.md)`,
+                                                     Slurm node; a pilot leaves by itself when
+                                                     the backfill plan gives its node to a batch
+                                                     job within D (bf_interval); every pilot is
+                                                     cancelled when the worker stops (docs/slurm.md)`,
 		Example: `  gleaner worker --nodes static:4 --data-dir /scratch/gleaner
   TEMPORAL_ADDRESS=ns.acct.tmprl.cloud:7233 TEMPORAL_NAMESPACE=ns.acct TEMPORAL_API_KEY=... gleaner worker`,
 		Args: cobra.NoArgs,

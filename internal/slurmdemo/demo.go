@@ -54,6 +54,9 @@ type Settings struct {
 	PilotTime  time.Duration
 	PilotMin   time.Duration
 	PilotEvery time.Duration
+	// PilotYield is the worker's yield= option: a duration or "off"
+	// ("": the worker's default, one bf_interval).
+	PilotYield string
 
 	// Out is the directory for the results, logs and trial data.
 	Out string

@@ -161,6 +161,9 @@ func (d *demo) live(ctx context.Context) error {
 	const taskQueue = "slurm-demo"
 	nodes := fmt.Sprintf("slurm:partition=%s,pool=%s,max_pending=%d,time=%s,time_min=%s,interval=%s,gpus=none",
 		s.PilotPartition, s.Pool, s.MaxPending, s.PilotTime, s.PilotMin, s.PilotEvery)
+	if s.PilotYield != "" {
+		nodes += ",yield=" + s.PilotYield
+	}
 	argv := []string{s.Gleaner, "worker", "--address", srv.Address(), "--namespace", srv.Namespace(), "--task-queue", taskQueue,
 		"--data-dir", data, "--nodes", nodes, "--stop-timeout", "30s", "--log-level", "warn"}
 	workerLog := filepath.Join(s.Out, "worker.log")
@@ -244,6 +247,9 @@ func (d *demo) live(ctx context.Context) error {
 	stopWorker()
 	if p != nil {
 		p.PilotsLeft = d.pilotsLeft(tctx)
+		if b, err := os.ReadFile(workerLog); err == nil {
+			p.Pilots.Yielded = CountYields(b)
+		}
 	}
 	if err := d.cluster.Drain(tctx, "", time.Minute); err != nil {
 		d.warn("cancelling what is left in Slurm: %v", err)

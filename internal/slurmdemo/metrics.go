@@ -1,6 +1,7 @@
 package slurmdemo
 
 import (
+	"bytes"
 	"math"
 	"slices"
 	"sort"
@@ -51,7 +52,12 @@ type NodeSeconds struct {
 type PilotSummary struct {
 	Submitted int `json:"submitted"` // seen in squeue
 	Started   int `json:"started"`
+	// Preempted counts the pilots that left before their time limit for a
+	// batch job: preempted by Slurm or yielding to the plan.
 	Preempted int `json:"preempted"`
+	// Yielded counts the pilots the worker told to leave because the
+	// backfill plan gave their node to a batch job (worker log).
+	Yielded int `json:"yielded"`
 	// States counts the pilots by their last state.
 	States map[string]int `json:"states"`
 }
@@ -98,6 +104,19 @@ func (ns NodeSeconds) Harvest() float64 {
 		return 0
 	}
 	return ns.Trial / ns.Idle
+}
+
+// CountYields counts the worker log's "slurm: pilot N yields node"
+// lines: pilots that left for a batch job the plan put on their node
+// before Slurm preempted them.
+func CountYields(workerLog []byte) int {
+	n := 0
+	for _, line := range bytes.Split(workerLog, []byte("\n")) {
+		if bytes.Contains(line, []byte("slurm: pilot ")) && bytes.Contains(line, []byte(" yields node ")) {
+			n++
+		}
+	}
+	return n
 }
 
 // SummarisePilots counts the timeline's pilots.

@@ -283,3 +283,13 @@ func TestPreemptedPilotNeverSeenRunning(t *testing.T) {
 		t.Errorf("pilot %+v: want preempted", *tl.Pilots["25"])
 	}
 }
+
+func TestCountYieldsReadsTheWorkerLog(t *testing.T) {
+	log := "gleaner worker: slurm: pilots for pool p in partition glean\n" +
+		"gleaner worker: slurm: pilot 87 yields node g2 to job 100 (batch), planned at 15:07:04\n" +
+		"gleaner worker: slurm: 5 pilots running, 0 waiting\n" +
+		"gleaner worker: slurm: pilot 95 yields node g5 to reservation maint, planned at 15:08:00\n"
+	if n := CountYields([]byte(log)); n != 2 {
+		t.Errorf("CountYields = %d, want 2", n)
+	}
+}

@@ -68,7 +68,13 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzDecodeProblem -fuzztime=$(FUZZTIME) ./allocator
 	$(GO) test -run='^$$' -fuzz=FuzzIngest -fuzztime=$(FUZZTIME) ./jpa
 	$(GO) test -run='^$$' -fuzz=FuzzReadScaling -fuzztime=$(FUZZTIME) ./internal/dataset
+	$(GO) test -run='^$$' -fuzz=FuzzReader -fuzztime=$(FUZZTIME) ./internal/swf
 	$(GO) test -run='^$$' -fuzz=FuzzParseReport -fuzztime=$(FUZZTIME) ./trial
+	$(GO) test -run='^$$' -fuzz=FuzzLoadRendezvous -fuzztime=$(FUZZTIME) ./trial
+	$(GO) test -run='^$$' -fuzz='^FuzzDecodeSpec$$' -fuzztime=$(FUZZTIME) .
+	for f in FuzzReadIdleEvents FuzzReadSWF FuzzReadJobs; do \
+		$(GO) test -run='^$$' -fuzz="^$$f\$$" -fuzztime=$(FUZZTIME) ./sim || exit 1; done
+	$(GO) test -run='^$$' -fuzz='^FuzzReadSWF$$' -fuzztime=$(FUZZTIME) ./internal/slurmdemo
 	$(GO) test -run='^$$' -fuzz=FuzzReplayParse -fuzztime=$(FUZZTIME) ./cluster
 	$(GO) test -run='^$$' -fuzz=FuzzSpaceSample -fuzztime=$(FUZZTIME) ./hpo
 	for f in FuzzParseJobs FuzzParsePlan FuzzParsePartitions FuzzParseConfig FuzzParseReservations FuzzParseJobID FuzzExpandHostlist FuzzParseDuration; do \

@@ -1,25 +1,18 @@
 package sim
 
 import (
-	"bufio"
 	"cmp"
 	"fmt"
 	"io"
 	"math"
 	"slices"
 	"strconv"
-	"strings"
+
+	"github.com/gleaner-hpc/gleaner/internal/swf"
 )
 
-// swfFields names the SWF fields this reader uses (1-based).
-var swfFields = map[int]string{
-	1: "job id",
-	2: "submit time",
-	3: "wait time",
-	4: "run time",
-	5: "allocated processors",
-	8: "requested processors",
-}
+// swfCounts are the fields that must be -1 (unknown) or not negative.
+var swfCounts = []swf.Field{swf.JobID, swf.SubmitTime, swf.WaitTime, swf.RunTime, swf.AllocProcs, swf.ReqProcs}
 
 // swfJob is one replayable job: it holds nodes nodes over [start, end).
 type swfJob struct {
@@ -34,8 +27,8 @@ type swfJob struct {
 // Header comments ("; Key: value") give MaxNodes (the machine size;
 // SourceOptions.MaxNodes overrides it and is required without it) and
 // UnixStartTime (added to submit times). Every other line has 18
-// whitespace-separated numeric fields, -1 meaning unknown; processor
-// counts are node counts. A job occupies field 5 nodes (field 8 if field 5
+// whitespace-separated numeric fields, -1 meaning unknown, on lines of at
+// most swf.MaxLineBytes; processor counts are node counts. A job occupies field 5 nodes (field 8 if field 5
 // is -1) over [submit+wait, submit+wait+run); jobs with an unknown start,
 // run time or size, or a zero run time or size, are skipped and counted.
 //
@@ -48,82 +41,54 @@ type swfJob struct {
 // the first job starts, which is when the trace starts; the first Event
 // makes idle all the nodes not taken at that instant.
 func ReadSWF(r io.Reader, opts SourceOptions) (*Trace, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	rd := swf.NewReader(r, swf.Limits{MaxNodes: maxMachineNodes})
 	var (
-		rep       TraceReport
-		jobs      []swfJob
-		unixStart float64
-		vals      [18]float64
+		rep  TraceReport
+		jobs []swfJob
 	)
-	for sc.Scan() {
-		rep.Lines++
-		ln := rep.Lines
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
+	for {
+		rec, err := rd.Next()
+		if err == io.EOF {
+			break
 		}
-		if line[0] == ';' {
-			key, val, ok := strings.Cut(strings.TrimSpace(line[1:]), ":")
-			if !ok {
-				continue
-			}
-			val = strings.TrimSpace(val)
-			switch strings.TrimSpace(key) {
-			case "MaxNodes":
-				n, err := strconv.Atoi(val)
-				if err != nil || n <= 0 || n > maxMachineNodes {
-					return nil, fmt.Errorf("line %d: header MaxNodes: %q is not a node count in 1..%d", ln, val, maxMachineNodes)
-				}
-				rep.DeclaredNodes = n
-			case "UnixStartTime":
-				v, err := strconv.ParseFloat(val, 64)
-				if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-					return nil, fmt.Errorf("line %d: header UnixStartTime: %q is not a finite number", ln, val)
-				}
-				unixStart = v
-			}
-			continue
+		if err != nil {
+			return nil, err
 		}
-		fields := strings.Fields(line)
-		if len(fields) != len(vals) {
-			return nil, fmt.Errorf("line %d: %d fields, want %d", ln, len(fields), len(vals))
-		}
-		for i, f := range fields {
-			v, err := strconv.ParseFloat(f, 64)
-			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, fmt.Errorf("line %d: field %d%s: %q is not a number", ln, i+1, fieldName(i+1), f)
+		var vals [swf.NumFields + 1]float64 // vals[f] is field f
+		for f := swf.Field(1); f <= swf.NumFields; f++ {
+			v, err := rec.Number(f)
+			if err != nil {
+				return nil, err
 			}
-			if v < 0 && v != -1 && swfFields[i+1] != "" {
-				return nil, fmt.Errorf("line %d: field %d%s: %q is negative and not -1 (unknown)", ln, i+1, fieldName(i+1), f)
+			if v < 0 && v != swf.Unknown && slices.Contains(swfCounts, f) {
+				return nil, rec.Errorf(f, "%q is negative and not -1 (unknown)", rec.Text(f))
 			}
-			vals[i] = v
+			vals[f] = v
 		}
 		rep.Records++
 		rep.Jobs++
-		submit, wait, run, nodes := vals[1], vals[2], vals[3], vals[4]
-		if nodes == -1 {
-			nodes = vals[7]
-		}
-		for _, i := range []int{5, 8} {
-			if v := vals[i-1]; v != math.Trunc(v) {
-				return nil, fmt.Errorf("line %d: field %d%s: %q is not a whole number of nodes", ln, i, fieldName(i), fields[i-1])
+		for _, f := range []swf.Field{swf.AllocProcs, swf.ReqProcs} {
+			if v := vals[f]; v != math.Trunc(v) {
+				return nil, rec.Errorf(f, "%q is not a whole number of nodes", rec.Text(f))
 			}
 		}
-		if submit == -1 || wait == -1 || run == -1 || nodes == -1 || run == 0 || nodes == 0 {
+		submit, wait, run, nodes := vals[swf.SubmitTime], vals[swf.WaitTime], vals[swf.RunTime], vals[swf.AllocProcs]
+		if nodes == swf.Unknown {
+			nodes = vals[swf.ReqProcs]
+		}
+		if submit == swf.Unknown || wait == swf.Unknown || run == swf.Unknown || nodes == swf.Unknown || run == 0 || nodes == 0 {
 			rep.SkippedJobs++
 			continue
 		}
-		start := unixStart + submit + wait
+		start := rd.Header().UnixStartTime + submit + wait
 		end := start + run
 		if math.IsInf(end, 0) || end <= start {
-			return nil, fmt.Errorf("line %d: job runs over [%v, %v), not a representable interval", ln, start, end)
+			return nil, rec.Errorf(0, "job runs over [%v, %v), not a representable interval", start, end)
 		}
 		jobs = append(jobs, swfJob{start: start, end: end, nodes: nodes})
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("line %d: %w", rep.Lines+1, err)
-	}
+	rep.Lines = rd.Line()
+	rep.DeclaredNodes = rd.Header().MaxNodes
 	size := rep.DeclaredNodes
 	if opts.MaxNodes != 0 {
 		if opts.MaxNodes < 0 || opts.MaxNodes > maxMachineNodes {
@@ -143,13 +108,6 @@ func ReadSWF(r io.Reader, opts SourceOptions) (*Trace, error) {
 	}
 	evs := replay(jobs, size, &rep)
 	return finish(evs, span, swfNodeNames(size), size, opts, rep)
-}
-
-func fieldName(i int) string {
-	if n := swfFields[i]; n != "" {
-		return " (" + n + ")"
-	}
-	return ""
 }
 
 // swfNodeNames is n0000..nNNNN, zero-padded so that names sort like ids.

@@ -1,13 +1,11 @@
 package slurmdemo
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"strconv"
-	"strings"
+
+	"github.com/gleaner-hpc/gleaner/internal/swf"
 )
 
 // SWFJob is one job of an SWF log, as the replay needs it. Times are
@@ -38,18 +36,17 @@ type SWFLog struct {
 	Skipped int
 }
 
-// swfFieldNames names the SWF fields ReadSWF checks (1-based).
-var swfFieldNames = map[int]string{
-	1: "job id", 2: "submit time", 3: "wait time", 4: "run time",
-	5: "allocated processors", 8: "requested processors", 9: "requested time",
-}
-
-// maxSWFLine bounds one line; an SWF line is under 200 bytes.
-const maxSWFLine = 64 << 10
+// swfUsed are the fields ReadSWF reads and checks; the others may hold
+// anything.
+var swfUsed = []swf.Field{swf.JobID, swf.SubmitTime, swf.WaitTime, swf.RunTime, swf.AllocProcs, swf.ReqProcs, swf.ReqTime}
 
 // maxSWFNodes bounds a size, so that a corrupt field cannot ask the
 // scaler for absurd numbers.
 const maxSWFNodes = 1 << 24
+
+// maxSWFTime bounds the times and counts ReadSWF reads, so that sums of
+// them stay far from overflowing.
+const maxSWFTime = 1 << 40
 
 // ErrSWF wraps every error of ReadSWF.
 var ErrSWF = errors.New("SWF log")
@@ -59,87 +56,43 @@ var ErrSWF = errors.New("SWF log")
 // and UnixStartTime are used) and lines of 18 whitespace-separated
 // integers, -1 meaning unknown. Errors name the line and the field.
 func ReadSWF(r io.Reader) (*SWFLog, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), maxSWFLine)
-	var (
-		log       SWFLog
-		unixStart int64
-		vals      [18]int64
-		n         int
-	)
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: line %d: %s", ErrSWF, n, fmt.Sprintf(format, args...))
-	}
-	for sc.Scan() {
-		n++
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
+	rd := swf.NewReader(r, swf.Limits{MaxNodes: maxSWFNodes, UnixSeconds: true})
+	var log SWFLog
+	for {
+		rec, err := rd.Next()
+		if err == io.EOF {
+			break
 		}
-		if line[0] == ';' {
-			key, val, ok := strings.Cut(strings.TrimSpace(line[1:]), ":")
-			if !ok {
-				continue
-			}
-			val = strings.TrimSpace(val)
-			switch strings.TrimSpace(key) {
-			case "MaxNodes":
-				v, err := strconv.Atoi(val)
-				if err != nil || v <= 0 || v > maxSWFNodes {
-					return nil, bad("header MaxNodes: %q is not a node count in 1..%d", val, maxSWFNodes)
-				}
-				log.MaxNodes = v
-			case "UnixStartTime":
-				v, err := strconv.ParseInt(val, 10, 64)
-				if err != nil || v < 0 || v > 1<<40 {
-					return nil, bad("header UnixStartTime: %q is not unix seconds", val)
-				}
-				unixStart = v
-			}
-			continue
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSWF, err)
 		}
-		fields := strings.Fields(line)
-		if len(fields) != len(vals) {
-			return nil, bad("%d fields, want 18", len(fields))
-		}
-		for i, f := range fields {
-			name := swfFieldNames[i+1]
-			if name == "" {
-				continue // fields the replay does not use may hold anything numeric-looking
+		var vals [swf.NumFields + 1]int64 // vals[f] is field f
+		for _, f := range swfUsed {
+			v, err := rec.Whole(f)
+			if err == nil && (v < swf.Unknown || v > maxSWFTime) {
+				err = rec.Errorf(f, "%d is out of range (want -1 for unknown, or 0..2^40)", v)
 			}
-			v, err := strconv.ParseInt(f, 10, 64)
 			if err != nil {
-				// Some converters write whole numbers as "3600.0".
-				fv, ferr := strconv.ParseFloat(f, 64)
-				if ferr != nil || fv != math.Trunc(fv) || math.Abs(fv) > 1<<50 {
-					return nil, bad("field %d (%s): %q is not a whole number", i+1, name, f)
-				}
-				v = int64(fv)
+				return nil, fmt.Errorf("%w: %w", ErrSWF, err)
 			}
-			if v < -1 || v > 1<<40 {
-				return nil, bad("field %d (%s): %d is out of range (want -1 for unknown, or 0..2^40)", i+1, name, v)
-			}
-			vals[i] = v
+			vals[f] = v
 		}
-		j := SWFJob{ID: vals[0], Submit: vals[1], Wait: vals[2], Run: vals[3], ReqTime: vals[8]}
-		size := vals[4]
-		if size == -1 {
-			size = vals[7]
+		j := SWFJob{ID: vals[swf.JobID], Submit: vals[swf.SubmitTime], Wait: vals[swf.WaitTime], Run: vals[swf.RunTime], ReqTime: vals[swf.ReqTime]}
+		size, sizeField := vals[swf.AllocProcs], swf.AllocProcs
+		if size == swf.Unknown {
+			size, sizeField = vals[swf.ReqProcs], swf.ReqProcs
 		}
 		if size > maxSWFNodes {
-			return nil, bad("field 5 (allocated processors): %d exceeds %d", size, maxSWFNodes)
+			return nil, fmt.Errorf("%w: %w", ErrSWF, rec.Errorf(sizeField, "%d exceeds %d", size, maxSWFNodes))
 		}
-		if j.Submit == -1 || j.Run <= 0 || size <= 0 {
+		if j.Submit == swf.Unknown || j.Run <= 0 || size <= 0 {
 			log.Skipped++
 			continue
 		}
 		j.Nodes = int(size)
-		j.Submit += unixStart
+		j.Submit += int64(rd.Header().UnixStartTime)
 		log.Jobs = append(log.Jobs, j)
 	}
-	if err := sc.Err(); err != nil {
-		n++
-		return nil, bad("%v", err)
-	}
+	log.MaxNodes = rd.Header().MaxNodes
 	return &log, nil
 }

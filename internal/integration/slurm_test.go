@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -106,7 +107,7 @@ func TestSlurmPilotsHarvestAndYieldToBatchJobs(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "shared")
 	w := startWorkerProcess(t, srv, WorkerProcessOptions{
 		TaskQueue: tq, DataDir: data, Env: sc.env,
-		Nodes: "slurm:partition=glean,pool=" + pool + ",max_pending=4,time=30m,time_min=5m,interval=1s,gpus=none",
+		Nodes: "slurm:partition=glean,pool=" + pool + ",max_pending=4,time=30m,time_min=5m,interval=1s,yield=5s,gpus=none",
 	})
 
 	const trials, steps = 4, 400 // about 40 s of training each at 100 ms a step
@@ -215,6 +216,36 @@ func TestSlurmPilotsHarvestAndYieldToBatchJobs(t *testing.T) {
 		return err == nil && len(st.Agents) == nodes, err
 	})
 	t.Logf("nodes back in the pool %v after the batch job ended (bf_interval 2 s)", time.Since(ended).Round(100*time.Millisecond))
+
+	// A reservation about to start on g1 claims the node. Slurm would let
+	// the pilot there run on into it; the pilot yields ahead of it (yield
+	// 5 s) and its trial resumes on the other nodes.
+	var g1Pilot string
+	for _, j := range sc.jobs(t) {
+		if j.Partition == "glean" && j.State == "RUNNING" && slices.Contains(j.Nodes, "g1") {
+			g1Pilot = j.ID
+		}
+	}
+	if g1Pilot == "" {
+		t.Fatal("no pilot running on g1")
+	}
+	resvStart := time.Now().Add(15 * time.Second).Truncate(time.Second)
+	sc.cmd(t, "scontrol", "create", "reservation", "ReservationName=maint", "StartTime="+resvStart.Format("2006-01-02T15:04:05"),
+		"Duration=2", "Nodes=g1", "Users=root", "Flags=IGNORE_JOBS")
+	waitFor(t, time.Minute, "the pilot on g1 to yield", func() (bool, error) {
+		for _, j := range sc.jobs(t) {
+			if j.ID == g1Pilot && (j.State == "RUNNING" || j.State == "COMPLETING") {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if left := time.Now(); left.After(resvStart) {
+		t.Errorf("pilot %s left g1 %v after the reservation started", g1Pilot, left.Sub(resvStart))
+	}
+	if b, err := os.ReadFile(w.logPath); err != nil || !strings.Contains(string(b), "pilot "+g1Pilot+" yields node g1 to reservation maint") {
+		t.Errorf("the worker's log does not say pilot %s yielded g1 (%v):\n%s", g1Pilot, err, b)
+	}
 
 	res := campaignResult(t, run, 5*time.Minute)
 	if res.State != workflows.CampaignCompleted || res.Completed != trials {

@@ -2,6 +2,8 @@ package gleaner
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gleaner-hpc/gleaner/hpo"
@@ -38,12 +40,15 @@ type CampaignSpec struct {
 	Trial TrialPolicy `json:"trial,omitempty"`
 }
 
-// SearchSpec selects the search algorithm.
+// SearchSpec selects the search algorithm and its settings.
 type SearchSpec struct {
-	// Algorithm is "random" (default).
+	// Algorithm is one of hpo.Algorithms() (default "random"; docs/search.md).
 	Algorithm string `json:"algorithm,omitempty"`
 	// Seed makes the search reproducible (default 1).
 	Seed uint64 `json:"seed,omitempty"`
+	// Settings are the chosen algorithm's own section, search.<algorithm>
+	// (e.g. search.tpe.n_startup_trials); omitted, its defaults.
+	hpo.Settings
 }
 
 // ObjectiveSpec names the metric the trials report and its direction.
@@ -164,8 +169,6 @@ func (s CampaignSpec) Validate() error {
 		return fmt.Errorf("kind: %q is not one of hpo, nas", s.Kind)
 	case len(s.Command) == 0 || s.Command[0] == "":
 		return fmt.Errorf("command: empty")
-	case s.Search.Algorithm != "random":
-		return fmt.Errorf("search.algorithm: %q is not one of random", s.Search.Algorithm)
 	case s.Objective.Metric == "":
 		return fmt.Errorf("objective.metric: empty")
 	case s.Objective.Mode != "min" && s.Objective.Mode != "max":
@@ -188,5 +191,16 @@ func (s CampaignSpec) Validate() error {
 	if err := s.Space.Validate(); err != nil {
 		return err
 	}
-	return nil
+	if !slices.Contains(hpo.Algorithms(), s.Search.Algorithm) {
+		return fmt.Errorf("search.algorithm: %q is not one of %s", s.Search.Algorithm, strings.Join(hpo.Algorithms(), ", "))
+	}
+	return s.SearchConfig().Validate()
+}
+
+// SearchConfig is the searcher's configuration the spec describes.
+func (s CampaignSpec) SearchConfig() hpo.Config {
+	return hpo.Config{
+		Algorithm: s.Search.Algorithm, Space: s.Space, Seed: s.Search.Seed, Settings: s.Search.Settings,
+		MaxTrials: s.Budget.MaxTrials, MaxConcurrent: s.Budget.MaxConcurrent, Mode: s.Objective.Mode,
+	}
 }

@@ -1,6 +1,7 @@
 package gleaner
 
 import (
+	"maps"
 	"bytes"
 	"context"
 	"encoding"
@@ -713,6 +714,12 @@ func structFields(t reflect.Type) map[string]reflect.Type {
 		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name == "-" {
+			continue
+		}
+		if name == "" && f.Anonymous && f.Type.Kind() == reflect.Struct {
+			// Embedded without a name: its fields are the parent's, as
+			// encoding/json sees them.
+			maps.Copy(out, structFields(f.Type))
 			continue
 		}
 		if name == "" {

@@ -3,13 +3,11 @@ package hpo
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 )
 
 // random is random search: it samples the space with its seeded RNG and
-// keeps up to MaxConcurrent trials outstanding (created, not yet ended)
-// until MaxTrials have been created, then shuts down once all have ended.
-// Metrics do not steer it.
+// keeps up to MaxConcurrent trials outstanding until MaxTrials have been
+// created. Metrics do not steer it.
 type random struct {
 	cfg Config
 	pcg *rand.PCG
@@ -22,23 +20,25 @@ type random struct {
 type randomState struct {
 	// RNG is the PCG's binary state (rand.PCG.MarshalBinary).
 	RNG []byte `json:"rng"`
-	// Created counts trials asked for; the next ID is trialID(Created+1).
-	Created int `json:"created"`
-	// Outstanding are the trials created and not yet ended, in creation order.
-	Outstanding []string `json:"outstanding,omitempty"`
-	// Ended counts trials finished or failed.
-	Ended int `json:"ended"`
-	// Shutdown is set once Shutdown has been returned.
-	Shutdown bool `json:"shutdown,omitempty"`
+	window
 }
+
+func init() {
+	register(algorithm{
+		name:    AlgorithmRandom,
+		summary: "independent uniform samples of the space (log-uniform for log parameters)",
+		new:     func(cfg Config) (Searcher, error) { return newRandom(cfg), nil },
+	})
+}
+
+// newPCG seeds a searcher's RNG; the second PCG word only needs to differ
+// between seeds' streams.
+func newPCG(seed uint64) *rand.PCG { return rand.NewPCG(seed, seed^0x9e3779b97f4a7c15) }
 
 func newRandom(cfg Config) *random {
-	// The second PCG word only needs to differ between seeds' streams.
-	pcg := rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)
+	pcg := newPCG(cfg.Seed)
 	return &random{cfg: cfg, pcg: pcg, rng: rand.New(pcg)}
 }
-
-func trialID(n int) string { return fmt.Sprintf("t%05d", n) }
 
 func (r *random) Initial() []Action { return r.fill() }
 
@@ -51,36 +51,17 @@ func (r *random) TrialFinished(id string, _ float64, _ Outcome) []Action { retur
 func (r *random) TrialFailed(id string) []Action { return r.end(id) }
 
 func (r *random) end(id string) []Action {
-	i := slices.Index(r.st.Outstanding, id)
-	if i < 0 {
+	if !r.st.end(id) {
 		return nil
 	}
-	r.st.Outstanding = slices.Delete(r.st.Outstanding, i, i+1)
-	r.st.Ended++
 	return r.fill()
 }
 
-// fill creates trials while slots and budget remain, and shuts down when
-// the budget is spent and every trial has ended.
 func (r *random) fill() []Action {
-	if r.st.Shutdown {
-		return nil
-	}
-	var acts []Action
-	for r.st.Created < r.cfg.MaxTrials && len(r.st.Outstanding) < r.cfg.MaxConcurrent {
-		r.st.Created++
-		id := trialID(r.st.Created)
-		r.st.Outstanding = append(r.st.Outstanding, id)
-		acts = append(acts, Create{ID: id, Params: r.cfg.Space.Sample(r.rng)})
-	}
-	if r.st.Created == r.cfg.MaxTrials && len(r.st.Outstanding) == 0 {
-		r.st.Shutdown = true
-		acts = append(acts, Shutdown{})
-	}
-	return acts
+	return r.st.fill(r.cfg, func(string) (Params, bool) { return r.cfg.Space.Sample(r.rng), true })
 }
 
-func (r *random) Progress() float64 { return float64(r.st.Ended) / float64(r.cfg.MaxTrials) }
+func (r *random) Progress() float64 { return r.st.progress(r.cfg) }
 
 func (r *random) Snapshot() ([]byte, error) {
 	b, err := r.pcg.MarshalBinary()
@@ -100,9 +81,8 @@ func (r *random) Restore(snapshot []byte) error {
 	if err := r.pcg.UnmarshalBinary(st.RNG); err != nil {
 		return fmt.Errorf("restore random searcher: rng: %w", err)
 	}
-	if st.Created > r.cfg.MaxTrials || len(st.Outstanding) > st.Created || st.Ended+len(st.Outstanding) != st.Created {
-		return fmt.Errorf("restore random searcher: inconsistent counts (created %d, outstanding %d, ended %d, max_trials %d)",
-			st.Created, len(st.Outstanding), st.Ended, r.cfg.MaxTrials)
+	if err := st.check(r.cfg); err != nil {
+		return fmt.Errorf("restore random searcher: %w", err)
 	}
 	st.RNG = nil
 	r.st = st

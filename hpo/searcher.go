@@ -3,12 +3,7 @@ package hpo
 import (
 	"encoding/json"
 	"fmt"
-)
-
-// Algorithm names, one per searcher. A new searcher is one file, one
-// constant here and one case in NewSearcher and RestoreSearcher.
-const (
-	AlgorithmRandom = "random"
+	"strings"
 )
 
 // Searcher is a search method: a pure, event-driven state machine. The
@@ -106,10 +101,18 @@ type Config struct {
 	MaxConcurrent int `json:"max_concurrent"`
 	// Mode is "min" or "max": the direction of the objective metric.
 	Mode string `json:"mode"`
+	// Settings holds the algorithm's own settings section, if any.
+	Settings Settings `json:"settings"`
 }
 
 // Validate checks the config; errors name the field.
 func (c Config) Validate() error {
+	if _, ok := lookup(c.Algorithm); !ok {
+		return fmt.Errorf("algorithm: %q is not one of %s", c.Algorithm, strings.Join(Algorithms(), ", "))
+	}
+	if err := validateSettings(c.Algorithm, c.Settings); err != nil {
+		return err
+	}
 	switch {
 	case c.MaxTrials < 1:
 		return fmt.Errorf("max_trials: %d must be at least 1", c.MaxTrials)
@@ -126,12 +129,8 @@ func NewSearcher(cfg Config) (Searcher, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	switch cfg.Algorithm {
-	case AlgorithmRandom:
-		return newRandom(cfg), nil
-	default:
-		return nil, fmt.Errorf("algorithm: %q is not one of %s", cfg.Algorithm, AlgorithmRandom)
-	}
+	a, _ := lookup(cfg.Algorithm)
+	return a.new(cfg)
 }
 
 // RestoreSearcher returns the searcher for cfg in the state of snapshot.

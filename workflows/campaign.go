@@ -49,10 +49,7 @@ func newCampaign(ctx workflow.Context, in CampaignInput) (*campaign, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, temporal.NewNonRetryableApplicationError("invalid campaign spec: "+err.Error(), ErrTypeInvalidSpec, err)
 	}
-	cfg := hpo.Config{
-		Algorithm: spec.Search.Algorithm, Space: spec.Space, Seed: spec.Search.Seed,
-		MaxTrials: spec.Budget.MaxTrials, MaxConcurrent: spec.Budget.MaxConcurrent, Mode: spec.Objective.Mode,
-	}
+	cfg := spec.SearchConfig()
 	c := &campaign{
 		in: in, spec: spec, wfID: workflow.GetInfo(ctx).WorkflowExecution.ID,
 		threshold: in.HistoryThreshold, logger: workflow.GetLogger(ctx),

@@ -1,0 +1,92 @@
+package hpo
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Algorithm names, one per searcher.
+const (
+	AlgorithmRandom = "random"
+)
+
+// Settings are the per-algorithm sections of a search spec
+// (search.<algorithm>: {...}); only the chosen algorithm's may be set, and
+// a section left out takes that algorithm's documented defaults. A new
+// algorithm with settings adds its section here.
+type Settings struct{}
+
+// algorithm is one registry entry. A new searcher is one file whose init
+// registers it (and, if it has settings, one field in Settings).
+type algorithm struct {
+	name    string
+	summary string
+	// section returns the algorithm's settings section and whether it is
+	// set (nil for an algorithm without settings).
+	section func(Settings) (validator, bool)
+	new     func(cfg Config) (Searcher, error)
+}
+
+// validator is an algorithm's settings section.
+type validator interface {
+	// Validate checks the section; errors name the field ("gamma: ...").
+	Validate() error
+}
+
+var registry []algorithm
+
+// register adds a searcher; init functions call it.
+func register(a algorithm) {
+	if slices.ContainsFunc(registry, func(b algorithm) bool { return b.name == a.name }) {
+		panic("hpo: algorithm " + a.name + " registered twice")
+	}
+	registry = append(registry, a)
+	slices.SortFunc(registry, func(a, b algorithm) int { return strings.Compare(a.name, b.name) })
+}
+
+// Algorithms lists the registered algorithms' names, sorted.
+func Algorithms() []string {
+	names := make([]string, len(registry))
+	for i, a := range registry {
+		names[i] = a.name
+	}
+	return names
+}
+
+// Describe returns an algorithm's one-line summary ("" if unknown).
+func Describe(name string) string {
+	if a, ok := lookup(name); ok {
+		return a.summary
+	}
+	return ""
+}
+
+func lookup(name string) (algorithm, bool) {
+	i := slices.IndexFunc(registry, func(a algorithm) bool { return a.name == name })
+	if i < 0 {
+		return algorithm{}, false
+	}
+	return registry[i], true
+}
+
+// validateSettings checks that only the chosen algorithm's section is set
+// and that it is valid; errors name the spec field (search.tpe.gamma).
+func validateSettings(chosen string, s Settings) error {
+	for _, a := range registry {
+		if a.section == nil {
+			continue
+		}
+		sec, set := a.section(s)
+		switch {
+		case !set:
+		case a.name != chosen:
+			return fmt.Errorf("search.%s: settings of algorithm %s, but search.algorithm is %s", a.name, a.name, chosen)
+		default:
+			if err := sec.Validate(); err != nil {
+				return fmt.Errorf("search.%s.%w", a.name, err)
+			}
+		}
+	}
+	return nil
+}

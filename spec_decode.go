@@ -512,6 +512,9 @@ func (d decoder) value(n *yaml.Node, t reflect.Type, field string) (any, error) 
 		return n.Value, nil
 	}
 	switch t.Kind() {
+	case reflect.Pointer:
+		// An optional section or setting: null (above) leaves it unset.
+		return d.value(n, t.Elem(), field)
 	case reflect.Struct:
 		return d.object(n, t, field)
 	case reflect.Slice:

@@ -319,3 +319,27 @@ func FuzzDecodeSpec(f *testing.F) {
 		_ = spec.WithDefaults().Validate()
 	})
 }
+
+// An algorithm's settings section decodes strictly with the spec and is
+// validated with it, naming the field.
+func TestSearchSettingsSections(t *testing.T) {
+	base := "name: s\ncommand: [t]\nobjective: {metric: loss}\nbudget: {max_trials: 4}\nspace:\n  - {name: lr, type: float, min: 0.001, max: 0.1, log: true}\n"
+	spec, err := gleaner.DecodeAndValidate([]byte(base+"search: {algorithm: grid, grid: {resolution: 3, shuffle: false}}\n"), gleaner.FormatYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := spec.Search.Grid; g == nil || g.Resolution != 3 || g.Shuffle == nil || *g.Shuffle {
+		t.Errorf("search.grid = %+v", g)
+	}
+	for _, tc := range []struct{ search, want string }{
+		{"search: {algorithm: grid, grid: {resolutoin: 3}}\n", "search.grid.resolutoin: unknown field"},
+		{"search: {algorithm: grid, grid: {resolution: 1}}\n", "search.grid.resolution: 1 must be in 2..1000"},
+		{"search: {algorithm: random, grid: {resolution: 3}}\n", "search.grid: settings of algorithm grid, but search.algorithm is random"},
+		{"search: {algorithm: hyperopt}\n", `search.algorithm: "hyperopt" is not one of`},
+	} {
+		_, err := gleaner.DecodeAndValidate([]byte(base+tc.search), gleaner.FormatYAML)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", strings.TrimSpace(tc.search), err, tc.want)
+		}
+	}
+}

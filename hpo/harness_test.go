@@ -227,7 +227,7 @@ func TestNewSearcherErrorsNameTheField(t *testing.T) {
 		edit func(*Config)
 		want string
 	}{
-		{func(c *Config) { c.Algorithm = "grid" }, "algorithm"},
+		{func(c *Config) { c.Algorithm = "nope" }, "algorithm"},
 		{func(c *Config) { c.MaxTrials = 0 }, "max_trials"},
 		{func(c *Config) { c.MaxConcurrent = -1 }, "max_concurrent"},
 		{func(c *Config) { c.Mode = "up" }, "mode"},

@@ -15,7 +15,10 @@ const (
 // (search.<algorithm>: {...}); only the chosen algorithm's may be set, and
 // a section left out takes that algorithm's documented defaults. A new
 // algorithm with settings adds its section here.
-type Settings struct{}
+type Settings struct {
+	Grid        *GridSettings        `json:"grid,omitempty"`
+	QuasiRandom *QuasiRandomSettings `json:"quasirandom,omitempty"`
+}
 
 // algorithm is one registry entry. A new searcher is one file whose init
 // registers it (and, if it has settings, one field in Settings).

@@ -2,6 +2,7 @@ package hpo
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 )
 
@@ -10,10 +11,12 @@ const AlgorithmQuasiRandom = "quasirandom"
 
 // QuasiRandomSettings configure search.quasirandom.
 type QuasiRandomSettings struct {
-	// Scramble permutes each dimension's digits with a seeded random
-	// permutation (default true), which breaks the correlation between
-	// the high dimensions of the plain Halton sequence (Kocis & Whiten
-	// 1997). false gives the plain sequence, the same for every seed.
+	// Scramble permutes every digit of every dimension with its own seeded
+	// random permutation (default true): random digit scrambling
+	// (Matoušek 1998), which keeps the sequence's stratification, breaks
+	// the correlation between high dimensions of the plain Halton
+	// sequence, and gives each seed its own point set. false gives the
+	// plain sequence, the same for every seed.
 	Scramble *bool `json:"scramble,omitempty"`
 	// Skip leaves out the sequence's first points (default 0).
 	Skip int `json:"skip,omitempty"`
@@ -38,14 +41,14 @@ func init() {
 
 // quasiRandom proposes the Halton sequence's points in order (Halton
 // 1960): dimension i of point n is the radical inverse of n in the i-th
-// prime base, its digits optionally permuted (one seeded permutation of
-// 1..b−1 per dimension, 0 fixed so the sequence stays in [0, 1)). The
-// point's index is the window's trial count, so the state is the window
-// alone.
+// prime base b, 0.d₁d₂…d_K for n = …d₂d₁, its first K digits (as many as
+// a float64 resolves, leading zeros included) each mapped through a
+// seeded permutation of 0..b−1 of its own when scrambled. The point's
+// index is the window's trial count, so the state is the window alone.
 type quasiRandom struct {
 	cfg   Config
 	skip  int
-	perms [][]int // per dimension; nil: unscrambled
+	perms [][][]int // [dimension][digit position]; nil: unscrambled
 	st    window
 }
 
@@ -63,41 +66,47 @@ func newQuasiRandom(cfg Config) *quasiRandom {
 		rng := rand.New(newPCG(cfg.Seed))
 		for i := range cfg.Space {
 			b := prime(i)
-			perm := make([]int, b)
-			for j, p := range rng.Perm(b - 1) {
-				perm[j+1] = p + 1
+			dim := make([][]int, digits(b))
+			for k := range dim {
+				dim[k] = rng.Perm(b)
 			}
-			q.perms = append(q.perms, perm)
+			q.perms = append(q.perms, dim)
 		}
 	}
 	return q
 }
 
+// digits is how many base-b digits a float64's 52-bit fraction resolves.
+func digits(b int) int { return max(1, int(52/math.Log2(float64(b)))) }
+
 // point is the sequence's n-th point (n ≥ 1).
 func (q *quasiRandom) point(n int) Params {
 	p := make(Params, len(q.cfg.Space))
 	for i, d := range q.cfg.Space {
-		var perm []int
+		var perms [][]int
 		if q.perms != nil {
-			perm = q.perms[i]
+			perms = q.perms[i]
 		}
-		p[d.Name] = d.fromUnit(radicalInverse(n, prime(i), perm))
+		p[d.Name] = d.fromUnit(radicalInverse(n, prime(i), perms))
 	}
 	return p
 }
 
 // radicalInverse mirrors n's base-b digits about the point: 0.d₁d₂… for
-// n = …d₂d₁, each digit mapped through perm when given.
-func radicalInverse(n, b int, perm []int) float64 {
+// n = …d₂d₁. With perms, digit k (0-based, leading zeros included up to
+// len(perms)) is mapped through perms[k].
+func radicalInverse(n, b int, perms [][]int) float64 {
 	var v float64
 	f := 1 / float64(b)
-	for scale := f; n > 0; n /= b {
+	scale := f
+	for k := 0; n > 0 || k < len(perms); k++ {
 		d := n % b
-		if perm != nil {
-			d = perm[d]
+		if k < len(perms) {
+			d = perms[k][d]
 		}
 		v += float64(d) * scale
 		scale *= f
+		n /= b
 	}
 	return v
 }

@@ -43,6 +43,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	bench.AddCommand(newBenchCampaignCmd())
 	bench.AddCommand(newBenchRescaleCmd())
 	bench.AddCommand(newBenchAgentsCmd())
+	bench.AddCommand(newBenchSearchCmd())
 	root.AddCommand(bench)
 
 	jpaCmd := &cobra.Command{Use: "jpa", Short: "The Job Profiling Advisor: learn throughput curves online"}

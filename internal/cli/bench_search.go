@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gleaner-hpc/gleaner/hpo"
+	"github.com/gleaner-hpc/gleaner/internal/searchbench"
+)
+
+type benchSearchOptions struct {
+	algorithms, objectives, at string
+	trials, workers, seeds     int
+	seed                       uint64
+	costSigma                  float64
+	plotDir, plotFormat        string
+	json                       bool
+}
+
+func newBenchSearchCmd() *cobra.Command {
+	o := benchSearchOptions{}
+	cmd := &cobra.Command{
+		Use:   "search",
+		Short: "Measure the searchers on standard test functions with simulated parallel workers",
+		Long: `Runs every searcher (--algorithms) on benchmark objectives (--objectives):
+Branin, Hartmann-6, a 10-dimensional Rosenbrock and a mixed space with a
+log-scaled float, an integer and a choice. --workers trials run at once on
+simulated workers; a trial takes exp(N(0, σ²)) time units (--cost-sigma), so
+trials finish out of order as on a real pool, and every algorithm meets the
+same cost stream for a seed. Each algorithm runs once per seed (--seeds from
+--seed); the table gives the best value found after the --at trial counts:
+median [first quartile, third quartile] over the seeds, with the objective's
+known optimum. --plot DIR draws the regret curves (docs/search.md).`,
+		Example: `  gleaner bench search
+  gleaner bench search --algorithms random,tpe --objectives branin --trials 100 --workers 8 --seeds 20 --plot bin/search`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.algorithms, "algorithms", strings.Join(hpo.Algorithms(), ","), "comma-separated algorithms")
+	f.StringVar(&o.objectives, "objectives", strings.Join(searchbench.ObjectiveNames(), ","), "comma-separated objectives")
+	f.IntVar(&o.trials, "trials", 100, "trials per run")
+	f.IntVar(&o.workers, "workers", 8, "trials in parallel")
+	f.IntVar(&o.seeds, "seeds", 20, "runs per algorithm and objective, seeds --seed, --seed+1, …")
+	f.Uint64Var(&o.seed, "seed", 1, "first seed")
+	f.Float64Var(&o.costSigma, "cost-sigma", 0.3, "σ of a trial's log-normal duration (0: all equal)")
+	f.StringVar(&o.at, "at", "10,25,50,100", "trial counts the table reports")
+	f.StringVar(&o.plotDir, "plot", "", "directory for one regret figure per objective")
+	f.StringVar(&o.plotFormat, "plot-format", "svg", "figure format: svg or png")
+	f.BoolVar(&o.json, "json", false, "print the curves as JSON (every trial count)")
+	return cmd
+}
+
+func (o *benchSearchOptions) run(stdout, stderr io.Writer) error {
+	switch {
+	case o.trials < 1:
+		return fmt.Errorf("--trials: %d must be at least 1", o.trials)
+	case o.workers < 1:
+		return fmt.Errorf("--workers: %d must be at least 1", o.workers)
+	case o.seeds < 1:
+		return fmt.Errorf("--seeds: %d must be at least 1", o.seeds)
+	case o.costSigma < 0:
+		return fmt.Errorf("--cost-sigma: %v must not be negative", o.costSigma)
+	}
+	at, err := parseIntList("--at", o.at)
+	if err != nil {
+		return err
+	}
+	objs, err := searchbench.LookupObjectives(splitList(o.objectives))
+	if err != nil {
+		return fmt.Errorf("--objectives: %w", err)
+	}
+	algs := splitList(o.algorithms)
+	for _, a := range algs {
+		if hpo.Describe(a) == "" {
+			return fmt.Errorf("--algorithms: %q is not one of %s", a, strings.Join(hpo.Algorithms(), ", "))
+		}
+	}
+	var curves []searchbench.Curve
+	for _, obj := range objs {
+		for _, alg := range algs {
+			fmt.Fprintf(stderr, "bench search: %s on %s, %d seeds…\n", alg, obj.Name, o.seeds)
+			c, err := searchbench.Measure(searchbench.Setup{Algorithm: alg, Objective: obj, Workers: o.workers, Trials: o.trials, CostSigma: o.costSigma}, o.seed, o.seeds)
+			if err != nil {
+				return err
+			}
+			curves = append(curves, c)
+		}
+	}
+	if o.plotDir != "" {
+		files, err := searchbench.Plot(o.plotDir, o.plotFormat, curves, objs)
+		if err != nil {
+			return fmt.Errorf("--plot: %w", err)
+		}
+		fmt.Fprintf(stderr, "bench search: wrote %s\n", strings.Join(files, ", "))
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(curves)
+	}
+	fmt.Fprintf(stdout, "best found after N trials: median [q1, q3] over %d seeds; %d workers, cost σ %v, %d trials per run\n",
+		o.seeds, o.workers, o.costSigma, o.trials)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	header := "objective\toptimum\talgorithm"
+	for _, n := range at {
+		header += fmt.Sprintf("\tN=%d", n)
+	}
+	fmt.Fprintln(tw, header)
+	for _, obj := range objs {
+		for _, c := range curves {
+			if c.Objective != obj.Name {
+				continue
+			}
+			row := fmt.Sprintf("%s\t%.6g\t%s", obj.Name, obj.Optimum, c.Algorithm)
+			for _, n := range at {
+				if n > o.trials {
+					row += "\t-"
+					continue
+				}
+				q := c.At(n)
+				row += fmt.Sprintf("\t%.4g [%.4g, %.4g]", q.Median, q.Q1, q.Q3)
+			}
+			fmt.Fprintln(tw, row)
+		}
+	}
+	return tw.Flush()
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -69,6 +69,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzIngest -fuzztime=$(FUZZTIME) ./jpa
 	$(GO) test -run='^$$' -fuzz=FuzzReadScaling -fuzztime=$(FUZZTIME) ./internal/dataset
 	$(GO) test -run='^$$' -fuzz=FuzzReader -fuzztime=$(FUZZTIME) ./internal/swf
+	$(GO) test -run='^$$' -fuzz=FuzzParseRequest -fuzztime=$(FUZZTIME) ./internal/searchproto
 	$(GO) test -run='^$$' -fuzz=FuzzParseReport -fuzztime=$(FUZZTIME) ./trial
 	$(GO) test -run='^$$' -fuzz=FuzzLoadRendezvous -fuzztime=$(FUZZTIME) ./trial
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeSpec$$' -fuzztime=$(FUZZTIME) .

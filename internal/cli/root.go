@@ -58,6 +58,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newStatusCmd())
 	root.AddCommand(newLeaderboardCmd())
 	root.AddCommand(newTrialsCmd())
+	root.AddCommand(newSearchCmd())
 	root.AddCommand(newControlCmds()...)
 	root.AddCommand(newPoolCmd())
 	root.AddCommand(newSimCmd())

@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	gleaner "github.com/gleaner-hpc/gleaner"
+	"github.com/gleaner-hpc/gleaner/hpo"
+	"github.com/gleaner-hpc/gleaner/internal/searchproto"
+)
+
+func newSearchCmd() *cobra.Command {
+	var specPath, configPath string
+	cmd := &cobra.Command{
+		Use:   "search (--spec FILE | --config FILE)",
+		Short: "Run a Gleaner searcher over JSON lines on stdin and stdout, without Temporal",
+		Long: `Speaks the Searcher contract as JSON lines, so any program can drive any
+Gleaner searcher (docs/search.md, "Driving a searcher from any language"):
+it reads one request per line on stdin and answers each with one line on
+stdout, until stdin ends.
+
+The searcher is the one a campaign spec describes (--spec: its space,
+search, objective mode and budget), or an hpo.Config in JSON (--config:
+{"algorithm":"tpe","space":[...],"seed":1,"max_trials":100,
+"max_concurrent":8,"mode":"min","settings":{"tpe":{...}}}).
+
+Requests: {"event":"initial"}, {"event":"created","id":ID},
+{"event":"reported","id":ID,"samples":N,"metric":M},
+{"event":"finished","id":ID,"metric":M,"outcome":"completed"|"stopped"},
+{"event":"failed","id":ID}, {"event":"snapshot"},
+{"event":"restore","snapshot":S}.
+Answers: {"actions":[{"create":{"id":ID,"params":{...}}}, {"stop":{"trial_id":ID}},
+{"shutdown":{}}],"progress":P}; a snapshot also has "snapshot"; a bad
+request gets "error" and the session goes on.`,
+		Example: `  printf '{"event":"initial"}\n' | gleaner search --spec examples/go-mlp/campaign.yaml
+  python3 scripts/search_vs_optuna.py          # drives gleaner search from Python`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := searchConfig(specPath, configPath)
+			if err != nil {
+				return err
+			}
+			return searchproto.Serve(cfg, cmd.InOrStdin(), cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&specPath, "spec", "", "campaign spec (YAML or JSON) whose searcher to run")
+	cmd.Flags().StringVar(&configPath, "config", "", "searcher config (JSON, hpo.Config) to run")
+	return cmd
+}
+
+func searchConfig(specPath, configPath string) (hpo.Config, error) {
+	switch {
+	case (specPath == "") == (configPath == ""):
+		return hpo.Config{}, fmt.Errorf("give one of --spec and --config")
+	case specPath != "":
+		spec, err := gleaner.LoadAndValidate(specPath)
+		if err != nil {
+			return hpo.Config{}, err
+		}
+		return spec.SearchConfig(), nil
+	}
+	b, err := os.ReadFile(configPath)
+	if err != nil {
+		return hpo.Config{}, fmt.Errorf("--config: %w", err)
+	}
+	var cfg hpo.Config
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return hpo.Config{}, fmt.Errorf("--config %s: %w", configPath, err)
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = 1
+	}
+	if err := cfg.Validate(); err != nil {
+		return hpo.Config{}, fmt.Errorf("--config %s: %w", configPath, err)
+	}
+	return cfg, nil
+}

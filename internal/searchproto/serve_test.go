@@ -1,0 +1,87 @@
+package searchproto
+
+import (
+	"bufio"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gleaner-hpc/gleaner/hpo"
+)
+
+func testConfig() hpo.Config {
+	return hpo.Config{Algorithm: hpo.AlgorithmRandom, Seed: 3, MaxTrials: 3, MaxConcurrent: 2, Mode: "min",
+		Space: hpo.Space{{Name: "lr", Type: hpo.ParamFloat, Min: 1e-4, Max: 1, Log: true}, {Name: "opt", Type: hpo.ParamChoice, Choices: []string{"sgd", "adam"}}}}
+}
+
+func session(t *testing.T, cfg hpo.Config, requests ...string) []Answer {
+	t.Helper()
+	var out strings.Builder
+	require.NoError(t, Serve(cfg, strings.NewReader(strings.Join(requests, "\n")+"\n"), &out))
+	var answers []Answer
+	sc := bufio.NewScanner(strings.NewReader(out.String()))
+	for sc.Scan() {
+		var a Answer
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &a), sc.Text())
+		answers = append(answers, a)
+	}
+	require.Len(t, answers, len(requests), "one answer per request")
+	return answers
+}
+
+// A whole search over the protocol: create, finish, fail, shut down; a
+// bad line is answered and the session goes on; a snapshot restores.
+func TestServeRunsASearch(t *testing.T) {
+	a := session(t, testConfig(),
+		`{"event":"initial"}`,
+		`{"event":"created","id":"t00001"}`,
+		`{"event":"reported","id":"t00001","samples":640,"metric":0.5}`,
+		`{"event":"finished","id":"t00001","metric":0.25,"outcome":"completed"}`,
+		`{"event":"nonsense"}`,
+		`{"event":"snapshot"}`,
+		`{"event":"failed","id":"t00002"}`,
+		`{"event":"finished","id":"t00003","metric":null,"outcome":"stopped"}`,
+	)
+	require.Len(t, a[0].Actions, 2)
+	require.Equal(t, "t00001", a[0].Actions[0].Create.ID)
+	require.NoError(t, testConfig().Space.Contains(a[0].Actions[0].Create.Params))
+	require.Empty(t, a[1].Actions)
+	require.Equal(t, "t00003", a[3].Actions[0].Create.ID, "a finished trial frees a slot")
+	require.Contains(t, a[4].Error, `event: "nonsense" is not one of`)
+	require.Contains(t, string(a[5].Snapshot), `"type":"random"`)
+	require.Empty(t, a[6].Actions, "the budget of 3 is spent")
+	require.NotNil(t, a[7].Actions[0].Shutdown)
+	require.Equal(t, 1.0, a[7].Progress)
+
+	// Restoring the snapshot taken after t00001 finished replays the same
+	// future: t00002's failure creates nothing, and so on.
+	snap, _ := json.Marshal(Request{Event: "restore", Snapshot: a[5].Snapshot})
+	b := session(t, testConfig(), string(snap), `{"event":"failed","id":"t00002"}`)
+	require.Empty(t, b[0].Error)
+	require.Equal(t, a[6], b[1])
+}
+
+func TestParseRequestNamesTheField(t *testing.T) {
+	for line, want := range map[string]string{
+		`{"event":"finished"}`:                                   "finished: id: missing",
+		`{"event":"finished","id":"t1","outcome":"won"}`:         `finished: outcome: "won"`,
+		`{"event":"reported","id":"t1"}`:                         "reported: metric: missing",
+		`{"event":"reported","id":"t1","metric":1,"samples":-1}`: "reported: samples: -1",
+		`{"event":"restore"}`:                                    "restore: snapshot: missing",
+		`{"id":"t1"}`:                                            "event: missing",
+		`{"event":"initial","extra":1}`:                          `unknown field "extra"`,
+		`{"event":"initial"} {"event":"initial"}`:                "more than one JSON value",
+		`not json`: "request:",
+	} {
+		_, err := ParseRequest([]byte(line))
+		require.ErrorContains(t, err, want, line)
+	}
+}
+
+func TestServeRefusesABadConfig(t *testing.T) {
+	cfg := testConfig()
+	cfg.Algorithm = "nope"
+	require.ErrorContains(t, Serve(cfg, strings.NewReader(""), &strings.Builder{}), "algorithm")
+}

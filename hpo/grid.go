@@ -34,6 +34,7 @@ func (s *GridSettings) Validate() error {
 func init() {
 	register(algorithm{
 		name:    AlgorithmGrid,
+		creates: true,
 		summary: "every combination of evenly spaced values (resolution per numeric parameter, all choices); ends when the grid is done",
 		section: func(s Settings) (validator, bool) { return s.Grid, s.Grid != nil },
 		new:     newGrid,

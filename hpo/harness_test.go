@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -44,9 +45,11 @@ func testScript(p Params) curve {
 }
 
 type simTrial struct {
-	id    string
-	c     curve
-	steps int
+	id       string
+	c        curve
+	steps    int
+	stopping bool // a Stop came: it ends at its next tick
+	last     float64
 }
 
 // run drives cfg's searcher to Shutdown (or maxTicks) and returns the
@@ -63,6 +66,7 @@ func run(t *testing.T, cfg Config, sc script) (schedule string, created []Create
 		outstanding = map[string]bool{}
 		ids         = map[string]bool{}
 		shutdown    bool
+		stops       int
 	)
 	apply := func(event string, acts []Action) {
 		fmt.Fprintf(&log, "%s:", event)
@@ -84,7 +88,15 @@ func run(t *testing.T, cfg Config, sc script) (schedule string, created []Create
 				created = append(created, a)
 				running = append(running, &simTrial{id: a.ID, c: sc(a.Params)})
 			case Stop:
-				t.Fatalf("%s: random search stopped %s", event, a.TrialID)
+				i := slices.IndexFunc(running, func(tr *simTrial) bool { return tr.id == a.TrialID })
+				if i < 0 || !outstanding[a.TrialID] {
+					t.Fatalf("%s: stop of %s, which is not running", event, a.TrialID)
+				}
+				if running[i].stopping {
+					t.Fatalf("%s: %s stopped twice", event, a.TrialID)
+				}
+				stops++
+				running[i].stopping = true
 			case Shutdown:
 				if len(outstanding) > 0 {
 					t.Fatalf("%s: shutdown with %d trials outstanding", event, len(outstanding))
@@ -130,8 +142,14 @@ func run(t *testing.T, cfg Config, sc script) (schedule string, created []Create
 		}
 		var next []*simTrial
 		for _, tr := range running {
+			if tr.stopping {
+				delete(outstanding, tr.id)
+				apply(fmt.Sprintf("stopped %s %.6g", tr.id, tr.last), s.TrialFinished(tr.id, tr.last, OutcomeStopped))
+				continue
+			}
 			tr.steps++
 			metric := tr.c.Score * (1 + 1/float64(tr.steps))
+			tr.last = metric
 			switch {
 			case tr.steps < tr.c.Len:
 				apply(fmt.Sprintf("report %s %d %.6g", tr.id, tr.steps, metric), s.TrialReported(tr.id, float64(tr.steps*100), metric))
@@ -157,6 +175,9 @@ func run(t *testing.T, cfg Config, sc script) (schedule string, created []Create
 	}
 	if got := s.Progress(); got != 1 {
 		t.Errorf("progress at shutdown = %v, want 1", got)
+	}
+	if stops > 0 {
+		fmt.Fprintf(&log, "%d stopped\n", stops)
 	}
 	return log.String(), created
 }

@@ -33,6 +33,7 @@ func (s *QuasiRandomSettings) Validate() error {
 func init() {
 	register(algorithm{
 		name:    AlgorithmQuasiRandom,
+		creates: true,
 		summary: "a scrambled Halton sequence: low-discrepancy points, the space covered more evenly than by random samples",
 		section: func(s Settings) (validator, bool) { return s.QuasiRandom, s.QuasiRandom != nil },
 		new:     func(cfg Config) (Searcher, error) { return newQuasiRandom(cfg), nil },

@@ -26,6 +26,7 @@ type randomState struct {
 func init() {
 	register(algorithm{
 		name:    AlgorithmRandom,
+		creates: true,
 		summary: "independent uniform samples of the space (log-uniform for log parameters)",
 		new:     func(cfg Config) (Searcher, error) { return newRandom(cfg), nil },
 	})

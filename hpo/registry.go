@@ -18,6 +18,9 @@ const (
 type Settings struct {
 	Grid        *GridSettings        `json:"grid,omitempty"`
 	QuasiRandom *QuasiRandomSettings `json:"quasirandom,omitempty"`
+	TPE         *TPESettings         `json:"tpe,omitempty"`
+	ASHA        *ASHASettings        `json:"asha,omitempty"`
+	Median      *MedianSettings      `json:"median,omitempty"`
 }
 
 // algorithm is one registry entry. A new searcher is one file whose init
@@ -28,6 +31,12 @@ type algorithm struct {
 	// section returns the algorithm's settings section and whether it is
 	// set (nil for an algorithm without settings).
 	section func(Settings) (validator, bool)
+	// creates: the searcher only creates trials (never stops one), so a
+	// stopping searcher can sample with it.
+	creates bool
+	// sampler names the sampler a stopping searcher's settings choose
+	// (its section may be set too); nil for the others.
+	sampler func(Settings) string
 	new     func(cfg Config) (Searcher, error)
 }
 
@@ -76,6 +85,13 @@ func lookup(name string) (algorithm, bool) {
 // validateSettings checks that only the chosen algorithm's section is set
 // and that it is valid; errors name the spec field (search.tpe.gamma).
 func validateSettings(chosen string, s Settings) error {
+	sampler := ""
+	if a, ok := lookup(chosen); ok && a.sampler != nil {
+		sampler = a.sampler(s)
+		if sampler == "" {
+			sampler = AlgorithmRandom
+		}
+	}
 	for _, a := range registry {
 		if a.section == nil {
 			continue
@@ -83,7 +99,10 @@ func validateSettings(chosen string, s Settings) error {
 		sec, set := a.section(s)
 		switch {
 		case !set:
-		case a.name != chosen:
+		case a.name != chosen && a.name != sampler:
+			if sampler != "" {
+				return fmt.Errorf("search.%s: settings of algorithm %s, but search.algorithm is %s (sampling with %s)", a.name, a.name, chosen, sampler)
+			}
 			return fmt.Errorf("search.%s: settings of algorithm %s, but search.algorithm is %s", a.name, a.name, chosen)
 		default:
 			if err := sec.Validate(); err != nil {

@@ -1,0 +1,135 @@
+package hpo
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// AlgorithmASHA names asynchronous successive halving, stopping variant.
+const AlgorithmASHA = "asha"
+
+// ASHASettings configure search.asha.
+type ASHASettings struct {
+	// Sampler chooses the trials: random (default), quasirandom, grid or
+	// tpe, with its own section's settings.
+	Sampler string `json:"sampler,omitempty"`
+	// MinSamples is the first rung's budget r, in training samples
+	// (required): a trial is first judged once it has trained this many.
+	MinSamples float64 `json:"min_samples"`
+	// ReductionFactor is η (default 3): rung k is at r·η^k samples, and a
+	// trial goes on past a rung only if it is in the top 1/η of the
+	// trials that reached it.
+	ReductionFactor float64 `json:"reduction_factor,omitempty"`
+	// MaxSamples caps the rungs (default: none): past it nothing is
+	// stopped.
+	MaxSamples float64 `json:"max_samples,omitempty"`
+}
+
+// Validate checks the settings; errors name the field.
+func (s *ASHASettings) Validate() error {
+	switch {
+	case !(s.MinSamples > 0) || math.IsInf(s.MinSamples, 0):
+		return fmt.Errorf("min_samples: %v must be > 0 (the first rung's budget in training samples)", s.MinSamples)
+	case s.ReductionFactor != 0 && !(s.ReductionFactor >= 2 && s.ReductionFactor <= 100):
+		return fmt.Errorf("reduction_factor: %v must be in [2, 100]", s.ReductionFactor)
+	case s.MaxSamples != 0 && !(s.MaxSamples >= s.MinSamples) || math.IsInf(s.MaxSamples, 0):
+		return fmt.Errorf("max_samples: %v must be ≥ min_samples %v", s.MaxSamples, s.MinSamples)
+	}
+	return nil
+}
+
+func init() {
+	register(algorithm{
+		name:    AlgorithmASHA,
+		summary: "asynchronous successive halving, stopping variant: a trial past rung r·η^k samples goes on only if in the top 1/η there",
+		section: func(s Settings) (validator, bool) { return s.ASHA, s.ASHA != nil },
+		sampler: func(s Settings) string {
+			if s.ASHA == nil {
+				return ""
+			}
+			return s.ASHA.Sampler
+		},
+		new: func(cfg Config) (Searcher, error) {
+			set := cfg.Settings.ASHA
+			if set == nil {
+				return nil, fmt.Errorf("search.asha.min_samples: missing (the first rung's budget in training samples)")
+			}
+			r := &ashaRule{MinSamples: set.MinSamples, Eta: set.ReductionFactor, MaxSamples: set.MaxSamples, Passed: map[string]int{}}
+			if r.Eta == 0 {
+				r.Eta = 3
+			}
+			return newStopper(cfg, AlgorithmASHA, set.Sampler, r)
+		},
+	})
+}
+
+// ashaKeep bounds the values a rung keeps: the best ashaKeep of them.
+// The decision is exact while a rung's top 1/η fits (up to ashaKeep·η
+// trials per rung); beyond, it compares with the ashaKeep-th best, which
+// lets more trials on, never fewer.
+const ashaKeep = 2048
+
+// ashaRule is the stopping variant of ASHA (Li et al., "A System for
+// Massively Parallel Hyperparameter Tuning", MLSys 2020), as Optuna's
+// SuccessiveHalvingPruner: when a trial's report first reaches rung k's
+// budget r·η^k, its metric is recorded at that rung and the trial goes on
+// only if it ranks within the top ⌊n/η⌋ of the n trials recorded there
+// (the best one when n < η).
+type ashaRule struct {
+	MinSamples float64 `json:"min_samples"`
+	Eta        float64 `json:"eta"`
+	MaxSamples float64 `json:"max_samples,omitempty"`
+	// Rungs hold, per rung, how many trials reached it and the best
+	// values recorded there, sorted.
+	Rungs []ashaRung `json:"rungs,omitempty"`
+	// Passed is the highest rung each outstanding trial has reached.
+	Passed map[string]int `json:"passed,omitempty"`
+}
+
+type ashaRung struct {
+	N    int       `json:"n"`
+	Best []float64 `json:"best"`
+}
+
+// budget is rung k's budget in samples.
+func (r *ashaRule) budget(k int) float64 { return r.MinSamples * math.Pow(r.Eta, float64(k)) }
+
+func (r *ashaRule) observe(id string, samples, loss float64) bool {
+	next := 0
+	if k, ok := r.Passed[id]; ok {
+		next = k + 1
+	}
+	for ; samples >= r.budget(next) && (r.MaxSamples == 0 || r.budget(next) <= r.MaxSamples*(1+1e-9)); next++ {
+		r.Passed[id] = next
+		for len(r.Rungs) <= next {
+			r.Rungs = append(r.Rungs, ashaRung{})
+		}
+		g := &r.Rungs[next]
+		g.N++
+		i, _ := slices.BinarySearch(g.Best, loss)
+		g.Best = slices.Insert(g.Best, i, loss)
+		if len(g.Best) > ashaKeep {
+			g.Best = g.Best[:ashaKeep]
+		}
+		top := max(int(float64(g.N)/r.Eta), 1)
+		if loss > g.Best[min(top, len(g.Best))-1] {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *ashaRule) forget(id string) { delete(r.Passed, id) }
+
+func (r *ashaRule) check() error {
+	for k, g := range r.Rungs {
+		if len(g.Best) > g.N || len(g.Best) > ashaKeep || !slices.IsSorted(g.Best) {
+			return fmt.Errorf("rung %d: %d values kept of %d, sorted %v", k, len(g.Best), g.N, slices.IsSorted(g.Best))
+		}
+	}
+	if r.Passed == nil {
+		r.Passed = map[string]int{}
+	}
+	return nil
+}

@@ -1,0 +1,172 @@
+package hpo
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+)
+
+func ashaConfig(maxTrials, maxConcurrent int) Config {
+	return Config{Algorithm: AlgorithmASHA, Space: testSpace(), Seed: 42, MaxTrials: maxTrials, MaxConcurrent: maxConcurrent, Mode: "min",
+		Settings: Settings{ASHA: &ASHASettings{MinSamples: 200, ReductionFactor: 2}}}
+}
+
+func medianConfig(maxTrials, maxConcurrent int) Config {
+	return Config{Algorithm: AlgorithmMedian, Space: testSpace(), Seed: 42, MaxTrials: maxTrials, MaxConcurrent: maxConcurrent, Mode: "min",
+		Settings: Settings{Median: &MedianSettings{IntervalSamples: 200, MinTrials: 2}}}
+}
+
+// The stopping searchers run through the harness: snapshots survive every
+// event, the same seed gives the same schedule, and they do stop trials.
+func TestHarnessStoppingSearchers(t *testing.T) {
+	for name, mk := range map[string]func(int, int) Config{"asha": ashaConfig, "median": medianConfig} {
+		for _, tc := range []struct{ maxTrials, maxConcurrent int }{{1, 1}, {20, 1}, {40, 8}, {100, 7}} {
+			t.Run(fmt.Sprintf("%s/trials=%d,concurrent=%d", name, tc.maxTrials, tc.maxConcurrent), func(t *testing.T) {
+				cfg := mk(tc.maxTrials, tc.maxConcurrent)
+				sched, created := run(t, cfg, testScript)
+				if len(created) != tc.maxTrials {
+					t.Errorf("created %d, want %d", len(created), tc.maxTrials)
+				}
+				if again, _ := run(t, cfg, testScript); again != sched {
+					t.Error("same seed, different schedules")
+				}
+				if tc.maxTrials >= 20 && !strings.Contains(sched, " stopped\n") {
+					t.Errorf("%d trials and none stopped", tc.maxTrials)
+				}
+			})
+		}
+	}
+}
+
+func TestASHARule(t *testing.T) {
+	r := &ashaRule{MinSamples: 100, Eta: 3, Passed: map[string]int{}}
+	steps := []struct {
+		id      string
+		samples float64
+		loss    float64
+		stop    bool
+	}{
+		{"a", 50, 9, false},  // below the first rung: not judged
+		{"a", 100, 1, false}, // rung 0: the only one
+		{"b", 120, 2, true},  // rung 0, 2 trials: only the best goes on
+		{"c", 100, 0.5, false},
+		{"d", 100, 0.7, true},   // 4 trials, top ⌊4/3⌋ = 1
+		{"e", 100, 0.6, true},   // 5 trials: still only the best (0.5)
+		{"f", 100, 0.65, true},  // 6 trials: top 2 = 0.5, 0.6
+		{"a", 300, 0.9, false},  // rung 1 (300): the first there
+		{"c", 1000, 0.4, false}, // rungs 1 and 2 at once: best at both
+		{"e", 300, 0.45, true},  // rung 1: 3 trials, top 1 is c's 0.4
+		{"c", 1000, 0.1, false}, // no new rung: nothing judged
+		{"g", 10000, 5, true},   // stopped at the first rung it records
+		{"h", math.Inf(1), 0, false},
+	}
+	for _, s := range steps {
+		if s.id == "h" {
+			continue
+		}
+		if got := r.observe(s.id, s.samples, s.loss); got != s.stop {
+			t.Errorf("%s at %v samples, %v: stop %v, want %v", s.id, s.samples, s.loss, got, s.stop)
+		}
+	}
+	if r.Rungs[0].N != 7 || len(r.Rungs) != 3 {
+		t.Errorf("rungs %+v", r.Rungs)
+	}
+	r.MaxSamples = 300
+	if stop := r.observe("z", 1e6, 100); !stop {
+		t.Error("z: worst at rung 0, want stopped")
+	}
+	if len(r.Rungs) != 3 || r.Passed["z"] != 0 {
+		t.Errorf("max_samples 300: z passed rung %d", r.Passed["z"])
+	}
+}
+
+func TestMedianRule(t *testing.T) {
+	r := &medianRule{Interval: 100, MinTrials: 2, Trials: map[string]medianTrial{}}
+	for _, s := range []struct {
+		id            string
+		samples, loss float64
+		stop          bool
+	}{
+		{"a", 100, 1, false},
+		{"b", 100, 2, false}, // one other: too few
+		{"c", 150, 3, true},  // others 1, 2: median 1.5 < 3
+		{"d", 100, 0.5, false},
+		{"a", 250, 4, false},   // best so far stays 1; checkpoint 2 has no one else
+		{"b", 200, 1.5, false}, // checkpoint 2: others [1]: too few
+		{"e", 250, 3, true},    // checkpoint 1: median of 1,2,3,0.5 = 1.5 < 3
+	} {
+		if got := r.observe(s.id, s.samples, s.loss); got != s.stop {
+			t.Errorf("%s at %v, %v: stop %v, want %v", s.id, s.samples, s.loss, got, s.stop)
+		}
+	}
+	r.Warmup = 1000
+	if r.observe("f", 100, 100) {
+		t.Error("stopped within warmup_samples")
+	}
+}
+
+// mode max: higher is better, so the lowest accuracy is stopped.
+func TestStoppersFollowTheMode(t *testing.T) {
+	cfg := ashaConfig(10, 3)
+	cfg.Mode = "max"
+	s, err := NewSearcher(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Initial()
+	if acts := s.TrialReported("t00001", 200, 0.9); len(acts) != 0 {
+		t.Fatalf("%v", acts)
+	}
+	if acts := s.TrialReported("t00002", 200, 0.1); len(acts) != 1 || acts[0] != (Stop{TrialID: "t00002"}) {
+		t.Errorf("accuracy 0.1 under max: %v, want stop t00002", acts)
+	}
+	if acts := s.TrialReported("t00002", 400, 0.95); len(acts) != 0 {
+		t.Errorf("a report after the stop: %v, want nothing", acts)
+	}
+}
+
+func TestStopperSettingsErrorsNameTheField(t *testing.T) {
+	for _, tc := range []struct {
+		set  Settings
+		alg  string
+		want string
+	}{
+		{Settings{}, AlgorithmASHA, "search.asha.min_samples: missing"},
+		{Settings{ASHA: &ASHASettings{}}, AlgorithmASHA, "search.asha.min_samples: 0 must be > 0"},
+		{Settings{ASHA: &ASHASettings{MinSamples: 10, ReductionFactor: 1}}, AlgorithmASHA, "search.asha.reduction_factor"},
+		{Settings{ASHA: &ASHASettings{MinSamples: 10, MaxSamples: 5}}, AlgorithmASHA, "search.asha.max_samples"},
+		{Settings{ASHA: &ASHASettings{MinSamples: 10, Sampler: "asha"}}, AlgorithmASHA, `search.asha.sampler: "asha" is not one of`},
+		{Settings{ASHA: &ASHASettings{MinSamples: 10}, Grid: &GridSettings{Resolution: 3}}, AlgorithmASHA, "search.grid: settings of algorithm grid, but search.algorithm is asha (sampling with random)"},
+		{Settings{Median: &MedianSettings{}}, AlgorithmMedian, "search.median.interval_samples"},
+		{Settings{Median: &MedianSettings{IntervalSamples: 1, MinTrials: -1}}, AlgorithmMedian, "search.median.min_trials"},
+	} {
+		cfg := Config{Algorithm: tc.alg, Space: testSpace(), Seed: 1, MaxTrials: 2, MaxConcurrent: 1, Mode: "min", Settings: tc.set}
+		if _, err := NewSearcher(cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.set, err, tc.want)
+		}
+	}
+	// The sampler's own section applies.
+	cfg := Config{Algorithm: AlgorithmASHA, Space: testSpace(), Seed: 1, MaxTrials: 30, MaxConcurrent: 30, Mode: "min",
+		Settings: Settings{ASHA: &ASHASettings{MinSamples: 10, Sampler: AlgorithmGrid}, Grid: &GridSettings{Resolution: 2}}}
+	s, err := NewSearcher(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.Initial()); n != 30 {
+		t.Errorf("grid sampler with resolution 2: %d actions", n)
+	}
+}
+
+// The ASHA rule's state stays bounded however many trials reach a rung.
+func TestASHAStateIsBounded(t *testing.T) {
+	r := &ashaRule{MinSamples: 1, Eta: 3, Passed: map[string]int{}}
+	for i := range 100_000 {
+		id := fmt.Sprint(i)
+		r.observe(id, 1, float64((i*7919)%100_003))
+		r.forget(id)
+	}
+	if len(r.Rungs[0].Best) != ashaKeep || r.Rungs[0].N != 100_000 || len(r.Passed) != 0 {
+		t.Errorf("after 100,000 trials: %d values kept, n %d, %d passed", len(r.Rungs[0].Best), r.Rungs[0].N, len(r.Passed))
+	}
+}

@@ -1,0 +1,611 @@
+package hpo
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// AlgorithmTPE is the Tree-structured Parzen Estimator.
+const AlgorithmTPE = "tpe"
+
+// TPESettings are TPE's settings, the search.tpe section of a spec. All
+// are optional: a zero number, a nil bool and a section left out take the
+// defaults, which are Optuna 3.x TPESampler's except ConstantLiar, on
+// here because Gleaner always runs trials in parallel.
+type TPESettings struct {
+	// NStartupTrials: sample at random until this many trials have
+	// finished with a metric (default 10).
+	NStartupTrials int `json:"n_startup_trials,omitempty"`
+	// NEICandidates is how many candidates a proposal draws from l; it
+	// proposes the one of highest l(x)/g(x) (default 24).
+	NEICandidates int `json:"n_ei_candidates,omitempty"`
+	// Gamma and GammaMax say how many of the n finished trials l models:
+	// the best ⌈Gamma·n⌉, at most GammaMax (defaults 0.1 and 25, Optuna's
+	// default_gamma).
+	Gamma    float64 `json:"gamma,omitempty"`
+	GammaMax int     `json:"gamma_max,omitempty"`
+	// PriorWeight is the weight of the prior kernel; an observation weighs
+	// at most 1 (default 1).
+	PriorWeight float64 `json:"prior_weight,omitempty"`
+	// ConsiderMagicClip keeps every kernel at least range/min(100, n+2)
+	// wide (default true).
+	ConsiderMagicClip *bool `json:"consider_magic_clip,omitempty"`
+	// ConsiderEndpoints lets the range's ends widen the outermost kernels
+	// (default false).
+	ConsiderEndpoints bool `json:"consider_endpoints,omitempty"`
+	// Multivariate models the parameters jointly instead of each on its
+	// own (default false).
+	Multivariate bool `json:"multivariate,omitempty"`
+	// ConstantLiar counts the trials outstanding as observations with the
+	// worst metric, so that the trials proposed while others run spread
+	// out instead of piling onto one point (default true).
+	ConstantLiar *bool `json:"constant_liar,omitempty"`
+}
+
+// Validate checks the settings; errors name the field.
+func (s TPESettings) Validate() error {
+	switch {
+	case s.NStartupTrials < 0:
+		return fmt.Errorf("n_startup_trials: %d must be at least 0 (0 is the default, 10)", s.NStartupTrials)
+	case s.NEICandidates < 0:
+		return fmt.Errorf("n_ei_candidates: %d must be at least 0 (0 is the default, 24)", s.NEICandidates)
+	case !(s.Gamma >= 0 && s.Gamma <= 1): // NaN too
+		return fmt.Errorf("gamma: %v must be in (0, 1]", s.Gamma)
+	case s.GammaMax < 0:
+		return fmt.Errorf("gamma_max: %d must be at least 0 (0 is the default, 25)", s.GammaMax)
+	case !(s.PriorWeight >= 0 && s.PriorWeight <= math.MaxFloat64):
+		return fmt.Errorf("prior_weight: %v must be positive and finite", s.PriorWeight)
+	}
+	return nil
+}
+
+// tpeParams are the settings with their defaults filled in.
+type tpeParams struct {
+	nStartup, nCandidates, gammaMax          int
+	gamma, priorWeight                       float64
+	magicClip, endpoints, multivariate, liar bool
+}
+
+func (s *TPESettings) params() tpeParams {
+	if s == nil {
+		s = &TPESettings{}
+	}
+	p := tpeParams{
+		nStartup:     cmp.Or(s.NStartupTrials, 10),
+		nCandidates:  cmp.Or(s.NEICandidates, 24),
+		gammaMax:     cmp.Or(s.GammaMax, 25),
+		gamma:        cmp.Or(s.Gamma, 0.1),
+		priorWeight:  cmp.Or(s.PriorWeight, 1),
+		magicClip:    true,
+		endpoints:    s.ConsiderEndpoints,
+		multivariate: s.Multivariate,
+		liar:         true,
+	}
+	if s.ConsiderMagicClip != nil {
+		p.magicClip = *s.ConsiderMagicClip
+	}
+	if s.ConstantLiar != nil {
+		p.liar = *s.ConstantLiar
+	}
+	return p
+}
+
+func init() {
+	register(algorithm{
+		name:    AlgorithmTPE,
+		creates: true,
+		summary: "Tree-structured Parzen Estimator (Bergstra et al. 2011, Optuna's defaults): random for n_startup_trials, then the candidate of highest l(x)/g(x)",
+		section: func(s Settings) (validator, bool) { return s.TPE, s.TPE != nil },
+		new:     func(cfg Config) (Searcher, error) { return newTPE(cfg), nil },
+	})
+}
+
+// tpe is TPE search (Bergstra et al., "Algorithms for Hyper-Parameter
+// Optimization", NeurIPS 2011, §4), with Optuna 3.x's TPESampler as the
+// reference for its defaults and details. Until n_startup_trials trials
+// have finished with a metric it samples the space at random. Then, for
+// each trial it opens, it splits the n observations into the best
+// ⌈γn⌉ (at most gamma_max) and the rest, fits a Parzen estimator l(x) to
+// the first and g(x) to the second (parzen.go), draws n_ei_candidates
+// candidates from l and proposes the one of highest l(x)/g(x): with
+// γ = p(y < y*), expected improvement is proportional to
+// (γ + (1−γ)·g(x)/l(x))⁻¹ (§4.1), so that candidate maximises it among them.
+//
+// Independent (the default): one l/g pair per parameter, each parameter
+// chosen on its own. Multivariate: one joint l/g over all parameters.
+// With the constant liar the trials outstanding join g as if they had the
+// worst metric, so that trials proposed while others run spread out.
+//
+// A trial's final metric is its observation. A stopped trial's (by a
+// person, or by a stopping searcher sampling with TPE) ranks below every
+// completed one, as Optuna ranks pruned trials; Optuna then ranks pruned
+// trials by the step they reached, which would need the reports: they
+// are not used. A failed trial, or one that ended without a metric,
+// teaches nothing.
+type tpe struct {
+	cfg  Config
+	set  tpeParams
+	dims []dim
+	pcg  *rand.PCG
+	rng  *rand.Rand
+	st   tpeState
+	// Derived from st.Observed and st.Metrics, rebuilt by Restore.
+	unit     [][]float64 // per dim, per observation: its coordinate (dim.toUnit)
+	stopped  []bool      // per observation: its trial was stopped
+	byMetric []int32     // the observations, best first (completed before stopped); older first among equals
+	byValue  [][]int32   // independent mode, per numeric dim: the observations by coordinate; older first among equals
+	scr      tpeScratch
+}
+
+// tpeState is all TPE remembers; with the RNG state it is the snapshot.
+// A row is one trial's parameters in space order, a choice as its index:
+// 10,000 observations of 6 parameters take about 0.9 MB of JSON
+// (TestTPESnapshotSize).
+type tpeState struct {
+	// RNG is the PCG's binary state (rand.PCG.MarshalBinary).
+	RNG []byte `json:"rng"`
+	window
+	// Observed are the rows of the trials that finished with a metric, in
+	// the order they finished, and Metrics their metrics (±Inf as
+	// ±MaxFloat64: JSON has no infinity).
+	Observed [][]float64 `json:"observed,omitempty"`
+	Metrics  []float64   `json:"metrics,omitempty"`
+	// Stopped are the indices, ascending, of the observations whose trial
+	// was stopped.
+	Stopped []int32 `json:"stopped,omitempty"`
+	// Pending are the rows of the trials outstanding, in the order of
+	// window.Outstanding: the constant liar's lies.
+	Pending [][]float64 `json:"pending,omitempty"`
+}
+
+// tpeScratch is one proposal's working memory, kept to spare the garbage
+// collector.
+type tpeScratch struct {
+	below         []int32     // the observations l models, oldest first
+	inBelow       []bool      // per observation
+	wl, wg, wLiar []float64   // weights in l (per below), in g (per observation; 0 in l) and of the liars in g
+	liars         [][]float64 // rows of the trials outstanding when the liar is on
+	lk, gk, sk    []kernel
+	seen          []float64
+	counts        []float64
+	pl, pg        []float64
+	l, g          mixture1
+	colsL, colsG  [][]float64
+	wgJoint       []float64
+	jl, jg        jointMixture
+}
+
+func newTPE(cfg Config) *tpe {
+	pcg := newPCG(cfg.Seed)
+	t := &tpe{cfg: cfg, set: cfg.Settings.TPE.params(), pcg: pcg, rng: rand.New(pcg)}
+	for _, p := range cfg.Space {
+		t.dims = append(t.dims, newDim(p))
+	}
+	t.reindex()
+	return t
+}
+
+func (t *tpe) Initial() []Action { return t.fill() }
+
+func (t *tpe) TrialCreated(string) []Action { return nil }
+
+func (t *tpe) TrialReported(string, float64, float64) []Action { return nil }
+
+func (t *tpe) TrialFinished(id string, metric float64, o Outcome) []Action {
+	return t.end(id, metric, o == OutcomeStopped)
+}
+
+func (t *tpe) TrialFailed(id string) []Action { return t.end(id, math.NaN(), false) }
+
+func (t *tpe) end(id string, metric float64, stopped bool) []Action {
+	i := slices.Index(t.st.Outstanding, id)
+	if i < 0 {
+		return nil
+	}
+	row := t.st.Pending[i]
+	t.st.Pending = slices.Delete(t.st.Pending, i, i+1)
+	t.st.window.end(id)
+	if !math.IsNaN(metric) {
+		t.observe(row, metric, stopped)
+	}
+	return t.fill()
+}
+
+func (t *tpe) fill() []Action {
+	return t.st.fill(t.cfg, func(string) (Params, bool) {
+		row := t.propose()
+		t.st.Pending = append(t.st.Pending, row)
+		return t.params(row), true
+	})
+}
+
+func (t *tpe) Progress() float64 { return t.st.progress(t.cfg) }
+
+func (t *tpe) Snapshot() ([]byte, error) {
+	b, err := t.pcg.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("snapshot tpe searcher: rng: %w", err)
+	}
+	st := t.st
+	st.RNG = b
+	return marshalSnapshot(AlgorithmTPE, st)
+}
+
+func (t *tpe) Restore(snapshot []byte) error {
+	var st tpeState
+	if err := unmarshalSnapshot(AlgorithmTPE, snapshot, &st); err != nil {
+		return err
+	}
+	pcg := new(rand.PCG)
+	if err := pcg.UnmarshalBinary(st.RNG); err != nil {
+		return fmt.Errorf("restore tpe searcher: rng: %w", err)
+	}
+	if err := t.checkState(st); err != nil {
+		return fmt.Errorf("restore tpe searcher: %w", err)
+	}
+	st.RNG = nil
+	t.pcg, t.rng, t.st = pcg, rand.New(pcg), st
+	t.reindex()
+	return nil
+}
+
+func (t *tpe) checkState(st tpeState) error {
+	if err := st.check(t.cfg); err != nil {
+		return err
+	}
+	switch {
+	case len(st.Pending) != len(st.Outstanding):
+		return fmt.Errorf("pending: %d rows for %d trials outstanding", len(st.Pending), len(st.Outstanding))
+	case len(st.Metrics) != len(st.Observed):
+		return fmt.Errorf("metrics: %d for %d observed rows", len(st.Metrics), len(st.Observed))
+	case len(st.Metrics) > st.Ended:
+		return fmt.Errorf("observed: %d rows for %d trials ended", len(st.Observed), st.Ended)
+	}
+	for k, i := range st.Stopped {
+		if i < 0 || int(i) >= len(st.Metrics) || k > 0 && i <= st.Stopped[k-1] {
+			return fmt.Errorf("stopped[%d]: %d is not an observation's index, in ascending order", k, i)
+		}
+	}
+	for i, m := range st.Metrics {
+		if math.IsNaN(m) || math.IsInf(m, 0) {
+			return fmt.Errorf("metrics[%d]: %v is not finite", i, m)
+		}
+	}
+	for i, r := range st.Observed {
+		if err := t.checkRow(r); err != nil {
+			return fmt.Errorf("observed[%d]: %w", i, err)
+		}
+	}
+	for i, r := range st.Pending {
+		if err := t.checkRow(r); err != nil {
+			return fmt.Errorf("pending[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// observe records a finished trial's row and metric.
+func (t *tpe) observe(row []float64, metric float64, stopped bool) {
+	t.st.Observed = append(t.st.Observed, row)
+	t.st.Metrics = append(t.st.Metrics, clamp(metric, -math.MaxFloat64, math.MaxFloat64))
+	i := int32(len(t.st.Metrics) - 1)
+	if stopped {
+		t.st.Stopped = append(t.st.Stopped, i)
+	}
+	t.stopped = append(t.stopped, stopped)
+	for d, dm := range t.dims {
+		t.unit[d] = append(t.unit[d], dm.toUnit(row[d]))
+	}
+	// Keys are unique (the index breaks ties), so the search never finds i.
+	at, _ := slices.BinarySearchFunc(t.byMetric, i, t.cmpMetric)
+	t.byMetric = slices.Insert(t.byMetric, at, i)
+	for d, ix := range t.byValue {
+		if t.sortsByValue(d) {
+			at, _ := slices.BinarySearchFunc(ix, i, t.cmpValue(d))
+			t.byValue[d] = slices.Insert(ix, at, i)
+		}
+	}
+}
+
+// reindex derives unit, stopped, byMetric and byValue from the
+// observations, in the same orders observe keeps them.
+func (t *tpe) reindex() {
+	n := len(t.st.Metrics)
+	t.unit = make([][]float64, len(t.dims))
+	t.byValue = make([][]int32, len(t.dims))
+	all := make([]int32, n)
+	for i := range all {
+		all[i] = int32(i)
+	}
+	t.stopped = make([]bool, n)
+	for _, i := range t.st.Stopped {
+		t.stopped[i] = true
+	}
+	for d, dm := range t.dims {
+		t.unit[d] = make([]float64, n)
+		for i, r := range t.st.Observed {
+			t.unit[d][i] = dm.toUnit(r[d])
+		}
+		if t.sortsByValue(d) {
+			t.byValue[d] = slices.SortedFunc(slices.Values(all), t.cmpValue(d))
+		}
+	}
+	t.byMetric = slices.SortedFunc(slices.Values(all), t.cmpMetric)
+}
+
+// sortsByValue says whether byValue keeps dim d: a numeric dim in
+// independent mode.
+func (t *tpe) sortsByValue(d int) bool {
+	k := t.dims[d].kind
+	return !t.set.multivariate && (k == dimContinuous || k == dimDiscrete)
+}
+
+// cmpMetric orders observations best first, completed before stopped,
+// older first among equals.
+func (t *tpe) cmpMetric(i, j int32) int {
+	a, b := t.st.Metrics[i], t.st.Metrics[j]
+	if t.cfg.Mode == "max" {
+		a, b = b, a
+	}
+	return cmp.Or(cmpBool(t.stopped[i], t.stopped[j]), cmp.Compare(a, b), cmp.Compare(i, j))
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// cmpValue orders observations by their coordinate in dim d, older first
+// among equals.
+func (t *tpe) cmpValue(d int) func(i, j int32) int {
+	u := t.unit[d]
+	return func(i, j int32) int { return cmp.Or(cmp.Compare(u[i], u[j]), cmp.Compare(i, j)) }
+}
+
+// propose returns the row of the next trial.
+func (t *tpe) propose() []float64 {
+	if len(t.st.Metrics) < t.set.nStartup {
+		return t.row(t.cfg.Space.Sample(t.rng))
+	}
+	t.split()
+	if t.set.multivariate {
+		return t.proposeJoint()
+	}
+	row := make([]float64, len(t.dims))
+	for d, dm := range t.dims {
+		switch dm.kind {
+		case dimConst:
+			row[d] = dm.Min
+		case dimChoice:
+			row[d] = t.proposeChoice(d)
+		default:
+			row[d] = t.proposeNumeric(d)
+		}
+	}
+	return row
+}
+
+// split divides the observations as TPE does: l models the best ⌈γn⌉
+// (at most gamma_max), g the others and, with the constant liar, the
+// trials outstanding. Within l and within g an observation weighs by its
+// age (defaultWeight), the liars being the newest.
+func (t *tpe) split() {
+	s := &t.scr
+	n := len(t.st.Metrics)
+	nb := min(int(math.Ceil(t.set.gamma*float64(n))), t.set.gammaMax, n)
+	s.below = append(s.below[:0], t.byMetric[:nb]...)
+	slices.Sort(s.below)
+	s.inBelow = slices.Grow(s.inBelow[:0], n)[:n]
+	clear(s.inBelow)
+	s.wl = s.wl[:0]
+	for b, i := range s.below {
+		s.inBelow[i] = true
+		s.wl = append(s.wl, defaultWeight(b, nb))
+	}
+	s.liars = nil
+	if t.set.liar {
+		s.liars = t.st.Pending
+	}
+	na := n - nb + len(s.liars)
+	s.wg = resize(s.wg, n)
+	pos := 0
+	for i, below := range s.inBelow {
+		s.wg[i] = 0
+		if !below {
+			s.wg[i] = defaultWeight(pos, na)
+			pos++
+		}
+	}
+	s.wLiar = s.wLiar[:0]
+	for j := range s.liars {
+		s.wLiar = append(s.wLiar, defaultWeight(pos+j, na))
+	}
+}
+
+// proposeNumeric is independent TPE's value of numeric dim d.
+func (t *tpe) proposeNumeric(d int) float64 {
+	s, dm, col := &t.scr, t.dims[d], t.unit[d]
+	s.lk = s.lk[:0]
+	for b, i := range s.below {
+		s.lk = append(s.lk, kernel{col[i], s.wl[b]})
+	}
+	slices.SortStableFunc(s.lk, cmpMu)
+	// g's observations are in coordinate order already; merge the liars in.
+	s.sk = s.sk[:0]
+	for j, r := range s.liars {
+		s.sk = append(s.sk, kernel{dm.toUnit(r[d]), s.wLiar[j]})
+	}
+	slices.SortStableFunc(s.sk, cmpMu)
+	s.gk = s.gk[:0]
+	j := 0
+	for _, i := range t.byValue[d] {
+		if s.inBelow[i] {
+			continue
+		}
+		for ; j < len(s.sk) && s.sk[j].mu < col[i]; j++ {
+			s.gk = append(s.gk, s.sk[j])
+		}
+		s.gk = append(s.gk, kernel{col[i], s.wg[i]})
+	}
+	s.gk = append(s.gk, s.sk[j:]...)
+	step := 0.0
+	if dm.kind == dimDiscrete {
+		step = 1 / float64(dm.cells)
+	}
+	s.l.fit(s.lk, step, t.set)
+	s.g.fit(s.gk, step, t.set)
+
+	var best, bestScore float64
+	s.seen = s.seen[:0]
+	for c := range t.set.nCandidates {
+		x := dm.fromUnit(s.l.sample(t.rng))
+		if dm.Type == ParamInt {
+			// An integer drawn again scores the same: skip the work.
+			if slices.Contains(s.seen, x) {
+				continue
+			}
+			s.seen = append(s.seen, x)
+		}
+		u := dm.toUnit(x)
+		if score := s.l.density(u) / s.g.density(u); c == 0 || score > bestScore {
+			best, bestScore = x, score
+		}
+	}
+	return best
+}
+
+func cmpMu(a, b kernel) int { return cmp.Compare(a.mu, b.mu) }
+
+// proposeChoice is independent TPE's value (index) of choice dim d.
+func (t *tpe) proposeChoice(d int) float64 {
+	s, col := &t.scr, t.unit[d]
+	c := len(t.dims[d].Choices)
+	s.counts = resize(s.counts, c)
+	clear(s.counts)
+	var wl, wg float64
+	for b, i := range s.below {
+		s.counts[int(col[i])] += s.wl[b]
+		wl += s.wl[b]
+	}
+	s.pl = choiceProbs(s.counts, wl, len(s.below), t.set.priorWeight, s.pl)
+	clear(s.counts)
+	for i, w := range s.wg { // 0 for the observations in l
+		s.counts[int(col[i])] += w
+		wg += w
+	}
+	for j, r := range s.liars {
+		s.counts[int(r[d])] += s.wLiar[j]
+		wg += s.wLiar[j]
+	}
+	s.pg = choiceProbs(s.counts, wg, len(s.wg)-len(s.below)+len(s.liars), t.set.priorWeight, s.pg)
+
+	s.counts = s.counts[:0] // now l's cumulative probabilities
+	var cum float64
+	for _, p := range s.pl {
+		cum += p
+		s.counts = append(s.counts, cum)
+	}
+	var best, bestScore float64
+	for k := range t.set.nCandidates {
+		v := pick(s.counts, t.rng.Float64())
+		if score := s.pl[v] / s.pg[v]; k == 0 || score > bestScore {
+			best, bestScore = float64(v), score
+		}
+	}
+	return best
+}
+
+// proposeJoint is multivariate TPE's row.
+func (t *tpe) proposeJoint() []float64 {
+	s := &t.scr
+	nd := len(t.dims)
+	s.colsL, s.colsG = resizeRows(s.colsL, nd), resizeRows(s.colsG, nd)
+	for d, dm := range t.dims {
+		col := t.unit[d]
+		s.colsL[d] = s.colsL[d][:0]
+		for _, i := range s.below {
+			s.colsL[d] = append(s.colsL[d], col[i])
+		}
+		s.colsG[d] = s.colsG[d][:0]
+		for i, v := range col {
+			if !s.inBelow[i] {
+				s.colsG[d] = append(s.colsG[d], v)
+			}
+		}
+		for _, r := range s.liars {
+			s.colsG[d] = append(s.colsG[d], dm.toUnit(r[d]))
+		}
+	}
+	s.wgJoint = s.wgJoint[:0]
+	for i, w := range s.wg {
+		if !s.inBelow[i] {
+			s.wgJoint = append(s.wgJoint, w)
+		}
+	}
+	s.wgJoint = append(s.wgJoint, s.wLiar...)
+	s.jl.fit(t.dims, s.colsL, s.wl, t.set)
+	s.jg.fit(t.dims, s.colsG, s.wgJoint, t.set)
+
+	u, x, best := make([]float64, nd), make([]float64, nd), make([]float64, nd)
+	var bestScore float64
+	for c := range t.set.nCandidates {
+		s.jl.sample(t.rng, u)
+		for d, dm := range t.dims {
+			x[d] = dm.fromUnit(u[d])
+			u[d] = dm.toUnit(x[d])
+		}
+		if score := s.jl.logDensity(u) - s.jg.logDensity(u); c == 0 || score > bestScore {
+			copy(best, x)
+			bestScore = score
+		}
+	}
+	return best
+}
+
+// params is a row as Params.
+func (t *tpe) params(row []float64) Params {
+	p := make(Params, len(t.dims))
+	for d, dm := range t.dims {
+		if dm.kind == dimChoice {
+			p[dm.Name] = String(dm.Choices[int(row[d])])
+		} else {
+			p[dm.Name] = Float(row[d])
+		}
+	}
+	return p
+}
+
+// row is Params (inside the space) as a row.
+func (t *tpe) row(p Params) []float64 {
+	r := make([]float64, len(t.dims))
+	for d, dm := range t.dims {
+		if dm.kind == dimChoice {
+			r[d] = float64(slices.Index(dm.Choices, p[dm.Name].Str))
+		} else {
+			r[d] = p[dm.Name].Num
+		}
+	}
+	return r
+}
+
+// checkRow checks a restored row: one value per parameter, inside the
+// space.
+func (t *tpe) checkRow(r []float64) error {
+	if len(r) != len(t.dims) {
+		return fmt.Errorf("%d values for %d parameters", len(r), len(t.dims))
+	}
+	for d, dm := range t.dims {
+		if v := r[d]; dm.kind == dimChoice && !(v >= 0 && v < float64(len(dm.Choices)) && v == math.Trunc(v)) {
+			return fmt.Errorf("%q: choice index %v is not an integer in [0, %d)", dm.Name, v, len(dm.Choices))
+		}
+	}
+	return t.cfg.Space.Contains(t.params(r))
+}

@@ -19,6 +19,7 @@ type benchSearchOptions struct {
 	seed                       uint64
 	costSigma                  float64
 	plotDir, plotFormat        string
+	by                         string
 	json                       bool
 }
 
@@ -51,7 +52,8 @@ known optimum. --plot DIR draws the regret curves (docs/search.md).`,
 	f.IntVar(&o.seeds, "seeds", 20, "runs per algorithm and objective, seeds --seed, --seed+1, …")
 	f.Uint64Var(&o.seed, "seed", 1, "first seed")
 	f.Float64Var(&o.costSigma, "cost-sigma", 0.3, "σ of a trial's log-normal duration (0: all equal)")
-	f.StringVar(&o.at, "at", "10,25,50,100", "trial counts the table reports")
+	f.StringVar(&o.at, "at", "10,25,50,100", "trial counts (or budgets, with --by budget) the table reports")
+	f.StringVar(&o.by, "by", "trials", "the table's columns: trials (ended trials) or budget (training spent, in full trial budgets: what stopping searchers save)")
 	f.StringVar(&o.plotDir, "plot", "", "directory for one regret figure per objective")
 	f.StringVar(&o.plotFormat, "plot-format", "svg", "figure format: svg or png")
 	f.BoolVar(&o.json, "json", false, "print the curves as JSON (every trial count)")
@@ -68,6 +70,8 @@ func (o *benchSearchOptions) run(stdout, stderr io.Writer) error {
 		return fmt.Errorf("--seeds: %d must be at least 1", o.seeds)
 	case o.costSigma < 0:
 		return fmt.Errorf("--cost-sigma: %v must not be negative", o.costSigma)
+	case o.by != "trials" && o.by != "budget":
+		return fmt.Errorf("--by: %q is not one of trials, budget", o.by)
 	}
 	at, err := parseIntList("--at", o.at)
 	if err != nil {
@@ -87,7 +91,9 @@ func (o *benchSearchOptions) run(stdout, stderr io.Writer) error {
 	for _, obj := range objs {
 		for _, alg := range algs {
 			fmt.Fprintf(stderr, "bench search: %s on %s, %d seeds…\n", alg, obj.Name, o.seeds)
-			c, err := searchbench.Measure(searchbench.Setup{Algorithm: alg, Objective: obj, Workers: o.workers, Trials: o.trials, CostSigma: o.costSigma}, o.seed, o.seeds)
+			setup := searchbench.Setup{Algorithm: alg, Settings: searchbench.DefaultSettings(alg, obj), Objective: obj,
+				Workers: o.workers, Trials: o.trials, CostSigma: o.costSigma}
+			c, err := searchbench.Measure(setup, o.seed, o.seeds)
 			if err != nil {
 				return err
 			}
@@ -106,12 +112,16 @@ func (o *benchSearchOptions) run(stdout, stderr io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(curves)
 	}
-	fmt.Fprintf(stdout, "best found after N trials: median [q1, q3] over %d seeds; %d workers, cost σ %v, %d trials per run\n",
-		o.seeds, o.workers, o.costSigma, o.trials)
+	what, col := "N trials", "N"
+	if o.by == "budget" {
+		what, col = "spending B full trial budgets", "B"
+	}
+	fmt.Fprintf(stdout, "best found after %s: median [q1, q3] over %d seeds; %d workers, cost σ %v, %d trials per run\n",
+		what, o.seeds, o.workers, o.costSigma, o.trials)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	header := "objective\toptimum\talgorithm"
 	for _, n := range at {
-		header += fmt.Sprintf("\tN=%d", n)
+		header += fmt.Sprintf("\t%s=%d", col, n)
 	}
 	fmt.Fprintln(tw, header)
 	for _, obj := range objs {
@@ -126,6 +136,9 @@ func (o *benchSearchOptions) run(stdout, stderr io.Writer) error {
 					continue
 				}
 				q := c.At(n)
+				if o.by == "budget" {
+					q = c.AtBudget(n)
+				}
 				row += fmt.Sprintf("\t%.4g [%.4g, %.4g]", q.Median, q.Q1, q.Q3)
 			}
 			fmt.Fprintln(tw, row)

@@ -23,12 +23,42 @@ type Objective struct {
 	Doc     string
 	Space   hpo.Space
 	Optimum float64
-	F       func(hpo.Params) float64
+	// F is a test function: a trial's result, at once.
+	F func(hpo.Params) float64
+	// Curve, for a learning-curve objective instead of F, is a trial's
+	// reports: its metric after each number of training samples, up to
+	// FullBudget samples.
+	Curve      func(hpo.Params) []Point
+	FullBudget float64
 }
 
-// Objectives are the standard test functions, in a fixed order.
+// Point is one report of a learning curve.
+type Point struct {
+	Samples float64
+	Value   float64
+}
+
+// Points are what a trial at p reports: its curve, or F's value as one
+// report at the end of a budget of 1.
+func (o Objective) Points(p hpo.Params) []Point {
+	if o.Curve != nil {
+		return o.Curve(p)
+	}
+	return []Point{{Samples: 1, Value: o.F(p)}}
+}
+
+// Budget is a trial's full budget: FullBudget samples, or 1.
+func (o Objective) Budget() float64 {
+	if o.Curve != nil {
+		return o.FullBudget
+	}
+	return 1
+}
+
+// Objectives are the standard test functions and the learning-curve
+// table, in a fixed order.
 func Objectives() []Objective {
-	return []Objective{branin(), hartmann6(), rosenbrock(10), mixed()}
+	return []Objective{branin(), hartmann6(), rosenbrock(10), mixed(), goMLP()}
 }
 
 // ObjectiveNames lists Objectives' names.

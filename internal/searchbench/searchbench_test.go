@@ -60,8 +60,8 @@ func TestRunIsDeterministicAndMonotone(t *testing.T) {
 		t.Fatalf("two runs of seed 9: %d and %d values, equal %v", len(a), len(b), slices.Equal(a, b))
 	}
 	for i := 1; i < len(a); i++ {
-		if a[i] > a[i-1] {
-			t.Fatalf("best got worse at %d: %v > %v", i, a[i], a[i-1])
+		if a[i].Best > a[i-1].Best || a[i].Budget != float64(i+1) {
+			t.Fatalf("step %d: %+v after %+v: want the running minimum and one budget per trial", i, a[i], a[i-1])
 		}
 	}
 	s.Algorithm, s.Settings = hpo.AlgorithmGrid, hpo.Settings{Grid: &hpo.GridSettings{Resolution: 3}}
@@ -78,5 +78,33 @@ func TestRunIsDeterministicAndMonotone(t *testing.T) {
 func TestQuartiles(t *testing.T) {
 	if q := quartiles([]float64{4, 1, 3, 2, 5}); q != (Quartiles{2, 3, 4}) {
 		t.Errorf("quartiles of 1..5 = %+v", q)
+	}
+}
+
+// The learning-curve table parses whole, every configuration reaches the
+// budget, and a stopping searcher on it stops trials early: it spends less
+// than a full budget per trial.
+func TestGoMLPCurvesAndStopping(t *testing.T) {
+	o := goMLP()
+	if o.FullBudget != 76800 || o.Optimum <= 0 || o.Optimum > 0.1 {
+		t.Fatalf("go-mlp: budget %v, optimum %v", o.FullBudget, o.Optimum)
+	}
+	pts := o.Points(hpo.Params{"lr": hpo.Float(0.3), "hidden": hpo.Float(16), "batch": hpo.String("32"), "momentum": hpo.String("0.9")})
+	if len(pts) != 40 || pts[len(pts)-1].Value != o.Optimum {
+		t.Errorf("the best configuration: %d points, last %v, want 40 ending at the optimum %v", len(pts), pts[len(pts)-1], o.Optimum)
+	}
+	s := Setup{Algorithm: hpo.AlgorithmASHA, Objective: o, Workers: 8, Trials: 60, Seed: 1, CostSigma: 0.3}
+	s.Settings = DefaultSettings(s.Algorithm, o)
+	run, err := Run(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spent := run[len(run)-1].Budget; len(run) != 60 || spent > 30 {
+		t.Errorf("asha: %d trials spent %v full budgets, want 60 trials and well under 60", len(run), spent)
+	}
+	for _, bad := range []string{"x\n", "lr,hidden,batch,momentum,samples,val_loss\n1,2,3\n", "lr,hidden,batch,momentum,samples,val_loss\n1,2,3,4,5,NaN\n"} {
+		if _, err := parseCurves([]byte(bad)); err == nil {
+			t.Errorf("parseCurves(%q): no error", bad)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package gleaner
 
 import (
-	"maps"
 	"bytes"
 	"context"
 	"encoding"
@@ -9,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"

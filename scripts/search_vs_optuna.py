@@ -86,42 +86,119 @@ OBJECTIVES = {
                            {"name": "opt", "type": "choice", "choices": ["sgd", "adam", "rmsprop", "adagrad"]}]),
 }
 
+def load_curves():
+    """The learning-curve table `gleaner bench search` replays."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "internal", "searchbench", "curves", "go-mlp.csv")
+    curves = {}
+    with open(path) as f:
+        rows = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    assert rows[0] == "lr,hidden,batch,momentum,samples,val_loss", rows[0]
+    for line in rows[1:]:
+        lr, hidden, batch, mom, samples, loss = (float(x) for x in line.split(","))
+        curves.setdefault((lr, int(hidden), int(batch), mom), []).append((samples, loss))
+    for c in curves.values():
+        c.sort()
+    return curves
+
+
+CURVES = load_curves()
+CURVE_BUDGET = max(c[-1][0] for c in CURVES.values())
+LRS = sorted({k[0] for k in CURVES})
+HIDDENS = sorted({k[1] for k in CURVES})
+
+
+def nearest_log(grid, x):
+    return min(grid, key=lambda g: abs(math.log(g) - math.log(x)))
+
+
+def go_mlp_curve(p):
+    key = (nearest_log(LRS, p["lr"]), int(nearest_log(HIDDENS, p["hidden"])), int(p["batch"]), float(p["momentum"]))
+    return CURVES[key]
+
+
+OBJECTIVES["go-mlp"] = (None, min(c[-1][1] for c in CURVES.values()), [
+    {"name": "lr", "type": "float", "min": LRS[0], "max": LRS[-1], "log": True},
+    {"name": "hidden", "type": "int", "min": HIDDENS[0], "max": HIDDENS[-1], "log": True},
+    {"name": "batch", "type": "choice", "choices": [str(b) for b in sorted({k[2] for k in CURVES})]},
+    {"name": "momentum", "type": "choice", "choices": ["%g" % m for m in sorted({k[3] for k in CURVES})]},
+])
+
+
+def points(name, p):
+    """What a trial at p reports: (samples, value) pairs, and the full budget."""
+    f, _, _ = OBJECTIVES[name]
+    if f is None:
+        return go_mlp_curve(p), CURVE_BUDGET
+    return [(1.0, f(p))], 1.0
+
+
 # ------------------------------------------------------------------- drivers
 
 
 class Pool:
-    """Simulated asynchronous workers: trials end in time order."""
+    """Simulated asynchronous workers. A trial reports at each point of its
+    curve, spaced in time by its samples; a trial's full budget takes
+    exp(N(0, sigma^2)) time units."""
 
     def __init__(self, seed, sigma):
         self.rng = random.Random(seed * 1_000_003 + 17)
         self.sigma = sigma
         self.now = 0.0
         self.seq = 0
-        self.running = []  # (end, seq, id, params)
+        self.running = {}  # id -> [start, duration, points, next, seq, budget]
 
-    def start(self, tid, params):
+    def start(self, tid, pts, budget):
         d = math.exp(self.sigma * self.rng.gauss(0, 1)) if self.sigma else 1.0
         self.seq += 1
-        self.running.append((self.now + d, self.seq, tid, params))
+        self.running[tid] = [self.now, d, pts, 0, self.seq, budget]
 
     def next(self):
-        self.running.sort(key=lambda r: (r[0], r[1]))
-        end, _, tid, params = self.running.pop(0)
-        self.now = end
-        return tid, params
+        """The next report: (id, samples, value, last)."""
+        def at(r):
+            return r[0] + r[1] * r[2][r[3]][0] / r[5]
+        tid = min(self.running, key=lambda t: (at(self.running[t]), self.running[t][4]))
+        r = self.running[tid]
+        self.now = at(r)
+        samples, value = r[2][r[3]]
+        r[3] += 1
+        last = r[3] == len(r[2])
+        return tid, samples, value, last
+
+    def end(self, tid):
+        del self.running[tid]
 
 
-def run_optuna(sampler_name, objective, space, seed, trials, workers, sigma):
+class Record:
+    """Best result so far after each ended trial, and the budget spent."""
+
+    def __init__(self, budget):
+        self.budget, self.spent, self.best, self.steps = budget, 0.0, math.inf, []
+
+    def ended(self, samples, value):
+        self.spent += samples / self.budget
+        self.best = min(self.best, value)
+        self.steps.append((self.spent, self.best))
+
+
+def run_optuna(method, name, space, seed, trials, workers, sigma):
     import optuna
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    if sampler_name == "optuna-random":
-        sampler = optuna.samplers.RandomSampler(seed=seed)
-    elif sampler_name == "optuna-tpe":
+    budget = points(name, {d["name"]: (d["choices"][0] if d["type"] == "choice" else d["min"]) for d in space})[1]
+    pruner = optuna.pruners.NopPruner()
+    if method == "optuna-tpe":
         sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True)
     else:
-        raise ValueError(sampler_name)
+        sampler = optuna.samplers.RandomSampler(seed=seed)
+    if method == "optuna-sha":
+        pruner = optuna.pruners.SuccessiveHalvingPruner(min_resource=budget / 27, reduction_factor=3)
+    elif method == "optuna-hyperband":
+        pruner = optuna.pruners.HyperbandPruner(min_resource=budget / 27, max_resource=budget, reduction_factor=3)
+    elif method == "optuna-median":
+        pruner = optuna.pruners.MedianPruner(n_startup_trials=5)
+    elif method not in ("optuna-random", "optuna-tpe"):
+        raise ValueError(method)
     dists = {}
     for d in space:
         if d["type"] == "float":
@@ -130,44 +207,63 @@ def run_optuna(sampler_name, objective, space, seed, trials, workers, sigma):
             dists[d["name"]] = IntDistribution(d["min"], d["max"], log=d.get("log", False))
         else:
             dists[d["name"]] = CategoricalDistribution(d["choices"])
-    study = optuna.create_study(sampler=sampler, direction="minimize")
-    pool = Pool(seed, sigma)
-    created, best, curve, asked = 0, math.inf, [], {}
-    while created < trials and len(pool.running) < workers:
-        t = study.ask(dists)
-        asked[t.number] = t
-        pool.start(t.number, t.params)
-        created += 1
-    while pool.running:
-        tid, params = pool.next()
-        v = objective(params)
-        study.tell(asked.pop(tid), v)
-        best = min(best, v)
-        curve.append(best)
+    study = optuna.create_study(sampler=sampler, pruner=pruner, direction="minimize")
+    pool, rec, created, asked = Pool(seed, sigma), Record(budget), 0, {}
+
+    def fill():
+        nonlocal created
         while created < trials and len(pool.running) < workers:
             t = study.ask(dists)
             asked[t.number] = t
-            pool.start(t.number, t.params)
+            pool.start(t.number, *points(name, t.params))
             created += 1
-    return curve
+
+    fill()
+    while pool.running:
+        tid, samples, value, last = pool.next()
+        t = asked[tid]
+        if not last:
+            t.report(value, int(samples))
+            if not t.should_prune():
+                continue
+            study.tell(t, state=optuna.trial.TrialState.PRUNED)
+        else:
+            study.tell(t, value)
+        pool.end(tid)
+        del asked[tid]
+        rec.ended(samples, value)
+        fill()
+    return rec.steps
 
 
-def run_gleaner(gleaner, algorithm, objective, space, seed, trials, workers, sigma):
+def gleaner_settings(algorithm, budget):
+    if algorithm == "asha":
+        return {"asha": {"min_samples": budget / 27, "reduction_factor": 3, "max_samples": budget}}
+    if algorithm == "median":
+        return {"median": {"interval_samples": budget / 10}}
+    return {}
+
+
+def run_gleaner(gleaner, algorithm, name, space, seed, trials, workers, sigma):
+    budget = points(name, {d["name"]: (d["choices"][0] if d["type"] == "choice" else d["min"]) for d in space})[1]
     cfg = {"algorithm": algorithm, "space": space, "seed": seed, "max_trials": trials,
-           "max_concurrent": workers, "mode": "min"}
+           "max_concurrent": workers, "mode": "min", "settings": gleaner_settings(algorithm, budget)}
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(cfg, f)
         path = f.name
     proc = subprocess.Popen([gleaner, "search", "--config", path], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True, bufsize=1)
     try:
-        pool = Pool(seed, sigma)
-        best, curve, shutdown = math.inf, [], False
+        pool, rec = Pool(seed, sigma), Record(budget)
+        shutdown, stopping = False, set()
 
         def ask(req):
             proc.stdin.write(json.dumps(req) + "\n")
             proc.stdin.flush()
-            ans = json.loads(proc.stdout.readline())
+            line = proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"gleaner search exited ({proc.wait()}); see its error above")
+            ans = json.loads(line)
             if ans.get("error"):
                 raise RuntimeError(f"gleaner search: {ans['error']}")
             return ans["actions"]
@@ -177,8 +273,10 @@ def run_gleaner(gleaner, algorithm, objective, space, seed, trials, workers, sig
             for a in actions:
                 if "create" in a:
                     c = a["create"]
-                    pool.start(c["id"], c["params"])
+                    pool.start(c["id"], *points(name, c["params"]))
                     apply(ask({"event": "created", "id": c["id"]}))
+                elif "stop" in a:
+                    stopping.add(a["stop"]["trial_id"])
                 elif "shutdown" in a:
                     shutdown = True
                 else:
@@ -186,12 +284,17 @@ def run_gleaner(gleaner, algorithm, objective, space, seed, trials, workers, sig
 
         apply(ask({"event": "initial"}))
         while pool.running and not shutdown:
-            tid, params = pool.next()
-            v = objective(params)
-            best = min(best, v)
-            curve.append(best)
-            apply(ask({"event": "finished", "id": tid, "metric": v, "outcome": "completed"}))
-        return curve
+            tid, samples, value, last = pool.next()
+            if not last:
+                apply(ask({"event": "reported", "id": tid, "samples": samples, "metric": value}))
+                if tid not in stopping:
+                    continue
+            pool.end(tid)
+            stopping.discard(tid)
+            rec.ended(samples, value)
+            apply(ask({"event": "finished", "id": tid, "metric": value,
+                       "outcome": "completed" if last else "stopped"}))
+        return rec.steps
     finally:
         proc.stdin.close()
         proc.wait()
@@ -213,49 +316,62 @@ def quartiles(xs):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gleaner", default="bin/gleaner", help="gleaner binary (default bin/gleaner)")
-    ap.add_argument("--objectives", default=",".join(OBJECTIVES))
+    ap.add_argument("--objectives", default="branin,hartmann6,rosenbrock10,mixed")
     ap.add_argument("--methods", default="optuna-random,optuna-tpe,gleaner-random,gleaner-quasirandom,gleaner-tpe",
-                    help="optuna-random, optuna-tpe, gleaner-<algorithm>")
+                    help="optuna-random, optuna-tpe, optuna-sha, optuna-hyperband, optuna-median, gleaner-<algorithm>")
     ap.add_argument("--trials", type=int, default=100)
     ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--sigma", type=float, default=0.3, help="sigma of the log-normal trial duration")
     ap.add_argument("--at", default="10,25,50,100")
+    ap.add_argument("--by", choices=["trials", "budget"], default="trials",
+                    help="columns: after N ended trials, or after spending B full trial budgets")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     at = [int(n) for n in args.at.split(",")]
     results = []
     for name in args.objectives.split(","):
-        objective, optimum, space = OBJECTIVES[name]
+        if name not in OBJECTIVES:
+            sys.exit(f"--objectives: {name!r} is not one of {', '.join(OBJECTIVES)}")
+        _, optimum, space = OBJECTIVES[name]
         for method in args.methods.split(","):
-            curves = []
+            runs = []
             for s in range(args.seed, args.seed + args.seeds):
                 if method.startswith("optuna-"):
-                    c = run_optuna(method, objective, space, s, args.trials, args.workers, args.sigma)
+                    r = run_optuna(method, name, space, s, args.trials, args.workers, args.sigma)
                 elif method.startswith("gleaner-"):
-                    c = run_gleaner(args.gleaner, method[len("gleaner-"):], objective, space, s,
+                    r = run_gleaner(args.gleaner, method[len("gleaner-"):], name, space, s,
                                     args.trials, args.workers, args.sigma)
                 else:
-                    sys.exit(f"--methods: {method!r} is not optuna-random, optuna-tpe or gleaner-<algorithm>")
-                curves.append(c)
+                    sys.exit(f"--methods: {method!r} is not optuna-<method> or gleaner-<algorithm>")
+                runs.append(r)
             print(f"search_vs_optuna: {method} on {name}: {args.seeds} seeds done", file=sys.stderr)
-            best = [quartiles([c[min(n, len(c)) - 1] for c in curves]) for n in range(1, args.trials + 1)]
-            results.append({"objective": name, "optimum": optimum, "method": method, "best": best})
+
+            def best_at(run, n):
+                if args.by == "trials":
+                    return run[min(n, len(run)) - 1][1]
+                best = math.inf
+                for spent, b in run:
+                    if spent > n + 1e-9:
+                        break
+                    best = b
+                return best
+
+            cols = {n: quartiles([best_at(r, n) for r in runs]) for n in at}
+            results.append({"objective": name, "optimum": optimum, "method": method, "best": cols})
     if args.json:
         json.dump(results, sys.stdout, indent=1)
         return
-    print(f"best found after N trials: median [q1, q3] over {args.seeds} seeds; "
+    what, col = ("N trials", "N") if args.by == "trials" else ("spending B full trial budgets", "B")
+    print(f"best found after {what}: median [q1, q3] over {args.seeds} seeds; "
           f"{args.workers} workers, duration sigma {args.sigma}, {args.trials} trials per run\n")
-    print("| objective | optimum | method | " + " | ".join(f"N={n}" for n in at) + " |")
+    print("| objective | optimum | method | " + " | ".join(f"{col}={n}" for n in at) + " |")
     print("|---|---|---|" + "---|" * len(at))
     for r in results:
         cells = []
         for n in at:
-            if n > args.trials:
-                cells.append("–")
-                continue
-            q1, med, q3 = r["best"][n - 1]
+            q1, med, q3 = r["best"][n]
             cells.append(f"{med:.4g} [{q1:.4g}, {q3:.4g}]")
         print(f"| {r['objective']} | {r['optimum']:g} | {r['method']} | " + " | ".join(cells) + " |")
 

@@ -21,6 +21,7 @@ type Settings struct {
 	TPE         *TPESettings         `json:"tpe,omitempty"`
 	ASHA        *ASHASettings        `json:"asha,omitempty"`
 	Median      *MedianSettings      `json:"median,omitempty"`
+	Hyperband   *HyperbandSettings   `json:"hyperband,omitempty"`
 }
 
 // algorithm is one registry entry. A new searcher is one file whose init

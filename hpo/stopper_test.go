@@ -12,6 +12,11 @@ func ashaConfig(maxTrials, maxConcurrent int) Config {
 		Settings: Settings{ASHA: &ASHASettings{MinSamples: 200, ReductionFactor: 2}}}
 }
 
+func hyperbandConfig(maxTrials, maxConcurrent int) Config {
+	return Config{Algorithm: AlgorithmHyperband, Space: testSpace(), Seed: 42, MaxTrials: maxTrials, MaxConcurrent: maxConcurrent, Mode: "min",
+		Settings: Settings{Hyperband: &HyperbandSettings{MinSamples: 200, MaxSamples: 800, ReductionFactor: 2}}}
+}
+
 func medianConfig(maxTrials, maxConcurrent int) Config {
 	return Config{Algorithm: AlgorithmMedian, Space: testSpace(), Seed: 42, MaxTrials: maxTrials, MaxConcurrent: maxConcurrent, Mode: "min",
 		Settings: Settings{Median: &MedianSettings{IntervalSamples: 200, MinTrials: 2}}}
@@ -20,7 +25,7 @@ func medianConfig(maxTrials, maxConcurrent int) Config {
 // The stopping searchers run through the harness: snapshots survive every
 // event, the same seed gives the same schedule, and they do stop trials.
 func TestHarnessStoppingSearchers(t *testing.T) {
-	for name, mk := range map[string]func(int, int) Config{"asha": ashaConfig, "median": medianConfig} {
+	for name, mk := range map[string]func(int, int) Config{"asha": ashaConfig, "median": medianConfig, "hyperband": hyperbandConfig} {
 		for _, tc := range []struct{ maxTrials, maxConcurrent int }{{1, 1}, {20, 1}, {40, 8}, {100, 7}} {
 			t.Run(fmt.Sprintf("%s/trials=%d,concurrent=%d", name, tc.maxTrials, tc.maxConcurrent), func(t *testing.T) {
 				cfg := mk(tc.maxTrials, tc.maxConcurrent)
@@ -139,6 +144,8 @@ func TestStopperSettingsErrorsNameTheField(t *testing.T) {
 		{Settings{ASHA: &ASHASettings{MinSamples: 10, Sampler: "asha"}}, AlgorithmASHA, `search.asha.sampler: "asha" is not one of`},
 		{Settings{ASHA: &ASHASettings{MinSamples: 10}, Grid: &GridSettings{Resolution: 3}}, AlgorithmASHA, "search.grid: settings of algorithm grid, but search.algorithm is asha (sampling with random)"},
 		{Settings{Median: &MedianSettings{}}, AlgorithmMedian, "search.median.interval_samples"},
+		{Settings{}, AlgorithmHyperband, "search.hyperband.min_samples: missing"},
+		{Settings{Hyperband: &HyperbandSettings{MinSamples: 10, MaxSamples: 5}}, AlgorithmHyperband, "search.hyperband.max_samples"},
 		{Settings{Median: &MedianSettings{IntervalSamples: 1, MinTrials: -1}}, AlgorithmMedian, "search.median.min_trials"},
 	} {
 		cfg := Config{Algorithm: tc.alg, Space: testSpace(), Seed: 1, MaxTrials: 2, MaxConcurrent: 1, Mode: "min", Settings: tc.set}
@@ -168,5 +175,31 @@ func TestASHAStateIsBounded(t *testing.T) {
 	}
 	if len(r.Rungs[0].Best) != ashaKeep || r.Rungs[0].N != 100_000 || len(r.Passed) != 0 {
 		t.Errorf("after 100,000 trials: %d values kept, n %d, %d passed", len(r.Rungs[0].Best), r.Rungs[0].N, len(r.Passed))
+	}
+}
+
+// Hyperband's brackets: first rungs R/η^s, trials spread in proportion to
+// n_s = ⌈(S+1)/(s+1)·η^s⌉, the bracket s = 0 never stopping anyone.
+func TestHyperbandBrackets(t *testing.T) {
+	r := newHyperbandRule(&HyperbandSettings{MinSamples: 100, MaxSamples: 2700, ReductionFactor: 3})
+	var firsts []float64
+	for _, b := range r.Brackets {
+		firsts = append(firsts, b.MinSamples)
+	}
+	if fmt.Sprint(firsts) != "[2700 900 300 100]" || fmt.Sprint(r.Weights) != "[4 6 12 27]" {
+		t.Fatalf("brackets %v, weights %v", firsts, r.Weights)
+	}
+	count := make([]int, len(r.Brackets))
+	for i := range 490 {
+		count[r.bracket(fmt.Sprint(i))]++
+	}
+	if fmt.Sprint(count) != "[40 60 120 270]" {
+		t.Errorf("490 trials over the brackets: %v, want in proportion 4:6:12:27", count)
+	}
+	for i := range 50 {
+		id := fmt.Sprint(i)
+		if r.Of[id] == 0 && r.observe(id, 1e9, float64(1000-i)) {
+			t.Fatalf("trial %s in the bracket without stopping was stopped", id)
+		}
 	}
 }

@@ -239,6 +239,8 @@ def run_optuna(method, name, space, seed, trials, workers, sigma):
 def gleaner_settings(algorithm, budget):
     if algorithm == "asha":
         return {"asha": {"min_samples": budget / 27, "reduction_factor": 3, "max_samples": budget}}
+    if algorithm == "hyperband":
+        return {"hyperband": {"min_samples": budget / 27, "max_samples": budget, "reduction_factor": 3}}
     if algorithm == "median":
         return {"median": {"interval_samples": budget / 10}}
     return {}

@@ -201,12 +201,14 @@ func (c Curve) BudgetToReach(target float64) []float64 {
 
 // DefaultSettings are the settings the benchmark gives alg on o when the
 // caller gives none: the stopping searchers' budgets follow the
-// objective's (ASHA: rungs at R/27, R/9, R/3 and R with η = 3; median:
-// ten checkpoints).
+// objective's (ASHA: rungs at R/27, R/9, R/3 and R with η = 3; Hyperband:
+// brackets from R/27 to R; median: ten checkpoints).
 func DefaultSettings(alg string, o Objective) hpo.Settings {
 	switch alg {
 	case hpo.AlgorithmASHA:
 		return hpo.Settings{ASHA: &hpo.ASHASettings{MinSamples: o.Budget() / 27, ReductionFactor: 3, MaxSamples: o.Budget()}}
+	case hpo.AlgorithmHyperband:
+		return hpo.Settings{Hyperband: &hpo.HyperbandSettings{MinSamples: o.Budget() / 27, MaxSamples: o.Budget(), ReductionFactor: 3}}
 	case hpo.AlgorithmMedian:
 		return hpo.Settings{Median: &hpo.MedianSettings{IntervalSamples: o.Budget() / 10}}
 	}

@@ -1,0 +1,146 @@
+package hpo
+
+import (
+	"fmt"
+	"math"
+)
+
+// AlgorithmHyperband names Hyperband over ASHA brackets.
+const AlgorithmHyperband = "hyperband"
+
+// HyperbandSettings configure search.hyperband.
+type HyperbandSettings struct {
+	// Sampler chooses the trials: random (default), quasirandom, grid or
+	// tpe, with its own section's settings.
+	Sampler string `json:"sampler,omitempty"`
+	// MinSamples is r, the smallest first rung, in training samples
+	// (required).
+	MinSamples float64 `json:"min_samples"`
+	// MaxSamples is R, a trial's full budget in training samples
+	// (required): the brackets' first rungs are R/η^s for s = 0..S with
+	// R/η^S ≥ r.
+	MaxSamples float64 `json:"max_samples"`
+	// ReductionFactor is η (default 3).
+	ReductionFactor float64 `json:"reduction_factor,omitempty"`
+}
+
+// Validate checks the settings; errors name the field.
+func (s *HyperbandSettings) Validate() error {
+	switch {
+	case !(s.MinSamples > 0) || math.IsInf(s.MinSamples, 0):
+		return fmt.Errorf("min_samples: %v must be > 0 (the smallest first rung, in training samples)", s.MinSamples)
+	case !(s.MaxSamples >= s.MinSamples) || math.IsInf(s.MaxSamples, 0):
+		return fmt.Errorf("max_samples: %v must be ≥ min_samples %v (a trial's full budget in training samples)", s.MaxSamples, s.MinSamples)
+	case s.ReductionFactor != 0 && !(s.ReductionFactor >= 2 && s.ReductionFactor <= 100):
+		return fmt.Errorf("reduction_factor: %v must be in [2, 100]", s.ReductionFactor)
+	}
+	return nil
+}
+
+func init() {
+	register(algorithm{
+		name:    AlgorithmHyperband,
+		summary: "Hyperband: ASHA brackets from aggressive (first rung r) to none (first rung R), trials spread over them as Hyperband's budgets",
+		section: func(s Settings) (validator, bool) { return s.Hyperband, s.Hyperband != nil },
+		sampler: func(s Settings) string {
+			if s.Hyperband == nil {
+				return ""
+			}
+			return s.Hyperband.Sampler
+		},
+		new: func(cfg Config) (Searcher, error) {
+			set := cfg.Settings.Hyperband
+			if set == nil {
+				return nil, fmt.Errorf("search.hyperband.min_samples: missing (the smallest first rung, in training samples)")
+			}
+			return newStopper(cfg, AlgorithmHyperband, set.Sampler, newHyperbandRule(set))
+		},
+	})
+}
+
+// hyperbandRule is Hyperband (Li, Jamieson, DeSalvo, Rostamizadeh,
+// Talwalkar, JMLR 2018) run as asynchronous brackets, as the ASHA paper
+// and Optuna's HyperbandPruner do: bracket s is ASHA with first rung
+// R/η^s, for s = 0 (no early stopping) .. S; trial k joins a bracket in
+// proportion to Hyperband's trial counts n_s = ⌈(S+1)/(s+1)·η^s⌉, by
+// smooth weighted round robin, so assignment is deterministic.
+type hyperbandRule struct {
+	Brackets []*ashaRule `json:"brackets"`
+	Weights  []float64   `json:"weights"`
+	// Credit is each bracket's round-robin credit.
+	Credit []float64 `json:"credit"`
+	// Of is the bracket of each outstanding trial.
+	Of map[string]int `json:"of,omitempty"`
+}
+
+func newHyperbandRule(set *HyperbandSettings) *hyperbandRule {
+	eta := set.ReductionFactor
+	if eta == 0 {
+		eta = 3
+	}
+	top := int(math.Floor(math.Log(set.MaxSamples/set.MinSamples)/math.Log(eta) + 1e-9))
+	r := &hyperbandRule{Of: map[string]int{}}
+	for s := 0; s <= top; s++ {
+		first := set.MaxSamples / math.Pow(eta, float64(s))
+		r.Brackets = append(r.Brackets, &ashaRule{MinSamples: first, Eta: eta, MaxSamples: set.MaxSamples, Passed: map[string]int{}})
+		r.Weights = append(r.Weights, math.Ceil(float64(top+1)/float64(s+1)*math.Pow(eta, float64(s))))
+		r.Credit = append(r.Credit, 0)
+	}
+	return r
+}
+
+// bracket returns id's bracket, assigning one on its first report.
+func (r *hyperbandRule) bracket(id string) int {
+	if b, ok := r.Of[id]; ok {
+		return b
+	}
+	total, best := 0.0, 0
+	for i, w := range r.Weights {
+		r.Credit[i] += w
+		total += w
+		if r.Credit[i] > r.Credit[best] {
+			best = i
+		}
+	}
+	r.Credit[best] -= total
+	r.Of[id] = best
+	return best
+}
+
+func (r *hyperbandRule) observe(id string, samples, loss float64) bool {
+	b := r.Brackets[r.bracket(id)]
+	if b.MinSamples >= b.MaxSamples {
+		return false // the bracket without early stopping
+	}
+	return b.observe(id, samples, loss)
+}
+
+func (r *hyperbandRule) forget(id string) {
+	if b, ok := r.Of[id]; ok {
+		r.Brackets[b].forget(id)
+		delete(r.Of, id)
+	}
+}
+
+func (r *hyperbandRule) check() error {
+	if len(r.Brackets) == 0 || len(r.Weights) != len(r.Brackets) || len(r.Credit) != len(r.Brackets) {
+		return fmt.Errorf("%d brackets, %d weights, %d credits", len(r.Brackets), len(r.Weights), len(r.Credit))
+	}
+	for i, b := range r.Brackets {
+		if b == nil {
+			return fmt.Errorf("bracket %d: missing", i)
+		}
+		if err := b.check(); err != nil {
+			return fmt.Errorf("bracket %d: %w", i, err)
+		}
+	}
+	if r.Of == nil {
+		r.Of = map[string]int{}
+	}
+	for id, b := range r.Of {
+		if b < 0 || b >= len(r.Brackets) {
+			return fmt.Errorf("trial %s in bracket %d of %d", id, b, len(r.Brackets))
+		}
+	}
+	return nil
+}

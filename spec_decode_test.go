@@ -343,3 +343,14 @@ func TestSearchSettingsSections(t *testing.T) {
 		}
 	}
 }
+
+// The search examples load and validate.
+func TestSearchExampleSpecs(t *testing.T) {
+	spec, err := gleaner.LoadAndValidate("examples/go-mlp/asha.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Search.Algorithm != "asha" || spec.Search.ASHA == nil || spec.Search.ASHA.Sampler != "tpe" || spec.Search.TPE == nil {
+		t.Errorf("search %+v", spec.Search)
+	}
+}

@@ -46,6 +46,10 @@ type SearchSpec struct {
 	Algorithm string `json:"algorithm,omitempty"`
 	// Seed makes the search reproducible (default 1).
 	Seed uint64 `json:"seed,omitempty"`
+	// Points are configurations tried first, in order, before the
+	// algorithm proposes any (as Optuna's enqueue_trial); each names every
+	// parameter of the space with a value inside it.
+	Points []hpo.Params `json:"points,omitempty"`
 	// Settings are the chosen algorithm's own section, search.<algorithm>
 	// (e.g. search.tpe.n_startup_trials); omitted, its defaults.
 	hpo.Settings
@@ -200,7 +204,7 @@ func (s CampaignSpec) Validate() error {
 // SearchConfig is the searcher's configuration the spec describes.
 func (s CampaignSpec) SearchConfig() hpo.Config {
 	return hpo.Config{
-		Algorithm: s.Search.Algorithm, Space: s.Space, Seed: s.Search.Seed, Settings: s.Search.Settings,
+		Algorithm: s.Search.Algorithm, Space: s.Space, Seed: s.Search.Seed, Settings: s.Search.Settings, Points: s.Search.Points,
 		MaxTrials: s.Budget.MaxTrials, MaxConcurrent: s.Budget.MaxConcurrent, Mode: s.Objective.Mode,
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gleaner-hpc/gleaner/hpo"
 )
 
 // Format is the syntax a campaign spec is written in. Both formats share
@@ -427,6 +429,7 @@ func (p *jsonParser) value(depth int) (*yaml.Node, error) {
 var (
 	specType            = reflect.TypeFor[CampaignSpec]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+	hpoValueType        = reflect.TypeFor[hpo.Value]()
 )
 
 // decoder walks a node tree against a Go type through its json tags,
@@ -501,6 +504,20 @@ func (d decoder) value(n *yaml.Node, t reflect.Type, field string) (any, error) 
 	}
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return nil, nil
+	}
+	if t == hpoValueType {
+		// A parameter value (search.points): a number or a string.
+		if n.Kind == yaml.ScalarNode && (n.Tag == "!!int" || n.Tag == "!!float") {
+			var f float64
+			if d.number(n, &f) != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+				return nil, d.errorf(n, field, "%s is not a finite number", n.Value)
+			}
+			return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), nil
+		}
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+			return nil, d.errorf(n, field, "%s is not a number or a string", describe(n))
+		}
+		return n.Value, nil
 	}
 	if reflect.PointerTo(t).Implements(textUnmarshalerType) {
 		if n.Kind != yaml.ScalarNode || (d.json && n.Tag != "!!str") {

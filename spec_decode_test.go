@@ -331,8 +331,18 @@ func TestSearchSettingsSections(t *testing.T) {
 	if g := spec.Search.Grid; g == nil || g.Resolution != 3 || g.Shuffle == nil || *g.Shuffle {
 		t.Errorf("search.grid = %+v", g)
 	}
+	spec, err = gleaner.DecodeAndValidate([]byte(base+"search:\n  points:\n    - {lr: 0.01}\n    - {lr: 0.05}\n"), gleaner.FormatYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spec.Search.Points) != 2 || spec.Search.Points[1]["lr"].Num != 0.05 {
+		t.Errorf("search.points = %v", spec.Search.Points)
+	}
 	for _, tc := range []struct{ search, want string }{
 		{"search: {algorithm: grid, grid: {resolutoin: 3}}\n", "search.grid.resolutoin: unknown field"},
+		{"search: {points: [{lr: 5}]}\n", `points[0]: params: "lr" = 5 is not in [0.001, 0.1]`},
+		{"search: {points: [{lr: [1]}]}\n", "search.points[0].lr: a list is not a number or a string"},
+		{"search: {points: [{lr: 0.01, x: 1}]}\n", "points[0]: params: 2 values for 1 parameters"},
 		{"search: {algorithm: grid, grid: {resolution: 1}}\n", "search.grid.resolution: 1 must be in 2..1000"},
 		{"search: {algorithm: random, grid: {resolution: 3}}\n", "search.grid: settings of algorithm grid, but search.algorithm is random"},
 		{"search: {algorithm: hyperopt}\n", `search.algorithm: "hyperopt" is not one of`},

@@ -166,20 +166,19 @@ func (g *grid) end(id string) []Action {
 }
 
 func (g *grid) fill() []Action {
-	return g.st.fill(g.cfg, func(string) (Params, bool) {
-		k := uint64(g.st.Created)
-		if k >= g.n {
+	return g.st.fill(g.cfg, func(n int) (Params, bool) {
+		if uint64(n) >= g.n {
 			return nil, false
 		}
-		return g.point(k), true
-	})
+		return g.point(uint64(n)), true
+	}, nil)
 }
 
 func (g *grid) Progress() float64 {
 	if g.st.Shutdown {
 		return 1
 	}
-	return float64(g.st.Ended) / float64(min(uint64(g.cfg.MaxTrials), g.n))
+	return float64(g.st.Ended) / float64(min(uint64(g.cfg.MaxTrials), g.n+uint64(len(g.cfg.Points))))
 }
 
 func (g *grid) Snapshot() ([]byte, error) { return marshalSnapshot(AlgorithmGrid, g.st) }
@@ -192,7 +191,7 @@ func (g *grid) Restore(snapshot []byte) error {
 	if err := st.check(g.cfg); err != nil {
 		return fmt.Errorf("restore grid searcher: %w", err)
 	}
-	if uint64(st.Created) > g.n {
+	if uint64(st.Created) > g.n+uint64(len(g.cfg.Points)) {
 		return fmt.Errorf("restore grid searcher: %d trials created, the grid has %d points", st.Created, g.n)
 	}
 	g.st = st

@@ -150,7 +150,7 @@ func (q *quasiRandom) end(id string) []Action {
 
 func (q *quasiRandom) fill() []Action {
 	// Point 0 is the origin's corner in every dimension: start at 1.
-	return q.st.fill(q.cfg, func(string) (Params, bool) { return q.point(q.skip + q.st.Created + 1), true })
+	return q.st.fill(q.cfg, func(n int) (Params, bool) { return q.point(q.skip + n + 1), true }, nil)
 }
 
 func (q *quasiRandom) Progress() float64 { return q.st.progress(q.cfg) }

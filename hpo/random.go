@@ -59,7 +59,7 @@ func (r *random) end(id string) []Action {
 }
 
 func (r *random) fill() []Action {
-	return r.st.fill(r.cfg, func(string) (Params, bool) { return r.cfg.Space.Sample(r.rng), true })
+	return r.st.fill(r.cfg, func(int) (Params, bool) { return r.cfg.Space.Sample(r.rng), true }, nil)
 }
 
 func (r *random) Progress() float64 { return r.st.progress(r.cfg) }

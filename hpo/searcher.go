@@ -103,6 +103,9 @@ type Config struct {
 	Mode string `json:"mode"`
 	// Settings holds the algorithm's own settings section, if any.
 	Settings Settings `json:"settings"`
+	// Points are tried first, in order, before the algorithm proposes
+	// any (Optuna's enqueue_trial); each must lie in the space.
+	Points []Params `json:"points,omitempty"`
 }
 
 // Validate checks the config; errors name the field.
@@ -112,6 +115,14 @@ func (c Config) Validate() error {
 	}
 	if err := validateSettings(c.Algorithm, c.Settings); err != nil {
 		return err
+	}
+	if err := c.Space.Validate(); err != nil {
+		return err
+	}
+	for i, p := range c.Points {
+		if err := c.Space.Contains(p); err != nil {
+			return fmt.Errorf("points[%d]: %w", i, err)
+		}
 	}
 	switch {
 	case c.MaxTrials < 1:

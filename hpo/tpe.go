@@ -215,11 +215,11 @@ func (t *tpe) end(id string, metric float64, stopped bool) []Action {
 }
 
 func (t *tpe) fill() []Action {
-	return t.st.fill(t.cfg, func(string) (Params, bool) {
+	return t.st.fill(t.cfg, func(int) (Params, bool) {
 		row := t.propose()
 		t.st.Pending = append(t.st.Pending, row)
 		return t.params(row), true
-	})
+	}, func(p Params) { t.st.Pending = append(t.st.Pending, t.row(p)) })
 }
 
 func (t *tpe) Progress() float64 { return t.st.progress(t.cfg) }

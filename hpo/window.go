@@ -38,12 +38,14 @@ func (w *window) end(id string) bool {
 	return true
 }
 
-// fill opens trials while slots and budget remain, asking params for each
-// one's parameters (in ID order, so a seeded searcher stays
-// deterministic), and shuts down when the budget is spent and every
-// trial has ended. params may return ok=false to open no more now (a
-// grid exhausted): the search then ends once the outstanding trials do.
-func (w *window) fill(cfg Config, params func(id string) (Params, bool)) []Action {
+// fill opens trials while slots and budget remain, and shuts down when
+// the budget is spent and every trial has ended. The first trials are
+// cfg.Points, in order (took, if not nil, hears of each); then next gives
+// the parameters of the searcher's own n-th trial (n from 0, in ID order,
+// so a seeded searcher stays deterministic). next may return ok=false to
+// open no more (a grid exhausted): the search then ends once the
+// outstanding trials do.
+func (w *window) fill(cfg Config, next func(n int) (Params, bool), took func(Params)) []Action {
 	if w.Shutdown {
 		return nil
 	}
@@ -51,10 +53,18 @@ func (w *window) fill(cfg Config, params func(id string) (Params, bool)) []Actio
 	exhausted := false
 	for w.Created < cfg.MaxTrials && len(w.Outstanding) < cfg.MaxConcurrent {
 		id := trialID(w.Created + 1)
-		p, ok := params(id)
-		if !ok {
-			exhausted = true
-			break
+		var p Params
+		if w.Created < len(cfg.Points) {
+			p = cfg.Points[w.Created]
+			if took != nil {
+				took(p)
+			}
+		} else {
+			var ok bool
+			if p, ok = next(w.Created - len(cfg.Points)); !ok {
+				exhausted = true
+				break
+			}
 		}
 		w.Created++
 		w.Outstanding = append(w.Outstanding, id)

@@ -1,0 +1,44 @@
+package hpo
+
+import (
+	"strings"
+	"testing"
+)
+
+// Enqueued points are the first trials, in order, for every algorithm;
+// then the algorithm proposes as it would have.
+func TestPointsComeFirst(t *testing.T) {
+	pts := []Params{
+		{"lr": Float(0.01), "dropout": Float(0.1), "layers": Float(3), "width": Float(64), "opt": String("adam")},
+		{"lr": Float(0.001), "dropout": Float(0.2), "layers": Float(2), "width": Float(128), "opt": String("sgd")},
+	}
+	for _, alg := range Algorithms() {
+		cfg := Config{Algorithm: alg, Space: testSpace(), Seed: 5, MaxTrials: 6, MaxConcurrent: 3, Mode: "min", Points: pts}
+		switch alg {
+		case AlgorithmASHA:
+			cfg.Settings.ASHA = &ASHASettings{MinSamples: 200}
+		case AlgorithmHyperband:
+			cfg.Settings.Hyperband = &HyperbandSettings{MinSamples: 200, MaxSamples: 800}
+		case AlgorithmMedian:
+			cfg.Settings.Median = &MedianSettings{IntervalSamples: 200}
+		}
+		_, created := run(t, cfg, testScript)
+		if len(created) != 6 {
+			t.Errorf("%s: %d trials, want 6", alg, len(created))
+			continue
+		}
+		for i, p := range pts {
+			if paramsString(created[i].Params) != paramsString(p) {
+				t.Errorf("%s: trial %d is %v, want the enqueued %v", alg, i+1, created[i].Params, p)
+			}
+		}
+		if paramsString(created[2].Params) == paramsString(pts[0]) {
+			t.Errorf("%s: the enqueued point again after the queue", alg)
+		}
+	}
+	cfg := Config{Algorithm: AlgorithmRandom, Space: testSpace(), Seed: 5, MaxTrials: 6, MaxConcurrent: 3, Mode: "min",
+		Points: []Params{{"lr": Float(7)}}}
+	if _, err := NewSearcher(cfg); err == nil || !strings.Contains(err.Error(), "points[0]") {
+		t.Errorf("a point outside the space: %v, want an error naming points[0]", err)
+	}
+}

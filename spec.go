@@ -50,6 +50,10 @@ type SearchSpec struct {
 	// algorithm proposes any (as Optuna's enqueue_trial); each names every
 	// parameter of the space with a value inside it.
 	Points []hpo.Params `json:"points,omitempty"`
+	// WarmStart names earlier campaigns over the same space whose finished
+	// trials the searcher learns from before its first trial (a searcher
+	// that models results, tpe; docs/search.md).
+	WarmStart []string `json:"warm_start,omitempty"`
 	// Settings are the chosen algorithm's own section, search.<algorithm>
 	// (e.g. search.tpe.n_startup_trials); omitted, its defaults.
 	hpo.Settings
@@ -194,6 +198,14 @@ func (s CampaignSpec) Validate() error {
 	}
 	if err := s.Space.Validate(); err != nil {
 		return err
+	}
+	for i, name := range s.Search.WarmStart {
+		if err := ValidateName(fmt.Sprintf("search.warm_start[%d]", i), name); err != nil {
+			return err
+		}
+		if name == s.Name {
+			return fmt.Errorf("search.warm_start[%d]: %q is this campaign", i, name)
+		}
 	}
 	if !slices.Contains(hpo.Algorithms(), s.Search.Algorithm) {
 		return fmt.Errorf("search.algorithm: %q is not one of %s", s.Search.Algorithm, strings.Join(hpo.Algorithms(), ", "))

@@ -341,6 +341,8 @@ func TestSearchSettingsSections(t *testing.T) {
 	for _, tc := range []struct{ search, want string }{
 		{"search: {algorithm: grid, grid: {resolutoin: 3}}\n", "search.grid.resolutoin: unknown field"},
 		{"search: {points: [{lr: 5}]}\n", `points[0]: params: "lr" = 5 is not in [0.001, 0.1]`},
+		{"search: {warm_start: [s]}\n", `search.warm_start[0]: "s" is this campaign`},
+		{"search: {warm_start: [\"a b\"]}\n", "search.warm_start[0]"},
 		{"search: {points: [{lr: [1]}]}\n", "search.points[0].lr: a list is not a number or a string"},
 		{"search: {points: [{lr: 0.01, x: 1}]}\n", "points[0]: params: 2 values for 1 parameters"},
 		{"search: {algorithm: grid, grid: {resolution: 1}}\n", "search.grid.resolution: 1 must be in 2..1000"},

@@ -106,6 +106,20 @@ type Config struct {
 	// Points are tried first, in order, before the algorithm proposes
 	// any (Optuna's enqueue_trial); each must lie in the space.
 	Points []Params `json:"points,omitempty"`
+	// History are results of earlier campaigns over the same space (warm
+	// start): a searcher that models results (tpe) learns from them as
+	// from its own finished trials; the others ignore them. Entries
+	// outside the space are ignored.
+	History []Observation `json:"history,omitempty"`
+}
+
+// Observation is one finished trial's result.
+type Observation struct {
+	Params Params  `json:"params"`
+	Metric float64 `json:"metric"`
+	// Stopped: the trial was stopped before its budget (its metric is an
+	// intermediate one).
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // Validate checks the config; errors name the field.

@@ -185,6 +185,13 @@ func newTPE(cfg Config) *tpe {
 		t.dims = append(t.dims, newDim(p))
 	}
 	t.reindex()
+	// Warm start: earlier campaigns' results are observations like its
+	// own (a restored snapshot replaces them with the ones it kept).
+	for _, o := range cfg.History {
+		if cfg.Space.Contains(o.Params) == nil && !math.IsNaN(o.Metric) {
+			t.observe(t.row(o.Params), o.Metric, o.Stopped)
+		}
+	}
 	return t
 }
 

@@ -131,6 +131,7 @@ func components(res Resources) (Components, func(), error) {
 		Allocate:         acts.Allocate,
 		PollNodes:        acts.PollNodes,
 		RegisterTrial:    acts.RegisterTrial,
+		WarmStart:        acts.WarmStart,
 		ActivityDeps:     acts,
 	}, func() {}, nil
 }

@@ -30,6 +30,7 @@ type Components struct {
 	PollNodes     any // workflows.PollNodesActivityName
 	RegisterTrial any // workflows.RegisterTrialActivityName
 	AgentLease    any // workflows.AgentLeaseActivityName (agents only)
+	WarmStart     any // workflows.WarmStartActivityName
 
 	// ActivityDeps, when set, is the struct behind the activity methods;
 	// New gives it the worker's client and task queue if it has none.
@@ -52,6 +53,7 @@ func (c Components) list() []component {
 		{"PollNodes", workflows.PollNodesActivityName, false, c.PollNodes},
 		{"RegisterTrial", workflows.RegisterTrialActivityName, false, c.RegisterTrial},
 		{"AgentLease", workflows.AgentLeaseActivityName, false, c.AgentLease},
+		{"WarmStart", workflows.WarmStartActivityName, false, c.WarmStart},
 	}
 }
 

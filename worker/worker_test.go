@@ -31,14 +31,14 @@ func otherActivity(context.Context, int) error { return nil }
 func TestRegisterUsesTheNamesOfTheAPI(t *testing.T) {
 	comps := worker.Components{
 		CampaignWorkflow: fakeWorkflow, TrialWorkflow: fakeWorkflow, PoolWorkflow: fakeWorkflow,
-		RunTrial: fakeActivity, Allocate: otherActivity, PollNodes: fakeActivity, RegisterTrial: otherActivity,
+		RunTrial: fakeActivity, Allocate: otherActivity, PollNodes: fakeActivity, RegisterTrial: otherActivity, WarmStart: fakeActivity,
 	}
 	var r recorder
 	if err := worker.Register(&r, comps); err != nil {
 		t.Fatal(err)
 	}
 	wantWF := []string{workflows.CampaignWorkflowName, workflows.TrialWorkflowName, workflows.PoolWorkflowName}
-	wantAct := []string{workflows.RunTrialActivityName, workflows.AllocateActivityName, workflows.PollNodesActivityName, workflows.RegisterTrialActivityName}
+	wantAct := []string{workflows.RunTrialActivityName, workflows.AllocateActivityName, workflows.PollNodesActivityName, workflows.RegisterTrialActivityName, workflows.WarmStartActivityName}
 	if !slices.Equal(r.workflows, wantWF) || !slices.Equal(r.activities, wantAct) {
 		t.Errorf("registered workflows %v activities %v; want %v and %v", r.workflows, r.activities, wantWF, wantAct)
 	}
@@ -61,7 +61,8 @@ func TestRegisterSkipsUnsetAndRejectsNonFunctions(t *testing.T) {
 	}
 	missing := worker.Components{PoolWorkflow: fakeWorkflow}.Missing()
 	want := []string{workflows.CampaignWorkflowName, workflows.TrialWorkflowName,
-		workflows.RunTrialActivityName, workflows.AllocateActivityName, workflows.PollNodesActivityName, workflows.RegisterTrialActivityName}
+		workflows.RunTrialActivityName, workflows.AllocateActivityName, workflows.PollNodesActivityName, workflows.RegisterTrialActivityName,
+		workflows.WarmStartActivityName}
 	if !slices.Equal(missing, want) {
 		t.Errorf("Missing() = %v, want %v", missing, want)
 	}

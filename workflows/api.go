@@ -31,7 +31,27 @@ const (
 	// an agent that died (AgentLeaseHeartbeat) and returns when the agent
 	// leaves.
 	AgentLeaseActivityName = "gleaner.AgentLease"
+	// WarmStartActivityName reads earlier campaigns' finished trials for a
+	// campaign's search.warm_start.
+	WarmStartActivityName = "gleaner.WarmStart"
 )
+
+// WarmStartInput names the earlier campaigns whose finished trials seed a
+// new campaign's searcher, its objective metric and its space.
+type WarmStartInput struct {
+	Campaigns []string  `json:"campaigns"`
+	Metric    string    `json:"metric"`
+	Space     hpo.Space `json:"space"`
+}
+
+// WarmStartResult is what the earlier campaigns taught: every finished
+// (completed or stopped) trial with the metric and parameters in the
+// space, and per campaign how many were taken and left out.
+type WarmStartResult struct {
+	Observations []hpo.Observation `json:"observations,omitempty"`
+	Taken        map[string]int    `json:"taken"`
+	Skipped      map[string]int    `json:"skipped"`
+}
 
 // Signals.
 const (

@@ -1,9 +1,11 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
@@ -35,7 +37,10 @@ type campaign struct {
 	fresh     bool
 	st        CampaignState
 	reports   workflow.ReceiveChannel
-	logger    interface{ Warn(string, ...interface{}) }
+	logger    interface {
+		Info(string, ...interface{})
+		Warn(string, ...interface{})
+	}
 
 	pendingStarts, pendingSignals int
 	draining, finished            bool
@@ -61,6 +66,11 @@ func newCampaign(ctx workflow.Context, in CampaignInput) (*campaign, error) {
 	if in.State == nil {
 		c.fresh = true
 		c.st.NextNumber = 1
+		if len(spec.Search.WarmStart) > 0 {
+			if cfg.History, err = c.warmStart(ctx); err != nil {
+				return nil, err
+			}
+		}
 		c.searcher, err = hpo.NewSearcher(cfg)
 		if err != nil {
 			return nil, temporal.NewNonRetryableApplicationError("invalid campaign spec: search: "+err.Error(), ErrTypeInvalidSpec, err)
@@ -73,6 +83,28 @@ func newCampaign(ctx workflow.Context, in CampaignInput) (*campaign, error) {
 		return nil, temporal.NewNonRetryableApplicationError("invalid campaign state: "+err.Error(), ErrTypeBadState, err)
 	}
 	return c, nil
+}
+
+// warmStart reads the finished trials of search.warm_start's campaigns
+// (activity WarmStart) for the searcher's history. It runs once, before
+// the searcher exists; the searcher's snapshot keeps what it learnt.
+func (c *campaign) warmStart(ctx workflow.Context) ([]hpo.Observation, error) {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{ErrTypeInvalidSpec}},
+	})
+	var res WarmStartResult
+	in := WarmStartInput{Campaigns: c.spec.Search.WarmStart, Metric: c.spec.Objective.Metric, Space: c.spec.Space}
+	if err := workflow.ExecuteActivity(actx, WarmStartActivityName, in).Get(ctx, &res); err != nil {
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) && app.Type() == ErrTypeInvalidSpec {
+			return nil, temporal.NewNonRetryableApplicationError("invalid campaign spec: "+app.Message(), ErrTypeInvalidSpec, err)
+		}
+		return nil, fmt.Errorf("warm start from %v: %w", c.spec.Search.WarmStart, err)
+	}
+	c.st.WarmStarted = len(res.Observations)
+	c.logger.Info("warm start", "campaigns", c.spec.Search.WarmStart, "taken", res.Taken, "skipped", res.Skipped)
+	return res.Observations, nil
 }
 
 func (c *campaign) run(ctx workflow.Context) (CampaignResult, error) {
@@ -582,7 +614,7 @@ func (c *campaign) status() CampaignStatus {
 		Running: len(c.st.InFlight), Pending: len(c.st.Pending),
 		MaxTrials: b.MaxTrials, MaxConcurrent: b.MaxConcurrent, MaxFailures: b.MaxFailures,
 		Progress: c.searcher.Progress(), Objective: c.spec.Objective.Metric, Mode: c.spec.Objective.Mode,
-		Best: c.best(), Runs: c.st.Runs, Warnings: c.warnings(),
+		Best: c.best(), Runs: c.st.Runs, WarmStarted: c.st.WarmStarted, Warnings: c.warnings(),
 	}
 }
 

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	sdkpb "go.temporal.io/api/sdk/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -610,7 +612,7 @@ func TestCampaignInvalidSpec(t *testing.T) {
 	}{
 		{func(s *gleaner.CampaignSpec) { s.Budget.MaxTrials = 0 }, "budget.max_trials"},
 		{func(s *gleaner.CampaignSpec) { s.Objective.Metric = "" }, "objective.metric"},
-		{func(s *gleaner.CampaignSpec) { s.Search.Algorithm = "grid" }, "search.algorithm"},
+		{func(s *gleaner.CampaignSpec) { s.Search.Algorithm = "hyperopt" }, "search.algorithm"},
 		{func(s *gleaner.CampaignSpec) { s.Space[0].Max = -10 }, `parameter "x"`},
 	} {
 		env := newEnv(newFakeTrials(steadyScript))
@@ -644,5 +646,55 @@ func TestCampaignLostTrialsAfterContinueAsNew(t *testing.T) {
 	want.Failed += len(in.State.InFlight)
 	if !stop.accepted || res.State != CampaignStopped || res.CampaignCounts != want {
 		t.Errorf("stop accepted=%v, result %s %+v, want stopped %+v", stop.accepted, res.State, res.CampaignCounts, want)
+	}
+}
+
+// search.warm_start: the campaign reads the earlier campaigns' trials
+// (activity WarmStart) once, before its searcher exists, and its status
+// says how many it started from; a campaign that does not exist fails it
+// as an invalid spec naming the field.
+func TestCampaignWarmStart(t *testing.T) {
+	spec := testSpec(4, 2)
+	spec.Search.Algorithm = hpo.AlgorithmTPE
+	spec.Search.WarmStart = []string{"earlier"}
+	obs := []hpo.Observation{
+		{Params: hpo.Params{"x": hpo.Float(1), "layers": hpo.Float(2), "opt": hpo.String("a")}, Metric: 0.5},
+		{Params: hpo.Params{"x": hpo.Float(-3), "layers": hpo.Float(1), "opt": hpo.String("b")}, Metric: 2, Stopped: true},
+	}
+	env := newEnv(newFakeTrials(steadyScript))
+	var got WarmStartInput
+	calls := 0
+	env.RegisterActivityWithOptions(func(_ context.Context, in WarmStartInput) (WarmStartResult, error) {
+		calls++
+		got = in
+		return WarmStartResult{Observations: obs, Taken: map[string]int{"earlier": 2}, Skipped: map[string]int{"earlier": 1}}, nil
+	}, activity.RegisterOptions{Name: WarmStartActivityName})
+	var status CampaignStatus
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(QueryStatus)
+		if err == nil {
+			_ = v.Get(&status)
+		}
+	}, time.Second)
+	env.ExecuteWorkflow(CampaignWorkflowName, CampaignInput{Spec: spec})
+	var res CampaignResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 || got.Metric != "loss" || len(got.Campaigns) != 1 || got.Campaigns[0] != "earlier" || len(got.Space) != 3 {
+		t.Errorf("WarmStart called %d times with %+v", calls, got)
+	}
+	if status.WarmStarted != 2 || res.Completed != 4 {
+		t.Errorf("status warm_started %d, result %+v", status.WarmStarted, res.CampaignCounts)
+	}
+
+	env = newEnv(newFakeTrials(steadyScript))
+	env.RegisterActivityWithOptions(func(_ context.Context, in WarmStartInput) (WarmStartResult, error) {
+		return WarmStartResult{}, temporal.NewNonRetryableApplicationError(`search.warm_start[0]: campaign "earlier" not found`, ErrTypeInvalidSpec, nil)
+	}, activity.RegisterOptions{Name: WarmStartActivityName})
+	env.ExecuteWorkflow(CampaignWorkflowName, CampaignInput{Spec: spec})
+	var appErr *temporal.ApplicationError
+	if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != ErrTypeInvalidSpec || !strings.Contains(err.Error(), "search.warm_start[0]") {
+		t.Errorf("unknown campaign: %v, want an invalid spec naming search.warm_start[0]", err)
 	}
 }

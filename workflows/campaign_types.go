@@ -117,6 +117,9 @@ type CampaignState struct {
 	Runs int `json:"runs,omitempty"`
 	// Missed describes the trials counted in Counts.ObjectiveMissing.
 	Missed *MissedObjective `json:"missed_objective,omitempty"`
+	// WarmStarted counts the earlier campaigns' trials the searcher
+	// started from (search.warm_start).
+	WarmStarted int `json:"warm_started,omitempty"`
 }
 
 // Bounds of MissedObjective, so that CampaignState stays bounded.
@@ -185,6 +188,9 @@ type CampaignStatus struct {
 	Best          *LeaderboardEntry `json:"best,omitempty"`
 	// Runs counts continue-as-new.
 	Runs int `json:"runs"`
+	// WarmStarted counts the earlier campaigns' trials the searcher
+	// started from (search.warm_start).
+	WarmStarted int `json:"warm_started,omitempty"`
 	// Warnings are problems a person should act on, from the first
 	// finished trial that never reported objective.metric on (see
 	// ObjectiveMissing in the counts); empty when there are none.

@@ -182,6 +182,9 @@ func writeStatus(w io.Writer, s workflows.CampaignStatus, url string) {
 	fmt.Fprintf(w, "trials    %d/%d ended (%d completed, %d stopped, %d failed), %d running, %d pending, %d created\n",
 		s.Ended(), s.MaxTrials, s.Completed, s.Stopped, s.Failed, s.Running, s.Pending, s.Created)
 	fmt.Fprintf(w, "limits    %d at once, ends after %d failures\n", s.MaxConcurrent, s.MaxFailures)
+	if s.WarmStarted > 0 {
+		fmt.Fprintf(w, "warm      the searcher started from %d trials of earlier campaigns (search.warm_start)\n", s.WarmStarted)
+	}
 	if b := s.Best; b != nil {
 		fmt.Fprintf(w, "best      %s %s %.6g by %s (%s, %s samples): %s\n",
 			s.Objective, s.Mode, b.Score, b.TrialID, b.State, formatCount(b.Samples), formatParams(b.Params))

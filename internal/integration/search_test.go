@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -47,4 +48,44 @@ func TestASHACampaignStopsTrialsEarly(t *testing.T) {
 		t.Errorf("%d of %d trials stopped: ASHA stops the ones behind at a rung, not all", stopped, trials)
 	}
 	t.Logf("%d of %d trials stopped early by ASHA", stopped, trials)
+}
+
+// search.warm_start against a real server: campaign B reads campaign A's
+// finished trials (closed workflows, from their results) before its
+// first trial, and says how many it started from.
+func TestWarmStartFromAnEarlierCampaign(t *testing.T) {
+	srv := startServer(t, devserver.Options{})
+	testenv.Worker(t, srv, "search-warm", nil)
+	a := testenv.MLPSpec(t, "warm-a", 6, 3, 40, 2)
+	if res := campaignResult(t, startCampaign(t, srv.Client(), "search-warm", a), 3*time.Minute); res.Completed != 6 {
+		t.Fatalf("campaign A: %+v", res.CampaignCounts)
+	}
+	b := testenv.MLPSpec(t, "warm-b", 4, 2, 40, 2)
+	b.Pool = a.Pool
+	b.Search.Algorithm = hpo.AlgorithmTPE
+	b.Search.TPE = &hpo.TPESettings{NStartupTrials: 6}
+	b.Search.WarmStart = []string{a.Name}
+	run := startCampaign(t, srv.Client(), "search-warm", b)
+	res := campaignResult(t, run, 3*time.Minute)
+	if res.State != workflows.CampaignCompleted || res.Completed != 4 {
+		t.Fatalf("campaign B: %s %+v", res.State, res.CampaignCounts)
+	}
+	v, err := srv.Client().QueryWorkflow(testContext(t, 10*time.Second), run.GetID(), "", workflows.QueryStatus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st workflows.CampaignStatus
+	if err := v.Get(&st); err != nil {
+		t.Fatal(err)
+	}
+	if st.WarmStarted != 6 {
+		t.Errorf("campaign B started from %d trials, want campaign A's 6", st.WarmStarted)
+	}
+
+	c := testenv.MLPSpec(t, "warm-c", 2, 2, 40, 2)
+	c.Search.WarmStart = []string{"no-such-campaign"}
+	err = startCampaign(t, srv.Client(), "search-warm", c).Get(testContext(t, time.Minute), nil)
+	if err == nil || !strings.Contains(err.Error(), `search.warm_start[0]: campaign "no-such-campaign" not found`) {
+		t.Errorf("warm start from a campaign that does not exist: %v", err)
+	}
 }

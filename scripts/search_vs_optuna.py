@@ -192,9 +192,10 @@ def run_optuna(method, name, space, seed, trials, workers, sigma):
     else:
         sampler = optuna.samplers.RandomSampler(seed=seed)
     if method == "optuna-sha":
-        pruner = optuna.pruners.SuccessiveHalvingPruner(min_resource=budget / 27, reduction_factor=3)
+        pruner = optuna.pruners.SuccessiveHalvingPruner(min_resource=max(1, round(budget / 27)), reduction_factor=3)
     elif method == "optuna-hyperband":
-        pruner = optuna.pruners.HyperbandPruner(min_resource=budget / 27, max_resource=budget, reduction_factor=3)
+        pruner = optuna.pruners.HyperbandPruner(min_resource=max(1, round(budget / 27)), max_resource=max(1, round(budget)),
+                                                reduction_factor=3)
     elif method == "optuna-median":
         pruner = optuna.pruners.MedianPruner(n_startup_trials=5)
     elif method not in ("optuna-random", "optuna-tpe"):

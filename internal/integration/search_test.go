@@ -18,8 +18,11 @@ import (
 func TestASHACampaignStopsTrialsEarly(t *testing.T) {
 	srv := startServer(t, devserver.Options{})
 	testenv.Worker(t, srv, "search-asha", nil)
-	const trials, steps = 12, 200 // 6,400 samples of 32 each; a report every 5 steps
-	spec := testenv.MLPSpec(t, "asha", trials, 4, steps, 5)
+	// 6,400 samples of 32 each over about 10 s: the campaign hears a
+	// trial's progress every 2 s (activities' ProgressInterval), so each
+	// is judged at its rungs while it runs, however loaded the machine.
+	const trials, steps = 12, 200
+	spec := testenv.MLPSpec(t, "asha", trials, 4, steps, 50)
 	spec.Resources.MaxNodes = 1
 	spec.Search.Algorithm = hpo.AlgorithmASHA
 	spec.Search.ASHA = &hpo.ASHASettings{MinSamples: 800, ReductionFactor: 3} // rungs at 800 and 2,400 samples

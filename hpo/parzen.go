@@ -9,7 +9,7 @@ import (
 
 // The Parzen estimators of TPE (Bergstra et al., "Algorithms for
 // Hyper-Parameter Optimization", NeurIPS 2011, §4), in the form Optuna
-// 3.x's TPESampler gives them (optuna/samplers/_tpe/parzen_estimator.py).
+// 3.1's TPESampler gives them (optuna/samplers/_tpe/parzen_estimator.py).
 // An estimator is a weighted mixture of kernels, one per observation, plus
 // a prior kernel of weight prior_weight:
 //
@@ -19,8 +19,20 @@ import (
 //	          the prior uniform
 //
 // Every numeric parameter is modelled on the unit interval [0, 1] of its
-// (log) range: Optuna works on the range itself, but the affine map scales
-// l and g by the same constant, so l/g is unchanged and no range overflows.
+// (log) range: Optuna works on the range itself, but the affine map
+// changes neither z = (x−μ)/σ nor a kernel's mass, so l/g is unchanged and
+// no range overflows.
+//
+// How a float is scored. Optuna 3.1 (to 3.4) evaluates a float's kernel
+// as φ(z)/Z, without the 1/σ of the normal density (optuna issue #5109,
+// fixed in 3.5): the l and g whose ratio it maximises are mixtures in which
+// a kernel counts by its height, w·σ·N(x; μ, σ²)/Z, not by its mass w.
+// Independent TPE scores floats, and ints on a log scale (floats to
+// Optuna), the same way (formHeight): on the four functions of
+// scripts/search_vs_optuna.py it finds better points than it does with the
+// true densities, with which the narrowest kernels (where trials crowd)
+// dominate l/g. Candidates are still drawn from l by the weights w, and a
+// discrete int is still scored by its kernels' masses, as in Optuna.
 
 const (
 	// sigmaFloor is Optuna's EPS, the least σ without the magic clip.
@@ -198,19 +210,51 @@ func pick(cum []float64, u float64) int {
 // on [0, 1] and its (unnormalised) weight.
 type kernel struct{ mu, w float64 }
 
+// kernelForm is what a univariate estimator's kernel adds to its value at
+// x, for a kernel of weight w (normalised), centre μ, width σ and mass Z
+// on [0, 1].
+type kernelForm uint8
+
+const (
+	// formDensity: w·N(x; μ, σ²)/Z, so that the estimator is a density.
+	formDensity kernelForm = iota
+	// formHeight: w·σ·N(x; μ, σ²)/Z = w·φ(z)/Z, Optuna 3.1's value of a
+	// float's kernel (see above).
+	formHeight
+	// formMass: w/Z times the kernel's mass on x's cell, so that the
+	// estimator is a discrete parameter's probabilities.
+	formMass
+)
+
+// form is how independent TPE scores numeric dim d: a discrete int by its
+// kernels' masses, a float or an int on a log scale as Optuna 3.1 scores
+// floats, and an int too wide to be discrete by its density, which is
+// within a fraction of a percent of the mass per cell Optuna gives it.
+func (d dim) form() kernelForm {
+	switch {
+	case d.kind == dimDiscrete:
+		return formMass
+	case d.Type == ParamInt && !d.Log:
+		return formDensity
+	}
+	return formHeight
+}
+
 // mixture1 is a univariate Parzen estimator of one numeric parameter on
-// [0, 1]; its last kernel is the prior. With step > 0 the parameter is
-// discrete: its values are the centres of cells of width step, and a
-// kernel's probability of a value is its mass on that cell.
+// [0, 1]; its last kernel is the prior, and form says what each kernel
+// adds to its value (with formMass, the parameter's values are the
+// centres of cells of width step).
 type mixture1 struct {
+	form                        kernelForm
 	step                        float64
-	mu, sigma, inv, coef, cumul []float64 // per kernel: coef = w/(σ√2π·Z), or w/Z when discrete
-	// cut: a continuous kernel at z² beyond it adds less than
-	// e^−negligible of the prior's term to the density, whatever x is.
+	mu, sigma, inv, coef, cumul []float64 // per kernel: coef = w/(σ√2π·Z), w/(√2π·Z) by height, w/Z by mass
+	// cut: a kernel not by mass at z² beyond it adds less than
+	// e^−negligible of the prior's term to the value, whatever x is.
 	cut float64
 }
 
-// fit sets m to the estimator of the observations obs, sorted by mu.
+// fit sets m to the estimator of the observations obs, sorted by mu, with
+// kernels of form form (step: formMass's cell width).
 //
 // σ is Optuna 3.x's univariate rule: in the sorted centres, with the
 // prior's ½ among them and the range's ends 0 and 1 around them, a
@@ -219,8 +263,8 @@ type mixture1 struct {
 // inner side only. σ is then clipped to [minSigma, 1] (the range). Kernels
 // with the same centre and σ (repeated integers) are merged, which changes
 // nothing but the cost.
-func (m *mixture1) fit(obs []kernel, step float64, set tpeParams) {
-	m.step = step
+func (m *mixture1) fit(obs []kernel, form kernelForm, step float64, set tpeParams) {
+	m.form, m.step = form, step
 	m.mu, m.sigma, m.cumul = m.mu[:0], m.sigma[:0], m.cumul[:0]
 	n := len(obs)
 	p := sort.Search(n, func(i int) bool { return obs[i].mu >= 0.5 }) // the prior's place
@@ -270,8 +314,11 @@ func (m *mixture1) fit(obs []kernel, step float64, set tpeParams) {
 	for k, mu := range m.mu {
 		s, w := m.sigma[k], m.cumul[k]/total
 		coef := w / gaussMass(-mu/s, (1-mu)/s)
-		if step == 0 {
+		switch form {
+		case formDensity:
 			coef /= s * sqrt2Pi
+		case formHeight:
+			coef /= sqrt2Pi
 		}
 		m.inv, m.coef = append(m.inv, 1/s), append(m.coef, coef)
 		hi = max(hi, coef)
@@ -283,12 +330,14 @@ func (m *mixture1) fit(obs []kernel, step float64, set tpeParams) {
 	m.cut = 2 * (math.Log(hi/prior) + negligible)
 }
 
-// density is the estimator's density at x (its probability when discrete;
-// x then a cell's centre). Every term is positive and the prior's is at
-// least 0.24·prior_weight/(total weight), so the plain sum loses nothing.
-func (m *mixture1) density(x float64) float64 {
+// value is the estimator's value at x, the sum of its kernels' terms
+// (kernelForm): its density, Optuna 3.1's value of a float, or its
+// probability of x, a cell's centre. Every term is positive and the
+// prior's is at least 0.24·prior_weight/(total weight), so the plain sum
+// loses nothing.
+func (m *mixture1) value(x float64) float64 {
 	var sum float64
-	if m.step == 0 {
+	if m.form != formMass {
 		for k, mu := range m.mu {
 			if z := (x - mu) * m.inv[k]; z*z < m.cut {
 				sum += m.coef[k] * math.Exp(-0.5*z*z)
@@ -332,7 +381,10 @@ func choiceProbs(counts []float64, total float64, n int, pw float64, out []float
 // kernels share one σ, Optuna 3.x's Scott-like bandwidth
 // 0.2·n^(−1/(d+4)) of the range (d parameters), clipped like mixture1's.
 // Kernel n (after the observations) is the prior, the product of the
-// per-parameter priors.
+// per-parameter priors. Its kernels are true densities: Optuna 3.1's
+// multivariate path lacks the same 1/σ as its floats (see above), which
+// there weighs the prior up by (1/σ)^f (f floats) against the
+// observations; that is not copied.
 type jointMixture struct {
 	dims  []dim
 	n     int

@@ -78,7 +78,7 @@ func TestMixture1Sigmas(t *testing.T) {
 		{"magic clip", clipped, []float64{0.2, 0.3, 0.2, 1}},
 	} {
 		var m mixture1
-		m.fit(obs, 0, tc.set)
+		m.fit(obs, formDensity, 0, tc.set)
 		if len(m.sigma) != len(tc.want) {
 			t.Fatalf("%s: σ %v, want %v", tc.name, m.sigma, tc.want)
 		}
@@ -92,7 +92,7 @@ func TestMixture1Sigmas(t *testing.T) {
 	// Repeated centres with the same σ merge into one kernel of their
 	// total weight.
 	var m mixture1
-	m.fit([]kernel{{0.3, 1}, {0.3, 1}, {0.3, 1}, {0.9, 1}}, 0, defaultSet)
+	m.fit([]kernel{{0.3, 1}, {0.3, 1}, {0.3, 1}, {0.9, 1}}, formDensity, 0, defaultSet)
 	if len(m.mu) != 4 || m.mu[1] != 0.3 || m.mu[2] != 0.9 {
 		t.Errorf("merged centres %v (σ %v), want [0.3 0.3 0.9 0.5]", m.mu, m.sigma)
 	}
@@ -113,21 +113,25 @@ func TestMixture1IsADistribution(t *testing.T) {
 				obs = append(obs, kernel{u, defaultWeight(i, 12)})
 			}
 			slices.SortStableFunc(obs, cmpMu)
+			form := formDensity
+			if step > 0 {
+				form = formMass
+			}
 			var m mixture1
-			m.fit(obs, step, set)
+			m.fit(obs, form, step, set)
 			var total, mean float64
 			if step == 0 {
 				const n = 200_000
 				for i := range n {
 					x := (float64(i) + 0.5) / n
-					total += m.density(x) / n
-					mean += x * m.density(x) / n
+					total += m.value(x) / n
+					mean += x * m.value(x) / n
 				}
 			} else {
 				for j := range 7 {
 					x := (float64(j) + 0.5) * step
-					total += m.density(x)
-					mean += x * m.density(x)
+					total += m.value(x)
+					mean += x * m.value(x)
 				}
 			}
 			if !near(total, 1, 1e-6) {
@@ -214,24 +218,28 @@ func TestJointMixtureIsADistribution(t *testing.T) {
 }
 
 // toUnit and fromUnit are inverse on the row values, and map ints' cells
-// and log scales as documented.
+// and log scales as documented; each numeric kind is scored in its form.
 func TestDimUnit(t *testing.T) {
 	for _, tc := range []struct {
 		p     Param
 		x, u  float64
 		cells int
+		form  kernelForm
 	}{
-		{Param{Type: ParamFloat, Min: -5, Max: 10}, 2.5, 0.5, 0},
-		{Param{Type: ParamFloat, Min: 1e-4, Max: 1, Log: true}, 1e-2, 0.5, 0},
-		{Param{Type: ParamInt, Min: 1, Max: 8}, 1, 1.0 / 16, 8},
-		{Param{Type: ParamInt, Min: 1, Max: 8}, 8, 15.0 / 16, 8},
-		{Param{Type: ParamInt, Min: 0, Max: 1e6}, 500_000, 0.5, 0},                       // beyond maxCells: a real
-		{Param{Type: ParamInt, Min: 1, Max: 4, Log: true}, 1, math.Ln2 / math.Log(9), 0}, // [log ½, log 4.5]
-		{Param{Type: ParamFloat, Min: -1e308, Max: 1e308}, 0, 0.5, 0},
+		{Param{Type: ParamFloat, Min: -5, Max: 10}, 2.5, 0.5, 0, formHeight},
+		{Param{Type: ParamFloat, Min: 1e-4, Max: 1, Log: true}, 1e-2, 0.5, 0, formHeight},
+		{Param{Type: ParamInt, Min: 1, Max: 8}, 1, 1.0 / 16, 8, formMass},
+		{Param{Type: ParamInt, Min: 1, Max: 8}, 8, 15.0 / 16, 8, formMass},
+		{Param{Type: ParamInt, Min: 0, Max: 1e6}, 500_000, 0.5, 0, formDensity},                      // beyond maxCells: a real
+		{Param{Type: ParamInt, Min: 1, Max: 4, Log: true}, 1, math.Ln2 / math.Log(9), 0, formHeight}, // [log ½, log 4.5]
+		{Param{Type: ParamFloat, Min: -1e308, Max: 1e308}, 0, 0.5, 0, formHeight},
 	} {
 		d := newDim(tc.p)
 		if d.cells != tc.cells {
 			t.Errorf("%+v: %d cells, want %d", tc.p, d.cells, tc.cells)
+		}
+		if f := d.form(); f != tc.form {
+			t.Errorf("%+v: kernel form %d, want %d", tc.p, f, tc.form)
 		}
 		if u := d.toUnit(tc.x); !near(u, tc.u, 1e-12) {
 			t.Errorf("%+v: toUnit(%v) = %v, want %v", tc.p, tc.x, u, tc.u)

@@ -113,6 +113,8 @@ func init() {
 // candidates from l and proposes the one of highest l(x)/g(x): with
 // γ = p(y < y*), expected improvement is proportional to
 // (γ + (1−γ)·g(x)/l(x))⁻¹ (§4.1), so that candidate maximises it among them.
+// Independent TPE scores a float's l and g as Optuna 3.1 does, its
+// kernels by height rather than by mass (parzen.go says why).
 //
 // Independent (the default): one l/g pair per parameter, each parameter
 // chosen on its own. Multivariate: one joint l/g over all parameters.
@@ -437,8 +439,33 @@ func (t *tpe) split() {
 	}
 }
 
-// proposeNumeric is independent TPE's value of numeric dim d.
+// proposeNumeric is independent TPE's value of numeric dim d: of
+// n_ei_candidates drawn from l, the one of highest l/g.
 func (t *tpe) proposeNumeric(d int) float64 {
+	s, dm := &t.scr, t.dims[d]
+	t.fitNumeric(d)
+	var best, bestScore float64
+	s.seen = s.seen[:0]
+	for c := range t.set.nCandidates {
+		x := dm.fromUnit(s.l.sample(t.rng))
+		if dm.Type == ParamInt {
+			// An integer drawn again scores the same: skip the work.
+			if slices.Contains(s.seen, x) {
+				continue
+			}
+			s.seen = append(s.seen, x)
+		}
+		u := dm.toUnit(x)
+		if score := s.l.value(u) / s.g.value(u); c == 0 || score > bestScore {
+			best, bestScore = x, score
+		}
+	}
+	return best
+}
+
+// fitNumeric fits scr.l and scr.g to numeric dim d's coordinates of the
+// observations split divided.
+func (t *tpe) fitNumeric(d int) {
 	s, dm, col := &t.scr, t.dims[d], t.unit[d]
 	s.lk = s.lk[:0]
 	for b, i := range s.below {
@@ -467,32 +494,36 @@ func (t *tpe) proposeNumeric(d int) float64 {
 	if dm.kind == dimDiscrete {
 		step = 1 / float64(dm.cells)
 	}
-	s.l.fit(s.lk, step, t.set)
-	s.g.fit(s.gk, step, t.set)
+	s.l.fit(s.lk, dm.form(), step, t.set)
+	s.g.fit(s.gk, dm.form(), step, t.set)
+}
 
+func cmpMu(a, b kernel) int { return cmp.Compare(a.mu, b.mu) }
+
+// proposeChoice is independent TPE's value (index) of choice dim d: of
+// n_ei_candidates drawn from l, the one of highest l/g.
+func (t *tpe) proposeChoice(d int) float64 {
+	s := &t.scr
+	t.fitChoice(d)
+	s.counts = s.counts[:0] // now l's cumulative probabilities
+	var cum float64
+	for _, p := range s.pl {
+		cum += p
+		s.counts = append(s.counts, cum)
+	}
 	var best, bestScore float64
-	s.seen = s.seen[:0]
-	for c := range t.set.nCandidates {
-		x := dm.fromUnit(s.l.sample(t.rng))
-		if dm.Type == ParamInt {
-			// An integer drawn again scores the same: skip the work.
-			if slices.Contains(s.seen, x) {
-				continue
-			}
-			s.seen = append(s.seen, x)
-		}
-		u := dm.toUnit(x)
-		if score := s.l.density(u) / s.g.density(u); c == 0 || score > bestScore {
-			best, bestScore = x, score
+	for k := range t.set.nCandidates {
+		v := pick(s.counts, t.rng.Float64())
+		if score := s.pl[v] / s.pg[v]; k == 0 || score > bestScore {
+			best, bestScore = float64(v), score
 		}
 	}
 	return best
 }
 
-func cmpMu(a, b kernel) int { return cmp.Compare(a.mu, b.mu) }
-
-// proposeChoice is independent TPE's value (index) of choice dim d.
-func (t *tpe) proposeChoice(d int) float64 {
+// fitChoice sets scr.pl and scr.pg to l's and g's probabilities of choice
+// dim d's values, from the observations split divided.
+func (t *tpe) fitChoice(d int) {
 	s, col := &t.scr, t.unit[d]
 	c := len(t.dims[d].Choices)
 	s.counts = resize(s.counts, c)
@@ -513,21 +544,6 @@ func (t *tpe) proposeChoice(d int) float64 {
 		wg += s.wLiar[j]
 	}
 	s.pg = choiceProbs(s.counts, wg, len(s.wg)-len(s.below)+len(s.liars), t.set.priorWeight, s.pg)
-
-	s.counts = s.counts[:0] // now l's cumulative probabilities
-	var cum float64
-	for _, p := range s.pl {
-		cum += p
-		s.counts = append(s.counts, cum)
-	}
-	var best, bestScore float64
-	for k := range t.set.nCandidates {
-		v := pick(s.counts, t.rng.Float64())
-		if score := s.pl[v] / s.pg[v]; k == 0 || score > bestScore {
-			best, bestScore = float64(v), score
-		}
-	}
-	return best
 }
 
 // proposeJoint is multivariate TPE's row.

@@ -244,6 +244,85 @@ func TestTPEObservations(t *testing.T) {
 	}
 }
 
+// Independent TPE's l and g against Optuna 3.1's, frozen: TPESampler(
+// constant_liar=True)'s split and _ParzenEstimator.log_pdf on the same 30
+// finished trials and 2 running (/usr/bin/python3, python3-optuna 3.1.0),
+// at a few points of each parameter: a float, a log float (kernels scored
+// by height, Optuna 3.1's float value), a linear int (cell masses), a log
+// int (a float to Optuna) and a choice. The ints are distinct so that
+// numpy's order among equal centres cannot matter; 29 trials in g put the
+// oldest on default_weights' ramp.
+func TestTPEModelsAsOptuna31(t *testing.T) {
+	space := Space{
+		{Name: "x", Type: ParamFloat, Min: -5, Max: 10},
+		{Name: "lr", Type: ParamFloat, Min: 1e-5, Max: 1, Log: true},
+		{Name: "k", Type: ParamInt, Min: 1, Max: 100},
+		{Name: "h", Type: ParamInt, Min: 1, Max: 2000, Log: true},
+		{Name: "opt", Type: ParamChoice, Choices: []string{"a", "b", "c", "d"}},
+	}
+	rows := [][]float64{ // x, lr, k, h, opt; metric
+		{8.852, 0.000643, 42, 594, 1}, {6.916, 0.0313, 20, 859, 1}, {-3.772, 0.000317, 51, 296, 3},
+		{8.127, 0.0444, 84, 1108, 2}, {4.134, 2.32e-05, 7, 242, 3}, {-2.526, 0.000513, 10, 1170, 3},
+		{1.325, 0.646, 69, 632, 0}, {6.469, 0.00733, 13, 1148, 2}, {0.102, 0.000563, 47, 1672, 3},
+		{3.698, 0.00191, 75, 1397, 0}, {9.17, 0.00235, 8, 371, 0}, {-4.09, 0.0322, 65, 212, 3},
+		{-0.731, 0.000849, 28, 1192, 2}, {-4.662, 0.00203, 5, 1309, 1}, {4.164, 0.00294, 12, 385, 1},
+		{6.523, 4.43e-05, 56, 763, 1}, {0.968, 0.384, 54, 200, 3}, {-3.791, 0.00176, 9, 1122, 2},
+		{8.251, 0.125, 31, 1459, 2}, {5.596, 0.856, 86, 129, 3}, {9.366, 5.68e-05, 71, 1156, 1},
+		{-2.731, 0.0196, 55, 123, 0}, {2.274, 0.00882, 90, 1268, 2}, {-0.771, 5.35e-05, 73, 422, 2},
+		{4.147, 0.000392, 16, 1017, 1}, {5.357, 0.00378, 29, 1394, 0}, {1.85, 0.226, 78, 1089, 3},
+		{0.971, 0.000935, 98, 876, 3}, {4.514, 2.05e-05, 96, 1592, 0}, {9.77, 0.0016, 91, 644, 0},
+	}
+	metrics := []float64{3.401, 0.526, 0.002, 1.513, 1.015, 3.636, 0.255, 8.743, 6.141, 1.486,
+		2.523, 3.474, 3.642, 1.228, 8.489, 9.931, 4.66, 4.838, 0.859, 1.022,
+		3.426, 2.648, 8.289, 1.614, 0.231, 9.51, 5.283, 1.466, 5.432, 0.27}
+	running := [][]float64{{2.922, 0.781, 6, 954, 0}, {5.443, 0.000202, 18, 1200, 2}}
+	want := []struct{ at, logL, logG []float64 }{
+		{[]float64{-5, -1.5, 0.25, 4, 9.99},
+			[]float64{-0.800739968159694, -0.649664926535163, -0.616083980304965, -0.660387048311029, -1.28220711264813},
+			[]float64{-2.65960271144615, -2.48543273155431, -2.32687373854044, -2.27396615417126, -2.72474550085398}},
+		{[]float64{1e-05, 0.0003, 0.02, 1},
+			[]float64{-1.15077852453359, -0.624799367051081, -0.777398724384725, -0.858575922912164},
+			[]float64{-3.00105791621042, -2.60137642106628, -2.47634337511579, -2.49644193786332}},
+		{[]float64{1, 17, 50, 99, 100},
+			[]float64{-5.03744089341432, -4.80720533762409, -4.2912118751712, -5.39083365574459, -5.43252502738057},
+			[]float64{-5.15892641947807, -4.68892959210512, -4.80091832105953, -4.62593549852541, -4.79154863329224}},
+		{[]float64{1, 3, 40, 700, 2000},
+			[]float64{-1.41137984421172, -1.32302401792296, -0.917845423291599, -0.449711461891379, -0.581086759919487},
+			[]float64{-3.3795935005685, -3.32437137049606, -3.04020121180144, -2.07604925366426, -2.26029128699938}},
+		{[]float64{0, 1, 2, 3},
+			[]float64{-1.26851132546351, -1.26851132546351, -1.85629799036563, -1.26851132546351},
+			[]float64{-1.35744723424406, -1.74127767615335, -1.27785289045503, -1.24218713480999}},
+	}
+	tp := newTPE(Config{Algorithm: AlgorithmTPE, Space: space, Seed: 1, MaxTrials: 40, MaxConcurrent: 2, Mode: "min"})
+	for i, r := range rows {
+		tp.observe(r, metrics[i], false)
+	}
+	tp.st.Pending = running
+	tp.split()
+	if got := tp.scr.below; !slices.Equal(got, []int32{2, 6, 24}) {
+		t.Fatalf("l models observations %v, want Optuna's [2 6 24]", got)
+	}
+	s := &tp.scr
+	for d, dm := range tp.dims {
+		var l, g func(x float64) float64
+		if dm.kind == dimChoice {
+			tp.fitChoice(d)
+			l, g = func(x float64) float64 { return s.pl[int(x)] }, func(x float64) float64 { return s.pg[int(x)] }
+		} else {
+			tp.fitNumeric(d)
+			l, g = func(x float64) float64 { return s.l.value(dm.toUnit(x)) }, func(x float64) float64 { return s.g.value(dm.toUnit(x)) }
+		}
+		for k, x := range want[d].at {
+			if got := math.Log(l(x)); !near(got, want[d].logL[k], 1e-9) {
+				t.Errorf("%s = %v: log l %.15g, Optuna %.15g", dm.Name, x, got, want[d].logL[k])
+			}
+			if got := math.Log(g(x)); !near(got, want[d].logG[k], 1e-9) {
+				t.Errorf("%s = %v: log g %.15g, Optuna %.15g", dm.Name, x, got, want[d].logG[k])
+			}
+		}
+	}
+}
+
 // 10,000 observations of 6 parameters: the snapshot, a Temporal payload,
 // stays well under 2 MB (about 0.9 MB).
 func TestTPESnapshotSize(t *testing.T) {

@@ -43,11 +43,20 @@ type TPESettings struct {
 	// worst metric, so that the trials proposed while others run spread
 	// out instead of piling onto one point (default true).
 	ConstantLiar *bool `json:"constant_liar,omitempty"`
+	// MaxObservations bounds the finished trials TPE keeps, so that its
+	// snapshot (the campaign's continue-as-new payload) stays small at any
+	// campaign size (default 3,000): past it, the oldest observation that
+	// is not among the best GammaMax leaves. l keeps every trial it would
+	// model; g loses the oldest, which Optuna's age weights already count
+	// least.
+	MaxObservations int `json:"max_observations,omitempty"`
 }
 
 // Validate checks the settings; errors name the field.
 func (s TPESettings) Validate() error {
 	switch {
+	case s.MaxObservations < 0 || s.MaxObservations != 0 && s.MaxObservations <= s.GammaMax:
+		return fmt.Errorf("max_observations: %d must be more than gamma_max", s.MaxObservations)
 	case s.NStartupTrials < 0:
 		return fmt.Errorf("n_startup_trials: %d must be at least 0 (0 is the default, 10)", s.NStartupTrials)
 	case s.NEICandidates < 0:
@@ -64,7 +73,7 @@ func (s TPESettings) Validate() error {
 
 // tpeParams are the settings with their defaults filled in.
 type tpeParams struct {
-	nStartup, nCandidates, gammaMax          int
+	nStartup, nCandidates, gammaMax, maxObs  int
 	gamma, priorWeight                       float64
 	magicClip, endpoints, multivariate, liar bool
 }
@@ -77,6 +86,7 @@ func (s *TPESettings) params() tpeParams {
 		nStartup:     cmp.Or(s.NStartupTrials, 10),
 		nCandidates:  cmp.Or(s.NEICandidates, 24),
 		gammaMax:     cmp.Or(s.GammaMax, 25),
+		maxObs:       cmp.Or(s.MaxObservations, 3000),
 		gamma:        cmp.Or(s.Gamma, 0.1),
 		priorWeight:  cmp.Or(s.PriorWeight, 1),
 		magicClip:    true,
@@ -317,6 +327,44 @@ func (t *tpe) observe(row []float64, metric float64, stopped bool) {
 			t.byValue[d] = slices.Insert(ix, at, i)
 		}
 	}
+	if keep := max(t.set.maxObs, t.set.gammaMax+1); len(t.st.Metrics) > keep+keep/10 {
+		t.forgetOldest(keep)
+	}
+}
+
+// forgetOldest keeps keep observations: every one of the best gammaMax
+// (those l may model), then the newest; it drops the rest and reindexes.
+// It runs when a tenth more than keep have gathered, so its cost is spread
+// over that many observations.
+func (t *tpe) forgetOldest(keep int) {
+	n := len(t.st.Metrics)
+	drop := make([]bool, n)
+	elite := make([]bool, n)
+	for _, i := range t.byMetric[:min(t.set.gammaMax, n)] {
+		elite[i] = true
+	}
+	for i, left := 0, n-keep; i < n && left > 0; i++ {
+		if !elite[i] {
+			drop[i], left = true, left-1
+		}
+	}
+	index := make([]int32, n) // old index → new
+	var observed [][]float64
+	var metrics []float64
+	for i := range n {
+		index[i] = int32(len(metrics))
+		if !drop[i] {
+			observed, metrics = append(observed, t.st.Observed[i]), append(metrics, t.st.Metrics[i])
+		}
+	}
+	stopped := t.st.Stopped[:0]
+	for _, i := range t.st.Stopped {
+		if !drop[i] {
+			stopped = append(stopped, index[i])
+		}
+	}
+	t.st.Observed, t.st.Metrics, t.st.Stopped = observed, metrics, stopped
+	t.reindex()
 }
 
 // reindex derives unit, stopped, byMetric and byValue from the

@@ -144,7 +144,7 @@ func TestTPESettingsErrorsNameTheField(t *testing.T) {
 
 func TestTPESettingsDefaults(t *testing.T) {
 	yes, no := true, false
-	want := tpeParams{nStartup: 10, nCandidates: 24, gammaMax: 25, gamma: 0.1, priorWeight: 1, magicClip: true, liar: true}
+	want := tpeParams{nStartup: 10, nCandidates: 24, gammaMax: 25, maxObs: 3000, gamma: 0.1, priorWeight: 1, magicClip: true, liar: true}
 	if got := (*TPESettings)(nil).params(); got != want {
 		t.Errorf("nil settings: %+v, want %+v", got, want)
 	}
@@ -152,7 +152,7 @@ func TestTPESettingsDefaults(t *testing.T) {
 		t.Errorf("zero settings: %+v, want %+v", got, want)
 	}
 	got := (&TPESettings{NStartupTrials: 3, Gamma: 0.25, ConsiderMagicClip: &no, ConstantLiar: &no, Multivariate: true, ConsiderEndpoints: true}).params()
-	want = tpeParams{nStartup: 3, nCandidates: 24, gammaMax: 25, gamma: 0.25, priorWeight: 1, endpoints: true, multivariate: true}
+	want = tpeParams{nStartup: 3, nCandidates: 24, gammaMax: 25, maxObs: 3000, gamma: 0.25, priorWeight: 1, endpoints: true, multivariate: true}
 	if got != want {
 		t.Errorf("set settings: %+v, want %+v", got, want)
 	}
@@ -325,8 +325,39 @@ func TestTPEModelsAsOptuna31(t *testing.T) {
 
 // 10,000 observations of 6 parameters: the snapshot, a Temporal payload,
 // stays well under 2 MB (about 0.9 MB).
+// 100,000 finished trials: TPE keeps max_observations (3,000; a tenth more
+// gather between trims) of them — every one of the best gamma_max, then
+// the newest — so its snapshot stays under 512 KB; l is unchanged by the
+// bound.
+func TestTPESnapshotBoundedAt100k(t *testing.T) {
+	cfg := Config{Algorithm: AlgorithmTPE, Space: benchSpace(), Seed: 1, MaxTrials: 200_000, MaxConcurrent: 8, Mode: "min"}
+	s := newTPE(cfg)
+	rng := rand.New(rand.NewPCG(3, 4))
+	best := math.Inf(1)
+	for i := range 100_000 {
+		p := cfg.Space.Sample(rng)
+		y := testScript(p).Score + p["momentum"].Num + float64(i%7)
+		best = min(best, y)
+		s.observe(s.row(p), y, false)
+	}
+	if n := len(s.st.Metrics); n < 3000 || n > 3300 {
+		t.Fatalf("%d observations kept, want 3,000 and at most a tenth more gathering", n)
+	}
+	if got := s.st.Metrics[s.byMetric[0]]; got != best {
+		t.Errorf("the best kept is %v, want the best seen %v", got, best)
+	}
+	snap, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("snapshot after 100,000 observations: %d bytes", len(snap))
+	if len(snap) > 512<<10 {
+		t.Errorf("snapshot %d bytes, want at most 512 KB", len(snap))
+	}
+}
+
 func TestTPESnapshotSize(t *testing.T) {
-	s := tenThousand(t, nil)
+	s := tenThousand(t, &TPESettings{MaxObservations: 20_000})
 	snap, err := s.Snapshot()
 	if err != nil {
 		t.Fatal(err)

@@ -95,12 +95,17 @@ type ashaRung struct {
 // budget is rung k's budget in samples.
 func (r *ashaRule) budget(k int) float64 { return r.MinSamples * math.Pow(r.Eta, float64(k)) }
 
+// rungSlack is the relative rounding allowed on a rung's budget r·η^k: with
+// r written as R/η^S, the product can land an ulp above the whole number
+// R/η^(S−k) a trainer reports at, and that report must still reach it.
+const rungSlack = 1e-9
+
 func (r *ashaRule) observe(id string, samples, loss float64) bool {
 	next := 0
 	if k, ok := r.Passed[id]; ok {
 		next = k + 1
 	}
-	for ; samples >= r.budget(next) && (r.MaxSamples == 0 || r.budget(next) <= r.MaxSamples*(1+1e-9)); next++ {
+	for ; samples >= r.budget(next)*(1-rungSlack) && (r.MaxSamples == 0 || r.budget(next) <= r.MaxSamples*(1+rungSlack)); next++ {
 		r.Passed[id] = next
 		for len(r.Rungs) <= next {
 			r.Rungs = append(r.Rungs, ashaRung{})

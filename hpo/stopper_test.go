@@ -3,6 +3,8 @@ package hpo
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -83,6 +85,135 @@ func TestASHARule(t *testing.T) {
 	}
 	if len(r.Rungs) != 3 || r.Passed["z"] != 0 {
 		t.Errorf("max_samples 300: z passed rung %d", r.Passed["z"])
+	}
+}
+
+// A rung written as R/η^k is reached by the report at R/η^k samples even
+// where r·η^k rounds an ulp above it (here 2700/81·27 = 900.0000000000001).
+func TestASHARungsSurviveRounding(t *testing.T) {
+	r := &ashaRule{MinSamples: 2700.0 / 81, Eta: 3, MaxSamples: 2700, Passed: map[string]int{}}
+	if r.budget(3) <= 900 {
+		t.Skipf("r·η³ = %v: no rounding to guard against on this platform", r.budget(3))
+	}
+	r.observe("a", 900, 1)
+	if r.Passed["a"] != 3 {
+		t.Errorf("a report at 900 samples passed rung %d, want 3 (900 samples)", r.Passed["a"])
+	}
+	r.observe("b", 2700, 1)
+	if r.Passed["b"] != 4 {
+		t.Errorf("a report at 2700 samples passed rung %d, want 4 (max_samples)", r.Passed["b"])
+	}
+}
+
+// shaOracle is Optuna's SuccessiveHalvingPruner.prune (3.1) restated
+// by brute force: every value recorded at a rung is kept, whatever became
+// of its trial (running, stopped or completed), and a trial's value goes
+// on from a rung when it is no worse than the max(⌊n/η⌋, 1)-th best of
+// the n values recorded there, its own included. Rungs are reached
+// within rungSlack: Gleaner's samples are reals where Optuna's steps are
+// integers.
+type shaOracle struct {
+	min, eta, max float64
+	rung          map[string]int // rungs the trial has completed
+	values        [][]float64
+}
+
+func (o *shaOracle) prune(id string, samples, loss float64) bool {
+	for k := o.rung[id]; ; k++ {
+		at := o.min * math.Pow(o.eta, float64(k))
+		if samples < at*(1-rungSlack) || o.max > 0 && at > o.max*(1+rungSlack) {
+			return false
+		}
+		for len(o.values) <= k {
+			o.values = append(o.values, nil)
+		}
+		o.values[k] = append(o.values[k], loss)
+		o.rung[id] = k + 1
+		competing := slices.Sorted(slices.Values(o.values[k]))
+		idx := max(int(float64(len(competing))/o.eta), 1) - 1
+		if loss > competing[idx] {
+			return true
+		}
+	}
+}
+
+// Through the searcher, in both modes, ASHA stops exactly the trials
+// Optuna's pruner would on seeded asynchronous workloads: reports at
+// random strides (some jumping several rungs at once), coarse losses (so
+// ties are common), trials ending stopped or completed while others run.
+func TestASHAMatchesOptunaPruner(t *testing.T) {
+	for _, tc := range []struct {
+		mode     string
+		min, eta float64
+		max      float64
+		seed     uint64
+	}{
+		{"min", 100, 3, 0, 1},
+		{"min", 100, 3, 2700, 2},
+		{"max", 100, 3, 2700, 3},
+		{"min", 2700.0 / 81, 3, 2700, 4}, // rungs an ulp above whole numbers
+		{"max", 50, 2, 1600, 5},
+		{"min", 10, 4, 0, 6},
+	} {
+		t.Run(fmt.Sprintf("%s,r=%g,eta=%g,R=%g", tc.mode, tc.min, tc.eta, tc.max), func(t *testing.T) {
+			cfg := ashaConfig(400, 8)
+			cfg.Mode = tc.mode
+			cfg.Settings.ASHA = &ASHASettings{MinSamples: tc.min, ReductionFactor: tc.eta, MaxSamples: tc.max}
+			s, err := NewSearcher(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := &shaOracle{min: tc.min, eta: tc.eta, max: tc.max, rung: map[string]int{}}
+			rng := rand.New(rand.NewPCG(tc.seed, 7))
+			full := 30 * tc.min * tc.eta
+			type running struct {
+				samples, quality float64
+			}
+			trials := map[string]*running{}
+			var ids []string // outstanding, in creation order: map order would not be seeded
+			apply := func(acts []Action) {
+				for _, a := range acts {
+					if c, ok := a.(Create); ok {
+						trials[c.ID] = &running{quality: float64(rng.IntN(8))}
+						ids = append(ids, c.ID)
+					}
+				}
+			}
+			apply(s.Initial())
+			stops := 0
+			for len(ids) > 0 {
+				i := rng.IntN(len(ids))
+				id := ids[i]
+				tr := trials[id]
+				tr.samples += tc.min * []float64{0.5, 1, 3, 10}[rng.IntN(4)] / tc.eta
+				// Coarse losses that improve with training, so values tie and curves cross.
+				loss := math.Round(tr.quality+8/math.Sqrt(1+tr.samples/tc.min)*float64(1+rng.IntN(2))) / 2
+				metric := loss
+				if tc.mode == "max" {
+					metric = -loss
+				}
+				want := o.prune(id, tr.samples, loss)
+				acts := s.TrialReported(id, tr.samples, metric)
+				got := slices.Contains(acts, Action(Stop{TrialID: id}))
+				if got != want {
+					t.Fatalf("%s at %v samples, loss %v: stop %v, Optuna's pruner %v (rungs %v)", id, tr.samples, loss, got, want, o.values)
+				}
+				outcome := OutcomeStopped
+				switch {
+				case got:
+					stops++
+				case tr.samples >= full:
+					outcome = OutcomeCompleted
+				default:
+					continue
+				}
+				ids = slices.Delete(ids, i, i+1)
+				apply(s.TrialFinished(id, metric, outcome))
+			}
+			if stops < 100 {
+				t.Errorf("%d of 400 trials stopped: the workload does not exercise the rule", stops)
+			}
+		})
 	}
 }
 

@@ -208,7 +208,11 @@ def run_optuna(method, name, space, seed, trials, workers, sigma):
             dists[d["name"]] = IntDistribution(d["min"], d["max"], log=d.get("log", False))
         else:
             dists[d["name"]] = CategoricalDistribution(d["choices"])
-    study = optuna.create_study(sampler=sampler, pruner=pruner, direction="minimize")
+    # A fixed name: HyperbandPruner picks a trial's bracket by a hash of the
+    # study name and trial number, and the default name is a random UUID,
+    # which made optuna-hyperband differ from run to run for the same seed.
+    study = optuna.create_study(study_name=f"search-vs-optuna-{seed}", sampler=sampler, pruner=pruner,
+                                direction="minimize")
     pool, rec, created, asked = Pool(seed, sigma), Record(budget), 0, {}
 
     def fill():

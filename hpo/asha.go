@@ -68,7 +68,7 @@ func init() {
 // The decision is exact while a rung's top 1/η fits (up to ashaKeep·η
 // trials per rung); beyond, it compares with the ashaKeep-th best, which
 // lets more trials on, never fewer.
-const ashaKeep = 2048
+const ashaKeep = 1024
 
 // ashaRule is the stopping variant of ASHA (Li et al., "A System for
 // Massively Parallel Hyperparameter Tuning", MLSys 2020), as Optuna's

@@ -68,7 +68,7 @@ func init() {
 // each checkpoint keeps the values of its last medianKeep trials.
 const (
 	medianCheckpoints = 100
-	medianKeep        = 199
+	medianKeep        = 99
 )
 
 // medianRule is the median stopping rule (Golovin et al., "Google Vizier",

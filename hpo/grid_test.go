@@ -15,18 +15,7 @@ func TestHarnessGridAndQuasiRandom(t *testing.T) {
 	for _, alg := range []string{AlgorithmGrid, AlgorithmQuasiRandom} {
 		for _, tc := range []struct{ maxTrials, maxConcurrent int }{{1, 1}, {5, 1}, {40, 8}, {100, 7}} {
 			t.Run(fmt.Sprintf("%s/trials=%d,concurrent=%d", alg, tc.maxTrials, tc.maxConcurrent), func(t *testing.T) {
-				cfg := Config{Algorithm: alg, Space: testSpace(), Seed: 42, MaxTrials: tc.maxTrials, MaxConcurrent: tc.maxConcurrent, Mode: "min"}
-				sched, created := run(t, cfg, testScript)
-				if len(created) != tc.maxTrials {
-					t.Errorf("created %d trials, want %d", len(created), tc.maxTrials)
-				}
-				if again, _ := run(t, cfg, testScript); sched != again {
-					t.Errorf("same seed, different schedules")
-				}
-				cfg.Seed = 43
-				if other, _ := run(t, cfg, testScript); tc.maxTrials > 1 && sched == other {
-					t.Error("seeds 42 and 43 gave the same schedule")
-				}
+				checkHarness(t, Config{Algorithm: alg, Space: testSpace(), MaxTrials: tc.maxTrials, MaxConcurrent: tc.maxConcurrent, Mode: "min"})
 			})
 		}
 	}

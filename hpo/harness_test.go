@@ -191,26 +191,33 @@ func containsTrial(ts []*simTrial, id string) bool {
 	return false
 }
 
+// checkHarness runs cfg (seed 42) through the harness and checks what every
+// searcher owes: max_trials created, the same schedule for the same seed,
+// another for seed 43 (once there is more than one trial to tell them
+// apart). It returns the schedule.
+func checkHarness(t *testing.T, cfg Config) string {
+	t.Helper()
+	cfg.Seed = 42
+	sched, created := run(t, cfg, testScript)
+	if len(created) != cfg.MaxTrials {
+		t.Errorf("created %d trials, want max_trials %d", len(created), cfg.MaxTrials)
+	}
+	if again, _ := run(t, cfg, testScript); sched != again {
+		t.Errorf("same seed, different schedules:\n%s\n---\n%s", sched, again)
+	}
+	cfg.Seed = 43
+	if other, _ := run(t, cfg, testScript); cfg.MaxTrials > 1 && sched == other {
+		t.Error("seeds 42 and 43 gave the same schedule")
+	}
+	return sched
+}
+
 func TestHarnessRandom(t *testing.T) {
 	for _, tc := range []struct{ maxTrials, maxConcurrent int }{
 		{1, 1}, {5, 1}, {3, 8}, {40, 8}, {100, 7},
 	} {
 		t.Run(fmt.Sprintf("trials=%d,concurrent=%d", tc.maxTrials, tc.maxConcurrent), func(t *testing.T) {
-			cfg := Config{Algorithm: AlgorithmRandom, Space: testSpace(), Seed: 42,
-				MaxTrials: tc.maxTrials, MaxConcurrent: tc.maxConcurrent, Mode: "min"}
-			sched, created := run(t, cfg, testScript)
-			if len(created) != tc.maxTrials {
-				t.Errorf("created %d trials, want max_trials %d", len(created), tc.maxTrials)
-			}
-			again, _ := run(t, cfg, testScript)
-			if sched != again {
-				t.Errorf("same seed, different schedules:\n%s\n---\n%s", sched, again)
-			}
-			cfg.Seed = 43
-			other, _ := run(t, cfg, testScript)
-			if sched == other {
-				t.Error("seeds 42 and 43 gave the same schedule")
-			}
+			checkHarness(t, Config{Algorithm: AlgorithmRandom, Space: testSpace(), MaxTrials: tc.maxTrials, MaxConcurrent: tc.maxConcurrent, Mode: "min"})
 		})
 	}
 }

@@ -30,14 +30,7 @@ func TestHarnessStoppingSearchers(t *testing.T) {
 	for name, mk := range map[string]func(int, int) Config{"asha": ashaConfig, "median": medianConfig, "hyperband": hyperbandConfig} {
 		for _, tc := range []struct{ maxTrials, maxConcurrent int }{{1, 1}, {20, 1}, {40, 8}, {100, 7}} {
 			t.Run(fmt.Sprintf("%s/trials=%d,concurrent=%d", name, tc.maxTrials, tc.maxConcurrent), func(t *testing.T) {
-				cfg := mk(tc.maxTrials, tc.maxConcurrent)
-				sched, created := run(t, cfg, testScript)
-				if len(created) != tc.maxTrials {
-					t.Errorf("created %d, want %d", len(created), tc.maxTrials)
-				}
-				if again, _ := run(t, cfg, testScript); again != sched {
-					t.Error("same seed, different schedules")
-				}
+				sched := checkHarness(t, mk(tc.maxTrials, tc.maxConcurrent))
 				if tc.maxTrials >= 20 && !strings.Contains(sched, " stopped\n") {
 					t.Errorf("%d trials and none stopped", tc.maxTrials)
 				}

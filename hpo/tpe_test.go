@@ -29,19 +29,7 @@ func TestHarnessTPE(t *testing.T) {
 			{1, 1}, {5, 1}, {3, 8}, {40, 8}, {100, 7}, {60, 1},
 		} {
 			t.Run(fmt.Sprintf("%s/trials=%d,concurrent=%d", set.name, tc.maxTrials, tc.maxConcurrent), func(t *testing.T) {
-				cfg := tpeConfig(42, tc.maxTrials, tc.maxConcurrent, set.s)
-				sched, created := run(t, cfg, testScript)
-				if len(created) != tc.maxTrials {
-					t.Errorf("created %d trials, want max_trials %d", len(created), tc.maxTrials)
-				}
-				again, _ := run(t, cfg, testScript)
-				if sched != again {
-					t.Errorf("same seed, different schedules:\n%s\n---\n%s", sched, again)
-				}
-				cfg.Seed = 43
-				if other, _ := run(t, cfg, testScript); sched == other {
-					t.Error("seeds 42 and 43 gave the same schedule")
-				}
+				checkHarness(t, tpeConfig(42, tc.maxTrials, tc.maxConcurrent, set.s))
 			})
 		}
 	}

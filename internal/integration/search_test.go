@@ -16,11 +16,16 @@ import (
 // trained less than its full budget, the others train it whole, and the
 // campaign completes with every trial accounted for.
 func TestASHACampaignStopsTrialsEarly(t *testing.T) {
+	// A running trial tells its campaign its metrics at most every
+	// TrialReportInterval (10 s), and a rung is judged at the first report
+	// past it: these 10-s trials report every second, as trials of hours
+	// report often enough at 10 s.
+	interval := workflows.TrialReportInterval
+	workflows.TrialReportInterval = time.Second
+	t.Cleanup(func() { workflows.TrialReportInterval = interval })
 	srv := startServer(t, devserver.Options{})
 	testenv.Worker(t, srv, "search-asha", nil)
-	// 6,400 samples of 32 each over about 10 s: the campaign hears a
-	// trial's progress every 2 s (activities' ProgressInterval), so each
-	// is judged at its rungs while it runs, however loaded the machine.
+	// 6,400 samples of 32 each over about 10 s; rungs at 25 and 75 steps.
 	const trials, steps = 12, 200
 	spec := testenv.MLPSpec(t, "asha", trials, 4, steps, 50)
 	spec.Resources.MaxNodes = 1

@@ -145,9 +145,6 @@ func (g *grid) point(k uint64) Params {
 	return p
 }
 
-// Size is the number of grid points.
-func (g *grid) Size() uint64 { return g.n }
-
 func (g *grid) Initial() []Action { return g.fill() }
 
 func (g *grid) TrialCreated(string) []Action { return nil }

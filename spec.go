@@ -54,10 +54,25 @@ type SearchSpec struct {
 	// trials the searcher learns from before its first trial (a searcher
 	// that models results, tpe; docs/search.md).
 	WarmStart []string `json:"warm_start,omitempty"`
+	// BudgetUnit is what trial budgets count, and what early-stopping
+	// settings (min_budget, interval, ...) are in: "samples" (default),
+	// "steps" or "epochs", as the trainer reports them (docs/protocol.md).
+	BudgetUnit string `json:"budget_unit,omitempty"`
 	// Settings are the chosen algorithm's own section, search.<algorithm>
 	// (e.g. search.tpe.n_startup_trials); omitted, its defaults.
 	hpo.Settings
 }
+
+// Budget units (SearchSpec.BudgetUnit): the report counters a trial's
+// budget is measured in.
+const (
+	BudgetSamples = "samples"
+	BudgetSteps   = "steps"
+	BudgetEpochs  = "epochs"
+)
+
+// BudgetUnits lists the budget units.
+var BudgetUnits = []string{BudgetSamples, BudgetSteps, BudgetEpochs}
 
 // ObjectiveSpec names the metric the trials report and its direction.
 type ObjectiveSpec struct {
@@ -129,6 +144,9 @@ func (s CampaignSpec) WithDefaults() CampaignSpec {
 	}
 	if s.Search.Algorithm == "" {
 		s.Search.Algorithm = "random"
+	}
+	if s.Search.BudgetUnit == "" {
+		s.Search.BudgetUnit = BudgetSamples
 	}
 	if s.Search.Seed == 0 {
 		s.Search.Seed = 1
@@ -206,6 +224,9 @@ func (s CampaignSpec) Validate() error {
 		if name == s.Name {
 			return fmt.Errorf("search.warm_start[%d]: %q is this campaign", i, name)
 		}
+	}
+	if !slices.Contains(BudgetUnits, s.Search.BudgetUnit) {
+		return fmt.Errorf("search.budget_unit: %q is not one of %s", s.Search.BudgetUnit, strings.Join(BudgetUnits, ", "))
 	}
 	if !slices.Contains(hpo.Algorithms(), s.Search.Algorithm) {
 		return fmt.Errorf("search.algorithm: %q is not one of %s", s.Search.Algorithm, strings.Join(hpo.Algorithms(), ", "))

@@ -14,27 +14,27 @@ type ASHASettings struct {
 	// Sampler chooses the trials: random (default), quasirandom, grid or
 	// tpe, with its own section's settings.
 	Sampler string `json:"sampler,omitempty"`
-	// MinSamples is the first rung's budget r, in training samples
+	// MinBudget is the first rung's budget r, in the budget unit (search.budget_unit)
 	// (required): a trial is first judged once it has trained this many.
-	MinSamples float64 `json:"min_samples"`
-	// ReductionFactor is η (default 3): rung k is at r·η^k samples, and a
+	MinBudget float64 `json:"min_budget"`
+	// ReductionFactor is η (default 3): rung k is at budget r·η^k, and a
 	// trial goes on past a rung only if it is in the top 1/η of the
 	// trials that reached it.
 	ReductionFactor float64 `json:"reduction_factor,omitempty"`
-	// MaxSamples caps the rungs (default: none): past it nothing is
+	// MaxBudget caps the rungs (default: none): past it nothing is
 	// stopped.
-	MaxSamples float64 `json:"max_samples,omitempty"`
+	MaxBudget float64 `json:"max_budget,omitempty"`
 }
 
 // Validate checks the settings; errors name the field.
 func (s *ASHASettings) Validate() error {
 	switch {
-	case !(s.MinSamples > 0) || math.IsInf(s.MinSamples, 0):
-		return fmt.Errorf("min_samples: %v must be > 0 (the first rung's budget in training samples)", s.MinSamples)
+	case !(s.MinBudget > 0) || math.IsInf(s.MinBudget, 0):
+		return fmt.Errorf("min_budget: %v must be > 0 (the first rung's budget in the budget unit (search.budget_unit))", s.MinBudget)
 	case s.ReductionFactor != 0 && !(s.ReductionFactor >= 2 && s.ReductionFactor <= 100):
 		return fmt.Errorf("reduction_factor: %v must be in [2, 100]", s.ReductionFactor)
-	case s.MaxSamples != 0 && !(s.MaxSamples >= s.MinSamples) || math.IsInf(s.MaxSamples, 0):
-		return fmt.Errorf("max_samples: %v must be ≥ min_samples %v", s.MaxSamples, s.MinSamples)
+	case s.MaxBudget != 0 && !(s.MaxBudget >= s.MinBudget) || math.IsInf(s.MaxBudget, 0):
+		return fmt.Errorf("max_budget: %v must be ≥ min_budget %v", s.MaxBudget, s.MinBudget)
 	}
 	return nil
 }
@@ -42,7 +42,7 @@ func (s *ASHASettings) Validate() error {
 func init() {
 	register(algorithm{
 		name:    AlgorithmASHA,
-		summary: "asynchronous successive halving, stopping variant: a trial past rung r·η^k samples goes on only if in the top 1/η there",
+		summary: "asynchronous successive halving, stopping variant: a trial past rung r·η^k goes on only if in the top 1/η there",
 		section: func(s Settings) (validator, bool) { return s.ASHA, s.ASHA != nil },
 		sampler: func(s Settings) string {
 			if s.ASHA == nil {
@@ -53,9 +53,9 @@ func init() {
 		new: func(cfg Config) (Searcher, error) {
 			set := cfg.Settings.ASHA
 			if set == nil {
-				return nil, fmt.Errorf("search.asha.min_samples: missing (the first rung's budget in training samples)")
+				return nil, fmt.Errorf("search.asha.min_budget: missing (the first rung's budget in the budget unit (search.budget_unit))")
 			}
-			r := &ashaRule{MinSamples: set.MinSamples, Eta: set.ReductionFactor, MaxSamples: set.MaxSamples, Passed: map[string]int{}}
+			r := &ashaRule{MinBudget: set.MinBudget, Eta: set.ReductionFactor, MaxBudget: set.MaxBudget, Passed: map[string]int{}}
 			if r.Eta == 0 {
 				r.Eta = 3
 			}
@@ -77,9 +77,9 @@ const ashaKeep = 1024
 // only if it ranks within the top ⌊n/η⌋ of the n trials recorded there
 // (the best one when n < η).
 type ashaRule struct {
-	MinSamples float64 `json:"min_samples"`
+	MinBudget float64 `json:"min_budget"`
 	Eta        float64 `json:"eta"`
-	MaxSamples float64 `json:"max_samples,omitempty"`
+	MaxBudget float64 `json:"max_budget,omitempty"`
 	// Rungs hold, per rung, how many trials reached it and the best
 	// values recorded there, sorted.
 	Rungs []ashaRung `json:"rungs,omitempty"`
@@ -92,8 +92,8 @@ type ashaRung struct {
 	Best []float64 `json:"best"`
 }
 
-// budget is rung k's budget in samples.
-func (r *ashaRule) budget(k int) float64 { return r.MinSamples * math.Pow(r.Eta, float64(k)) }
+// budget is rung k's budget.
+func (r *ashaRule) budget(k int) float64 { return r.MinBudget * math.Pow(r.Eta, float64(k)) }
 
 // rungSlack is the relative rounding allowed on a rung's budget r·η^k: with
 // r written as R/η^S, the product can land an ulp above the whole number
@@ -105,7 +105,7 @@ func (r *ashaRule) observe(id string, samples, loss float64) bool {
 	if k, ok := r.Passed[id]; ok {
 		next = k + 1
 	}
-	for ; samples >= r.budget(next)*(1-rungSlack) && (r.MaxSamples == 0 || r.budget(next) <= r.MaxSamples*(1+rungSlack)); next++ {
+	for ; samples >= r.budget(next)*(1-rungSlack) && (r.MaxBudget == 0 || r.budget(next) <= r.MaxBudget*(1+rungSlack)); next++ {
 		r.Passed[id] = next
 		for len(r.Rungs) <= next {
 			r.Rungs = append(r.Rungs, ashaRung{})

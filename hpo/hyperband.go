@@ -13,13 +13,13 @@ type HyperbandSettings struct {
 	// Sampler chooses the trials: random (default), quasirandom, grid or
 	// tpe, with its own section's settings.
 	Sampler string `json:"sampler,omitempty"`
-	// MinSamples is r, the smallest first rung, in training samples
+	// MinBudget is r, the smallest first rung, in the budget unit (search.budget_unit)
 	// (required).
-	MinSamples float64 `json:"min_samples"`
-	// MaxSamples is R, a trial's full budget in training samples
+	MinBudget float64 `json:"min_budget"`
+	// MaxBudget is R, a trial's full budget in the budget unit (search.budget_unit)
 	// (required): the brackets' first rungs are R/η^s for s = 0..S with
 	// R/η^S ≥ r.
-	MaxSamples float64 `json:"max_samples"`
+	MaxBudget float64 `json:"max_budget"`
 	// ReductionFactor is η (default 3).
 	ReductionFactor float64 `json:"reduction_factor,omitempty"`
 }
@@ -27,10 +27,10 @@ type HyperbandSettings struct {
 // Validate checks the settings; errors name the field.
 func (s *HyperbandSettings) Validate() error {
 	switch {
-	case !(s.MinSamples > 0) || math.IsInf(s.MinSamples, 0):
-		return fmt.Errorf("min_samples: %v must be > 0 (the smallest first rung, in training samples)", s.MinSamples)
-	case !(s.MaxSamples >= s.MinSamples) || math.IsInf(s.MaxSamples, 0):
-		return fmt.Errorf("max_samples: %v must be ≥ min_samples %v (a trial's full budget in training samples)", s.MaxSamples, s.MinSamples)
+	case !(s.MinBudget > 0) || math.IsInf(s.MinBudget, 0):
+		return fmt.Errorf("min_budget: %v must be > 0 (the smallest first rung, in the budget unit (search.budget_unit))", s.MinBudget)
+	case !(s.MaxBudget >= s.MinBudget) || math.IsInf(s.MaxBudget, 0):
+		return fmt.Errorf("max_budget: %v must be ≥ min_budget %v (a trial's full budget in the budget unit (search.budget_unit))", s.MaxBudget, s.MinBudget)
 	case s.ReductionFactor != 0 && !(s.ReductionFactor >= 2 && s.ReductionFactor <= 100):
 		return fmt.Errorf("reduction_factor: %v must be in [2, 100]", s.ReductionFactor)
 	}
@@ -51,7 +51,7 @@ func init() {
 		new: func(cfg Config) (Searcher, error) {
 			set := cfg.Settings.Hyperband
 			if set == nil {
-				return nil, fmt.Errorf("search.hyperband.min_samples: missing (the smallest first rung, in training samples)")
+				return nil, fmt.Errorf("search.hyperband.min_budget: missing (the smallest first rung, in the budget unit (search.budget_unit))")
 			}
 			return newStopper(cfg, AlgorithmHyperband, set.Sampler, newHyperbandRule(set))
 		},
@@ -78,11 +78,11 @@ func newHyperbandRule(set *HyperbandSettings) *hyperbandRule {
 	if eta == 0 {
 		eta = 3
 	}
-	top := int(math.Floor(math.Log(set.MaxSamples/set.MinSamples)/math.Log(eta) + 1e-9))
+	top := int(math.Floor(math.Log(set.MaxBudget/set.MinBudget)/math.Log(eta) + 1e-9))
 	r := &hyperbandRule{Of: map[string]int{}}
 	for s := 0; s <= top; s++ {
-		first := set.MaxSamples / math.Pow(eta, float64(s))
-		r.Brackets = append(r.Brackets, &ashaRule{MinSamples: first, Eta: eta, MaxSamples: set.MaxSamples, Passed: map[string]int{}})
+		first := set.MaxBudget / math.Pow(eta, float64(s))
+		r.Brackets = append(r.Brackets, &ashaRule{MinBudget: first, Eta: eta, MaxBudget: set.MaxBudget, Passed: map[string]int{}})
 		r.Weights = append(r.Weights, math.Ceil(float64(top+1)/float64(s+1)*math.Pow(eta, float64(s))))
 		r.Credit = append(r.Credit, 0)
 	}
@@ -109,7 +109,7 @@ func (r *hyperbandRule) bracket(id string) int {
 
 func (r *hyperbandRule) observe(id string, samples, loss float64) bool {
 	b := r.Brackets[r.bracket(id)]
-	if b.MinSamples >= b.MaxSamples {
+	if b.MinBudget >= b.MaxBudget {
 		return false // the bracket without early stopping
 	}
 	return b.observe(id, samples, loss)

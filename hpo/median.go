@@ -14,12 +14,12 @@ type MedianSettings struct {
 	// Sampler chooses the trials: random (default), quasirandom, grid or
 	// tpe, with its own section's settings.
 	Sampler string `json:"sampler,omitempty"`
-	// IntervalSamples spaces the checkpoints at which trials are compared,
-	// in training samples (required).
-	IntervalSamples float64 `json:"interval_samples"`
-	// WarmupSamples: no trial is stopped before it has trained this many
+	// Interval spaces the checkpoints at which trials are compared,
+	// in the budget unit (search.budget_unit) (required).
+	Interval float64 `json:"interval"`
+	// Warmup: no trial is stopped before it has trained this many
 	// (default 0).
-	WarmupSamples float64 `json:"warmup_samples,omitempty"`
+	Warmup float64 `json:"warmup,omitempty"`
 	// MinTrials is how many other trials must have reached a checkpoint
 	// before the rule stops anyone there (default 5).
 	MinTrials int `json:"min_trials,omitempty"`
@@ -28,10 +28,10 @@ type MedianSettings struct {
 // Validate checks the settings; errors name the field.
 func (s *MedianSettings) Validate() error {
 	switch {
-	case !(s.IntervalSamples > 0) || math.IsInf(s.IntervalSamples, 0):
-		return fmt.Errorf("interval_samples: %v must be > 0 (training samples between checkpoints)", s.IntervalSamples)
-	case s.WarmupSamples < 0 || math.IsNaN(s.WarmupSamples) || math.IsInf(s.WarmupSamples, 0):
-		return fmt.Errorf("warmup_samples: %v must be ≥ 0", s.WarmupSamples)
+	case !(s.Interval > 0) || math.IsInf(s.Interval, 0):
+		return fmt.Errorf("interval: %v must be > 0 (budget units between checkpoints)", s.Interval)
+	case s.Warmup < 0 || math.IsNaN(s.Warmup) || math.IsInf(s.Warmup, 0):
+		return fmt.Errorf("warmup: %v must be ≥ 0", s.Warmup)
 	case s.MinTrials < 0:
 		return fmt.Errorf("min_trials: %d must be ≥ 0", s.MinTrials)
 	}
@@ -52,9 +52,9 @@ func init() {
 		new: func(cfg Config) (Searcher, error) {
 			set := cfg.Settings.Median
 			if set == nil {
-				return nil, fmt.Errorf("search.median.interval_samples: missing (training samples between checkpoints)")
+				return nil, fmt.Errorf("search.median.interval: missing (budget units between checkpoints)")
 			}
-			r := &medianRule{Interval: set.IntervalSamples, Warmup: set.WarmupSamples, MinTrials: set.MinTrials, Trials: map[string]medianTrial{}}
+			r := &medianRule{Interval: set.Interval, Warmup: set.Warmup, MinTrials: set.MinTrials, Trials: map[string]medianTrial{}}
 			if r.MinTrials == 0 {
 				r.MinTrials = 5
 			}

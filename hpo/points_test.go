@@ -16,11 +16,11 @@ func TestPointsComeFirst(t *testing.T) {
 		cfg := Config{Algorithm: alg, Space: testSpace(), Seed: 5, MaxTrials: 6, MaxConcurrent: 3, Mode: "min", Points: pts}
 		switch alg {
 		case AlgorithmASHA:
-			cfg.Settings.ASHA = &ASHASettings{MinSamples: 200}
+			cfg.Settings.ASHA = &ASHASettings{MinBudget: 200}
 		case AlgorithmHyperband:
-			cfg.Settings.Hyperband = &HyperbandSettings{MinSamples: 200, MaxSamples: 800}
+			cfg.Settings.Hyperband = &HyperbandSettings{MinBudget: 200, MaxBudget: 800}
 		case AlgorithmMedian:
-			cfg.Settings.Median = &MedianSettings{IntervalSamples: 200}
+			cfg.Settings.Median = &MedianSettings{Interval: 200}
 		}
 		_, created := run(t, cfg, testScript)
 		if len(created) != 6 {

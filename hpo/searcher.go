@@ -18,13 +18,18 @@ import (
 type Searcher interface {
 	// Initial returns the first actions, before any trial exists.
 	Initial() []Action
-	// TrialCreated: the trial asked for by Create{ID: id} has started.
+	// TrialCreated: the trial asked for by Create{ID: id} (or continued by
+	// Continue{TrialID: id}) has started.
 	TrialCreated(id string) []Action
 	// TrialReported: a running trial reported its objective metric after
-	// samples training samples.
-	TrialReported(id string, samples, metric float64) []Action
-	// TrialFinished: the trial ended by itself or was stopped; metric is its
-	// last objective value, NaN when it reported none.
+	// training progress budget units (search.budget_unit: samples, steps
+	// or epochs, cumulative since the trial first started; a trial created
+	// from another's checkpoint counts on from that checkpoint's).
+	TrialReported(id string, progress, metric float64) []Action
+	// TrialFinished: the trial ended by itself, reached its budget (it is
+	// then paused at its checkpoint, holds no nodes, and may be continued),
+	// or was stopped; metric is its last objective value, NaN when it
+	// reported none.
 	TrialFinished(id string, metric float64, outcome Outcome) []Action
 	// TrialFailed: the trial failed (its trainer kept failing, or it could
 	// not be started).
@@ -47,9 +52,9 @@ const (
 	OutcomeStopped   Outcome = "stopped"   // stopped by a person, a searcher or the campaign
 )
 
-// Action is what a searcher asks for: Create, Stop or Shutdown. The set is
-// closed (the marker method is unexported), so a type switch over the three
-// is exhaustive.
+// Action is what a searcher asks for: Create, Continue, Stop or Shutdown.
+// The set is closed (the marker method is unexported), so a type switch
+// over the four is exhaustive.
 type Action interface{ action() }
 
 // Create asks for a new trial with these parameters. ID is unique within
@@ -57,6 +62,31 @@ type Action interface{ action() }
 type Create struct {
 	ID     string `json:"id"`
 	Params Params `json:"params"`
+	// Budget, when > 0, is the progress (in search.budget_unit) at which
+	// the trial pauses: its trainer checkpoints and exits there, and the
+	// trial ends with OutcomeCompleted, holding no nodes, until a Continue
+	// names it. 0: the trainer runs to its own end.
+	Budget float64 `json:"budget,omitempty"`
+	// From, when set, names an earlier trial that has reached its budget:
+	// the new trial starts from that trial's checkpoint (its weights and
+	// counters) with these parameters (PBT's exploit and explore). Budget
+	// then counts on from that checkpoint's progress.
+	From string `json:"from,omitempty"`
+	// Stage labels the trial for people (a rung, a generation): the
+	// leaderboard and the UI show it.
+	Stage string `json:"stage,omitempty"`
+}
+
+// Continue asks to run a trial that has reached its budget (ended with
+// OutcomeCompleted after a Create or Continue with a Budget) on to a
+// larger Budget, resuming from its checkpoint: ASHA's promotion. Its
+// parameters stay; it reports TrialCreated again when it starts. A
+// Continue for a trial that cannot be continued (unknown, running, failed,
+// or whose checkpoint is gone) comes back as TrialFailed.
+type Continue struct {
+	TrialID string  `json:"trial_id"`
+	Budget  float64 `json:"budget"`
+	Stage   string  `json:"stage,omitempty"`
 }
 
 // Stop asks to stop a running trial gracefully (it checkpoints and reports
@@ -69,10 +99,21 @@ type Stop struct {
 type Shutdown struct{}
 
 func (Create) action()   {}
+func (Continue) action() {}
 func (Stop) action()     {}
 func (Shutdown) action() {}
 
-func (a Create) String() string   { return fmt.Sprintf("create %s %v", a.ID, paramsString(a.Params)) }
+func (a Create) String() string {
+	s := fmt.Sprintf("create %s %v", a.ID, paramsString(a.Params))
+	if a.From != "" {
+		s += " from " + a.From
+	}
+	if a.Budget > 0 {
+		s += fmt.Sprintf(" budget %g", a.Budget)
+	}
+	return s
+}
+func (a Continue) String() string { return fmt.Sprintf("continue %s budget %g", a.TrialID, a.Budget) }
 func (a Stop) String() string     { return "stop " + a.TrialID }
 func (a Shutdown) String() string { return "shutdown" }
 

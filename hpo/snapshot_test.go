@@ -21,9 +21,9 @@ func TestSnapshotsBoundedAt100kTrials(t *testing.T) {
 		{AlgorithmRandom, Settings{}},
 		{AlgorithmQuasiRandom, Settings{}},
 		{AlgorithmGrid, Settings{Grid: &GridSettings{Resolution: 20}}},
-		{AlgorithmASHA, Settings{ASHA: &ASHASettings{MinSamples: 100}}},
-		{AlgorithmHyperband, Settings{Hyperband: &HyperbandSettings{MinSamples: 100, MaxSamples: 2700}}},
-		{AlgorithmMedian, Settings{Median: &MedianSettings{IntervalSamples: 27}}},
+		{AlgorithmASHA, Settings{ASHA: &ASHASettings{MinBudget: 100}}},
+		{AlgorithmHyperband, Settings{Hyperband: &HyperbandSettings{MinBudget: 100, MaxBudget: 2700}}},
+		{AlgorithmMedian, Settings{Median: &MedianSettings{Interval: 27}}},
 	} {
 		t.Run(tc.alg, func(t *testing.T) {
 			cfg := Config{Algorithm: tc.alg, Space: testSpace(), Seed: 1, MaxTrials: 100_000, MaxConcurrent: 8, Mode: "min", Settings: tc.set}

@@ -11,17 +11,17 @@ import (
 
 func ashaConfig(maxTrials, maxConcurrent int) Config {
 	return Config{Algorithm: AlgorithmASHA, Space: testSpace(), Seed: 42, MaxTrials: maxTrials, MaxConcurrent: maxConcurrent, Mode: "min",
-		Settings: Settings{ASHA: &ASHASettings{MinSamples: 200, ReductionFactor: 2}}}
+		Settings: Settings{ASHA: &ASHASettings{MinBudget: 200, ReductionFactor: 2}}}
 }
 
 func hyperbandConfig(maxTrials, maxConcurrent int) Config {
 	return Config{Algorithm: AlgorithmHyperband, Space: testSpace(), Seed: 42, MaxTrials: maxTrials, MaxConcurrent: maxConcurrent, Mode: "min",
-		Settings: Settings{Hyperband: &HyperbandSettings{MinSamples: 200, MaxSamples: 800, ReductionFactor: 2}}}
+		Settings: Settings{Hyperband: &HyperbandSettings{MinBudget: 200, MaxBudget: 800, ReductionFactor: 2}}}
 }
 
 func medianConfig(maxTrials, maxConcurrent int) Config {
 	return Config{Algorithm: AlgorithmMedian, Space: testSpace(), Seed: 42, MaxTrials: maxTrials, MaxConcurrent: maxConcurrent, Mode: "min",
-		Settings: Settings{Median: &MedianSettings{IntervalSamples: 200, MinTrials: 2}}}
+		Settings: Settings{Median: &MedianSettings{Interval: 200, MinTrials: 2}}}
 }
 
 // The stopping searchers run through the harness: snapshots survive every
@@ -40,7 +40,7 @@ func TestHarnessStoppingSearchers(t *testing.T) {
 }
 
 func TestASHARule(t *testing.T) {
-	r := &ashaRule{MinSamples: 100, Eta: 3, Passed: map[string]int{}}
+	r := &ashaRule{MinBudget: 100, Eta: 3, Passed: map[string]int{}}
 	steps := []struct {
 		id      string
 		samples float64
@@ -72,19 +72,19 @@ func TestASHARule(t *testing.T) {
 	if r.Rungs[0].N != 7 || len(r.Rungs) != 3 {
 		t.Errorf("rungs %+v", r.Rungs)
 	}
-	r.MaxSamples = 300
+	r.MaxBudget = 300
 	if stop := r.observe("z", 1e6, 100); !stop {
 		t.Error("z: worst at rung 0, want stopped")
 	}
 	if len(r.Rungs) != 3 || r.Passed["z"] != 0 {
-		t.Errorf("max_samples 300: z passed rung %d", r.Passed["z"])
+		t.Errorf("max_budget 300: z passed rung %d", r.Passed["z"])
 	}
 }
 
 // A rung written as R/η^k is reached by the report at R/η^k samples even
 // where r·η^k rounds an ulp above it (here 2700/81·27 = 900.0000000000001).
 func TestASHARungsSurviveRounding(t *testing.T) {
-	r := &ashaRule{MinSamples: 2700.0 / 81, Eta: 3, MaxSamples: 2700, Passed: map[string]int{}}
+	r := &ashaRule{MinBudget: 2700.0 / 81, Eta: 3, MaxBudget: 2700, Passed: map[string]int{}}
 	if r.budget(3) <= 900 {
 		t.Skipf("r·η³ = %v: no rounding to guard against on this platform", r.budget(3))
 	}
@@ -94,7 +94,7 @@ func TestASHARungsSurviveRounding(t *testing.T) {
 	}
 	r.observe("b", 2700, 1)
 	if r.Passed["b"] != 4 {
-		t.Errorf("a report at 2700 samples passed rung %d, want 4 (max_samples)", r.Passed["b"])
+		t.Errorf("a report at 2700 samples passed rung %d, want 4 (max_budget)", r.Passed["b"])
 	}
 }
 
@@ -151,7 +151,7 @@ func TestASHAMatchesOptunaPruner(t *testing.T) {
 		t.Run(fmt.Sprintf("%s,r=%g,eta=%g,R=%g", tc.mode, tc.min, tc.eta, tc.max), func(t *testing.T) {
 			cfg := ashaConfig(400, 8)
 			cfg.Mode = tc.mode
-			cfg.Settings.ASHA = &ASHASettings{MinSamples: tc.min, ReductionFactor: tc.eta, MaxSamples: tc.max}
+			cfg.Settings.ASHA = &ASHASettings{MinBudget: tc.min, ReductionFactor: tc.eta, MaxBudget: tc.max}
 			s, err := NewSearcher(cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -231,7 +231,7 @@ func TestMedianRule(t *testing.T) {
 	}
 	r.Warmup = 1000
 	if r.observe("f", 100, 100) {
-		t.Error("stopped within warmup_samples")
+		t.Error("stopped within warmup")
 	}
 }
 
@@ -261,16 +261,16 @@ func TestStopperSettingsErrorsNameTheField(t *testing.T) {
 		alg  string
 		want string
 	}{
-		{Settings{}, AlgorithmASHA, "search.asha.min_samples: missing"},
-		{Settings{ASHA: &ASHASettings{}}, AlgorithmASHA, "search.asha.min_samples: 0 must be > 0"},
-		{Settings{ASHA: &ASHASettings{MinSamples: 10, ReductionFactor: 1}}, AlgorithmASHA, "search.asha.reduction_factor"},
-		{Settings{ASHA: &ASHASettings{MinSamples: 10, MaxSamples: 5}}, AlgorithmASHA, "search.asha.max_samples"},
-		{Settings{ASHA: &ASHASettings{MinSamples: 10, Sampler: "asha"}}, AlgorithmASHA, `search.asha.sampler: "asha" is not one of`},
-		{Settings{ASHA: &ASHASettings{MinSamples: 10}, Grid: &GridSettings{Resolution: 3}}, AlgorithmASHA, "search.grid: settings of algorithm grid, but search.algorithm is asha (sampling with random)"},
-		{Settings{Median: &MedianSettings{}}, AlgorithmMedian, "search.median.interval_samples"},
-		{Settings{}, AlgorithmHyperband, "search.hyperband.min_samples: missing"},
-		{Settings{Hyperband: &HyperbandSettings{MinSamples: 10, MaxSamples: 5}}, AlgorithmHyperband, "search.hyperband.max_samples"},
-		{Settings{Median: &MedianSettings{IntervalSamples: 1, MinTrials: -1}}, AlgorithmMedian, "search.median.min_trials"},
+		{Settings{}, AlgorithmASHA, "search.asha.min_budget: missing"},
+		{Settings{ASHA: &ASHASettings{}}, AlgorithmASHA, "search.asha.min_budget: 0 must be > 0"},
+		{Settings{ASHA: &ASHASettings{MinBudget: 10, ReductionFactor: 1}}, AlgorithmASHA, "search.asha.reduction_factor"},
+		{Settings{ASHA: &ASHASettings{MinBudget: 10, MaxBudget: 5}}, AlgorithmASHA, "search.asha.max_budget"},
+		{Settings{ASHA: &ASHASettings{MinBudget: 10, Sampler: "asha"}}, AlgorithmASHA, `search.asha.sampler: "asha" is not one of`},
+		{Settings{ASHA: &ASHASettings{MinBudget: 10}, Grid: &GridSettings{Resolution: 3}}, AlgorithmASHA, "search.grid: settings of algorithm grid, but search.algorithm is asha (sampling with random)"},
+		{Settings{Median: &MedianSettings{}}, AlgorithmMedian, "search.median.interval"},
+		{Settings{}, AlgorithmHyperband, "search.hyperband.min_budget: missing"},
+		{Settings{Hyperband: &HyperbandSettings{MinBudget: 10, MaxBudget: 5}}, AlgorithmHyperband, "search.hyperband.max_budget"},
+		{Settings{Median: &MedianSettings{Interval: 1, MinTrials: -1}}, AlgorithmMedian, "search.median.min_trials"},
 	} {
 		cfg := Config{Algorithm: tc.alg, Space: testSpace(), Seed: 1, MaxTrials: 2, MaxConcurrent: 1, Mode: "min", Settings: tc.set}
 		if _, err := NewSearcher(cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -279,7 +279,7 @@ func TestStopperSettingsErrorsNameTheField(t *testing.T) {
 	}
 	// The sampler's own section applies.
 	cfg := Config{Algorithm: AlgorithmASHA, Space: testSpace(), Seed: 1, MaxTrials: 30, MaxConcurrent: 30, Mode: "min",
-		Settings: Settings{ASHA: &ASHASettings{MinSamples: 10, Sampler: AlgorithmGrid}, Grid: &GridSettings{Resolution: 2}}}
+		Settings: Settings{ASHA: &ASHASettings{MinBudget: 10, Sampler: AlgorithmGrid}, Grid: &GridSettings{Resolution: 2}}}
 	s, err := NewSearcher(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -291,7 +291,7 @@ func TestStopperSettingsErrorsNameTheField(t *testing.T) {
 
 // The ASHA rule's state stays bounded however many trials reach a rung.
 func TestASHAStateIsBounded(t *testing.T) {
-	r := &ashaRule{MinSamples: 1, Eta: 3, Passed: map[string]int{}}
+	r := &ashaRule{MinBudget: 1, Eta: 3, Passed: map[string]int{}}
 	for i := range 100_000 {
 		id := fmt.Sprint(i)
 		r.observe(id, 1, float64((i*7919)%100_003))
@@ -305,10 +305,10 @@ func TestASHAStateIsBounded(t *testing.T) {
 // Hyperband's brackets: first rungs R/η^s, trials spread in proportion to
 // n_s = ⌈(S+1)/(s+1)·η^s⌉, the bracket s = 0 never stopping anyone.
 func TestHyperbandBrackets(t *testing.T) {
-	r := newHyperbandRule(&HyperbandSettings{MinSamples: 100, MaxSamples: 2700, ReductionFactor: 3})
+	r := newHyperbandRule(&HyperbandSettings{MinBudget: 100, MaxBudget: 2700, ReductionFactor: 3})
 	var firsts []float64
 	for _, b := range r.Brackets {
-		firsts = append(firsts, b.MinSamples)
+		firsts = append(firsts, b.MinBudget)
 	}
 	if fmt.Sprint(firsts) != "[2700 900 300 100]" || fmt.Sprint(r.Weights) != "[4 6 12 27]" {
 		t.Fatalf("brackets %v, weights %v", firsts, r.Weights)

@@ -65,7 +65,7 @@ func TestHarnessTPEEdgeSpaces(t *testing.T) {
 func TestHarnessTPEUnderASHA(t *testing.T) {
 	cfg := tpeConfig(42, 60, 6, &TPESettings{NStartupTrials: 5})
 	cfg.Algorithm = AlgorithmASHA
-	cfg.Settings.ASHA = &ASHASettings{Sampler: AlgorithmTPE, MinSamples: 200, ReductionFactor: 2}
+	cfg.Settings.ASHA = &ASHASettings{Sampler: AlgorithmTPE, MinBudget: 200, ReductionFactor: 2}
 	sched, created := run(t, cfg, testScript)
 	if len(created) != 60 {
 		t.Errorf("created %d trials, want 60", len(created))

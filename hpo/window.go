@@ -38,6 +38,17 @@ func (w *window) end(id string) bool {
 	return true
 }
 
+// reopen puts an ended trial back in flight (a Continue); false if it is
+// still outstanding.
+func (w *window) reopen(id string) bool {
+	if w.isOutstanding(id) {
+		return false
+	}
+	w.Outstanding = append(w.Outstanding, id)
+	w.Ended--
+	return true
+}
+
 // fill opens trials while slots and budget remain, and shuts down when
 // the budget is spent and every trial has ended. The first trials are
 // cfg.Points, in order (took, if not nil, hears of each); then next gives

@@ -243,11 +243,11 @@ def run_optuna(method, name, space, seed, trials, workers, sigma):
 
 def gleaner_settings(algorithm, budget):
     if algorithm == "asha":
-        return {"asha": {"min_samples": budget / 27, "reduction_factor": 3, "max_samples": budget}}
+        return {"asha": {"min_budget": budget / 27, "reduction_factor": 3, "max_budget": budget}}
     if algorithm == "hyperband":
-        return {"hyperband": {"min_samples": budget / 27, "max_samples": budget, "reduction_factor": 3}}
+        return {"hyperband": {"min_budget": budget / 27, "max_budget": budget, "reduction_factor": 3}}
     if algorithm == "median":
-        return {"median": {"interval_samples": budget / 10}}
+        return {"median": {"interval": budget / 10}}
     return {}
 
 

@@ -30,7 +30,7 @@ func TestASHACampaignStopsTrialsEarly(t *testing.T) {
 	spec := testenv.MLPSpec(t, "asha", trials, 4, steps, 50)
 	spec.Resources.MaxNodes = 1
 	spec.Search.Algorithm = hpo.AlgorithmASHA
-	spec.Search.ASHA = &hpo.ASHASettings{MinSamples: 800, ReductionFactor: 3} // rungs at 800 and 2,400 samples
+	spec.Search.ASHA = &hpo.ASHASettings{MinBudget: 800, ReductionFactor: 3} // rungs at 800 and 2,400 samples
 	res := campaignResult(t, startCampaign(t, srv.Client(), "search-asha", spec), 5*time.Minute)
 	if res.State != workflows.CampaignCompleted || res.Completed+res.Stopped != trials || res.Failed != 0 {
 		t.Fatalf("result %s %+v, want %d trials completed or stopped", res.State, res.CampaignCounts, trials)

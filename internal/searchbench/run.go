@@ -206,11 +206,11 @@ func (c Curve) BudgetToReach(target float64) []float64 {
 func DefaultSettings(alg string, o Objective) hpo.Settings {
 	switch alg {
 	case hpo.AlgorithmASHA:
-		return hpo.Settings{ASHA: &hpo.ASHASettings{MinSamples: o.Budget() / 27, ReductionFactor: 3, MaxSamples: o.Budget()}}
+		return hpo.Settings{ASHA: &hpo.ASHASettings{MinBudget: o.Budget() / 27, ReductionFactor: 3, MaxBudget: o.Budget()}}
 	case hpo.AlgorithmHyperband:
-		return hpo.Settings{Hyperband: &hpo.HyperbandSettings{MinSamples: o.Budget() / 27, MaxSamples: o.Budget(), ReductionFactor: 3}}
+		return hpo.Settings{Hyperband: &hpo.HyperbandSettings{MinBudget: o.Budget() / 27, MaxBudget: o.Budget(), ReductionFactor: 3}}
 	case hpo.AlgorithmMedian:
-		return hpo.Settings{Median: &hpo.MedianSettings{IntervalSamples: o.Budget() / 10}}
+		return hpo.Settings{Median: &hpo.MedianSettings{Interval: o.Budget() / 10}}
 	}
 	return hpo.Settings{}
 }

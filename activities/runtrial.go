@@ -88,6 +88,9 @@ func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (
 		}
 	}
 	resume, err := r.recover()
+	if errors.Is(err, errNoSealed) {
+		return workflows.RunTrialResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeInvalidTrial, nil)
+	}
 	if err != nil {
 		return workflows.RunTrialResult{}, fmt.Errorf("trial %s: recovering run %d: %w", in.Trial.TrialID, in.Run, err)
 	}
@@ -249,6 +252,11 @@ func (r *runner) recover() (string, error) {
 			resume = abs
 		}
 	}
+	if resume == "" && r.in.Trial.From != "" {
+		if resume, err = r.startFrom(); err != nil {
+			return "", err
+		}
+	}
 	r.last.Checkpoint = resume
 	return resume, nil
 }
@@ -279,6 +287,8 @@ func (r *runner) spec(resume string) (cluster.LaunchSpec, error) {
 		CheckpointDir: r.ckptDir,
 		ResumeFrom:    resume,
 		RunDir:        r.runDir,
+		Budget:        t.Budget,
+		BudgetUnit:    t.BudgetUnit,
 	}, nil
 }
 
@@ -337,6 +347,7 @@ func (r *runner) follow(ctx context.Context, proc cluster.Process) (workflows.Ru
 			}
 			exit := proc.Stop(r.in.Trial.GracePeriod)
 			r.poll()
+			r.seal()
 			r.sendFinal()
 			return r.result(exit, workflows.RunStopped), nil
 		case <-beat.C:
@@ -368,6 +379,7 @@ func (r *runner) exited(ctx context.Context, proc cluster.Process) (workflows.Ru
 		r.sendFinal()
 		return r.result(exit, workflows.RunCompleted), err
 	}
+	r.seal()
 	// Recorded before anything talks to the server: a retry after a fault
 	// now returns this instead of training again.
 	r.runLog.Finished, r.runLog.Exit = true, exit

@@ -36,6 +36,13 @@ type LaunchSpec struct {
 	CheckpointDir string
 	// ResumeFrom is the last completed checkpoint, empty at first start.
 	ResumeFrom string
+	// Budget, when > 0, is GLEANER_BUDGET: the trainer checkpoints and
+	// exits 0 once its BudgetUnit counter (trial.BudgetSamples,
+	// BudgetSteps or BudgetEpochs, cumulative since the trial first
+	// started) reaches it. 0: no budget, the trainer runs to its own end.
+	Budget float64
+	// BudgetUnit is GLEANER_BUDGET_UNIT; required with a Budget.
+	BudgetUnit string
 	// RunDir holds this run's params file, hostfile, report file and log.
 	RunDir string
 }

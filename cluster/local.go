@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,9 +102,11 @@ func (l *LocalLauncher) Cgroup() string { return l.cgroups.dir }
 // truncated, so a retried run in the same RunDir can resume tailing at an
 // offset) and trainer.log (stdout and stderr, appended). CheckpointDir is
 // created. The environment is os.Environ(), then spec.Env, then the
-// GLEANER_* variables of package trial, GLEANER_RUN_TOKEN and, on a GPU
-// host, CUDA_VISIBLE_DEVICES = the GPU indices of spec.Nodes, comma
-// separated.
+// GLEANER_* variables of package trial (trial.Env.Vars: GLEANER_BUDGET and
+// GLEANER_BUDGET_UNIT are set empty without a spec.Budget, so no budget of
+// the worker's own environment reaches the trainer), GLEANER_RUN_TOKEN
+// and, on a GPU host, CUDA_VISIBLE_DEVICES = the GPU indices of
+// spec.Nodes, comma separated.
 //
 // Before it starts the trainer, Launch SIGKILLs every process left from
 // an earlier launch of the same trial, on this host, by any launcher: a
@@ -137,7 +140,7 @@ func (l *LocalLauncher) Launch(ctx context.Context, spec LaunchSpec) (Process, e
 	vars := trial.Env{
 		TrialID: spec.TrialID, CampaignID: spec.CampaignID, ParamsFile: run.params,
 		Nodes: len(spec.allNodes()), Hostfile: run.hostfile, CheckpointDir: run.checkpointDir,
-		ResumeFrom: spec.ResumeFrom, ReportFile: run.report,
+		ResumeFrom: spec.ResumeFrom, ReportFile: run.report, Budget: spec.Budget, BudgetUnit: spec.BudgetUnit,
 	}.Vars()
 	if spec.Rendezvous != nil {
 		vars = append(vars, spec.Rendezvous.Vars()...)
@@ -263,6 +266,10 @@ func (l *LocalLauncher) check(spec LaunchSpec) (string, error) {
 		return "", errors.New("checkpoint dir: empty")
 	case len(spec.Nodes) == 0:
 		return "", errors.New("nodes: none (a trial runs on at least one node)")
+	case spec.Budget < 0 || math.IsNaN(spec.Budget) || math.IsInf(spec.Budget, 0):
+		return "", fmt.Errorf("budget: %v is neither a finite number > 0 nor 0 (none)", spec.Budget)
+	case spec.Budget > 0 && !slices.Contains([]string{trial.BudgetSamples, trial.BudgetSteps, trial.BudgetEpochs}, spec.BudgetUnit):
+		return "", fmt.Errorf("budget unit: %q is not %s, %s or %s", spec.BudgetUnit, trial.BudgetSamples, trial.BudgetSteps, trial.BudgetEpochs)
 	}
 	for k := range spec.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -202,6 +203,41 @@ func TestLaunchSetsProtocolEnvAndFiles(t *testing.T) {
 	}
 }
 
+// The trainer sees the spec's budget, and no budget at all (both variables
+// empty) when the spec has none, whatever the launcher's own environment
+// or the trial's env say.
+func TestLaunchPassesTheBudget(t *testing.T) {
+	t.Setenv(trial.EnvBudget, "7")
+	t.Setenv(trial.EnvBudgetUnit, trial.BudgetSteps)
+	cases := []struct {
+		name           string
+		budget         float64
+		unit           string
+		want, wantUnit string
+	}{
+		{"samples", 64000, trial.BudgetSamples, "64000", trial.BudgetSamples},
+		{"epochs", 2.5, trial.BudgetEpochs, "2.5", trial.BudgetEpochs},
+		{"steps", 1e6, trial.BudgetSteps, "1000000", trial.BudgetSteps},
+		{"none", 0, "", "", ""},
+	}
+	l := newLauncher(t, 1)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			spec := shSpec(t, `echo "budget=[$GLEANER_BUDGET]"; echo "unit=[$GLEANER_BUDGET_UNIT]"`)
+			spec.Env = map[string]string{trial.EnvBudget: "99", trial.EnvBudgetUnit: trial.BudgetEpochs}
+			spec.Budget, spec.BudgetUnit = c.budget, c.unit
+			p := launch(t, l, spec)
+			if st := waitExit(t, p); !st.OK() {
+				t.Fatalf("exit %+v, want OK", st)
+			}
+			env := envOf(t, p.LogFile())
+			if env["budget"] != "["+c.want+"]" || env["unit"] != "["+c.wantUnit+"]" {
+				t.Errorf("trainer saw %s=%s %s=%s, want [%s] [%s]", trial.EnvBudget, env["budget"], trial.EnvBudgetUnit, env["unit"], c.want, c.wantUnit)
+			}
+		})
+	}
+}
+
 func TestLaunchWithoutGPUsLeavesCUDAUnset(t *testing.T) {
 	t.Setenv(EnvCUDAVisibleDevices, "")
 	os.Unsetenv(EnvCUDAVisibleDevices)
@@ -247,6 +283,11 @@ func TestLaunchErrorsNameWhatFailed(t *testing.T) {
 		{"bad env name", func(s *LaunchSpec) { s.Env = map[string]string{"A=B": "c"} }, `env: invalid variable name "A=B"`},
 		{"work dir missing", func(s *LaunchSpec) { s.WorkDir = filepath.Join(file, "x") }, "work dir"},
 		{"no trial id", func(s *LaunchSpec) { s.TrialID = "" }, "trial id: empty"},
+		{"negative budget", func(s *LaunchSpec) { s.Budget, s.BudgetUnit = -1, trial.BudgetSamples }, "budget: -1"},
+		{"NaN budget", func(s *LaunchSpec) { s.Budget, s.BudgetUnit = math.NaN(), trial.BudgetSamples }, "budget: NaN"},
+		{"infinite budget", func(s *LaunchSpec) { s.Budget, s.BudgetUnit = math.Inf(1), trial.BudgetSamples }, "budget: +Inf"},
+		{"budget without unit", func(s *LaunchSpec) { s.Budget = 100 }, `budget unit: ""`},
+		{"unknown budget unit", func(s *LaunchSpec) { s.Budget, s.BudgetUnit = 100, "tokens" }, `budget unit: "tokens"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

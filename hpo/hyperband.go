@@ -22,6 +22,10 @@ type HyperbandSettings struct {
 	MaxBudget float64 `json:"max_budget"`
 	// ReductionFactor is η (default 3).
 	ReductionFactor float64 `json:"reduction_factor,omitempty"`
+	// Variant is promotion or stopping, as ASHA's (ASHASettings.Variant):
+	// each bracket is promotion ASHA or stopping ASHA. Default stopping,
+	// so that a spec written before variants existed keeps its meaning.
+	Variant string `json:"variant,omitempty"`
 }
 
 // Validate checks the settings; errors name the field.
@@ -34,13 +38,13 @@ func (s *HyperbandSettings) Validate() error {
 	case s.ReductionFactor != 0 && !(s.ReductionFactor >= 2 && s.ReductionFactor <= 100):
 		return fmt.Errorf("reduction_factor: %v must be in [2, 100]", s.ReductionFactor)
 	}
-	return nil
+	return validateVariant(s.Variant)
 }
 
 func init() {
 	register(algorithm{
 		name:    AlgorithmHyperband,
-		summary: "Hyperband: ASHA brackets from aggressive (first rung r) to none (first rung R), trials spread over them as Hyperband's budgets",
+		summary: "Hyperband: ASHA brackets from aggressive (first rung r) to none (first rung R), trials spread over them as Hyperband's budgets; variant stopping (default) or promotion (paused trials continued)",
 		section: func(s Settings) (validator, bool) { return s.Hyperband, s.Hyperband != nil },
 		sampler: func(s Settings) string {
 			if s.Hyperband == nil {
@@ -52,6 +56,9 @@ func init() {
 			set := cfg.Settings.Hyperband
 			if set == nil {
 				return nil, fmt.Errorf("search.hyperband.min_budget: missing (the smallest first rung, in the budget unit (search.budget_unit))")
+			}
+			if set.Variant == VariantPromotion {
+				return newHyperbandPromoter(cfg, set)
 			}
 			return newStopper(cfg, AlgorithmHyperband, set.Sampler, newHyperbandRule(set))
 		},
@@ -94,17 +101,41 @@ func (r *hyperbandRule) bracket(id string) int {
 	if b, ok := r.Of[id]; ok {
 		return b
 	}
+	b := nextBracket(r.Weights, r.Credit)
+	r.Of[id] = b
+	return b
+}
+
+// nextBracket is smooth weighted round robin: every bracket gains its
+// weight in credit, the one with the most (the first among equals) is
+// chosen and pays the total back.
+func nextBracket(weights, credit []float64) int {
 	total, best := 0.0, 0
-	for i, w := range r.Weights {
-		r.Credit[i] += w
+	for i, w := range weights {
+		credit[i] += w
 		total += w
-		if r.Credit[i] > r.Credit[best] {
+		if credit[i] > credit[best] {
 			best = i
 		}
 	}
-	r.Credit[best] -= total
-	r.Of[id] = best
+	credit[best] -= total
 	return best
+}
+
+// newHyperbandPromoter is Hyperband's promotion variant: the brackets and
+// weights of newHyperbandRule, bracket s a promotion ASHA whose rungs are
+// at R/η^(s−k) for k = 0..s (bracket 0 one rung, R: no promotions), so
+// every bracket's rungs lie at the same budgets R/η^j.
+func newHyperbandPromoter(cfg Config, set *HyperbandSettings) (Searcher, error) {
+	r := newHyperbandRule(set)
+	eta := r.Brackets[0].Eta
+	ladders := make([][]float64, len(r.Brackets))
+	for s := range ladders {
+		for k := 0; k <= s; k++ {
+			ladders[s] = append(ladders[s], set.MaxBudget/math.Pow(eta, float64(s-k)))
+		}
+	}
+	return newPromoter(cfg, AlgorithmHyperband, set.Sampler, eta, ladders, r.Weights)
 }
 
 func (r *hyperbandRule) observe(id string, samples, loss float64) bool {

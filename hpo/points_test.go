@@ -19,6 +19,9 @@ func TestPointsComeFirst(t *testing.T) {
 			cfg.Settings.ASHA = &ASHASettings{MinBudget: 200}
 		case AlgorithmHyperband:
 			cfg.Settings.Hyperband = &HyperbandSettings{MinBudget: 200, MaxBudget: 800}
+		case AlgorithmPBT:
+			// Large enough that members copy others until max_trials exist.
+			cfg.Settings.PBT = &PBTSettings{Interval: 200, MaxBudget: 2000}
 		case AlgorithmMedian:
 			cfg.Settings.Median = &MedianSettings{Interval: 200}
 		}

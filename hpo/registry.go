@@ -22,6 +22,7 @@ type Settings struct {
 	ASHA        *ASHASettings        `json:"asha,omitempty"`
 	Median      *MedianSettings      `json:"median,omitempty"`
 	Hyperband   *HyperbandSettings   `json:"hyperband,omitempty"`
+	PBT         *PBTSettings         `json:"pbt,omitempty"`
 }
 
 // algorithm is one registry entry. A new searcher is one file whose init

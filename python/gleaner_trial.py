@@ -9,7 +9,8 @@ The same contract as the Go package ``trial``::
     rep = gt.Reporter()                 # appends to GLEANER_REPORT_FILE
     gt.install_stop_handler()           # SIGTERM -> gt.stopping() is True
     for step in ...:
-        if gt.stopping():
+        # a stop, or the counters at GLEANER_BUDGET: checkpoint, report, exit 0
+        if gt.stopping() or env.budget_reached(samples, step, samples / n):
             path = gt.save_checkpoint(gt.checkpoint_name(step, ".pt"),
                                       lambda f: torch.save(state, f))
             rep.report(step=step, samples=samples, checkpoint=path)
@@ -42,6 +43,14 @@ ENV_HOSTFILE = "GLEANER_HOSTFILE"
 ENV_CHECKPOINT_DIR = "GLEANER_CHECKPOINT_DIR"
 ENV_RESUME_FROM = "GLEANER_RESUME_FROM"
 ENV_REPORT_FILE = "GLEANER_REPORT_FILE"
+ENV_BUDGET = "GLEANER_BUDGET"  # decimal > 0; absent or empty: no budget
+ENV_BUDGET_UNIT = "GLEANER_BUDGET_UNIT"  # one of BUDGET_UNITS, set whenever GLEANER_BUDGET is
+
+# Budget units: which cumulative report counter a budget counts.
+BUDGET_SAMPLES = "samples"
+BUDGET_STEPS = "steps"
+BUDGET_EPOCHS = "epochs"
+BUDGET_UNITS = (BUDGET_SAMPLES, BUDGET_STEPS, BUDGET_EPOCHS)
 
 # The rendezvous of a run on several hosts (one trainer process per host).
 ENV_NODE_RANK = "GLEANER_NODE_RANK"
@@ -72,10 +81,24 @@ class Env:
     resume_from: str  # "" at first start
     report_file: str
     params: dict = dataclasses.field(default_factory=dict)
+    # budget > 0: train until the budget_unit counter (samples, step or
+    # epoch, cumulative since the trial first started) reaches it, then
+    # checkpoint, report and exit 0. 0: no budget, train to your own end.
+    budget: float = 0.0
+    budget_unit: str = ""  # one of BUDGET_UNITS; "" without a budget
 
     @property
     def resuming(self) -> bool:
         return self.resume_from != ""
+
+    def budget_reached(self, samples: float, step: int, epoch: float) -> bool:
+        """True once a run at these counters (a report's, cumulative since
+        the trial first started) has reached its budget: checkpoint, report
+        and exit 0. Always False without a budget."""
+        if not self.budget > 0:
+            return False
+        counter = {BUDGET_SAMPLES: samples, BUDGET_STEPS: step, BUDGET_EPOCHS: epoch}.get(self.budget_unit)
+        return counter is not None and counter >= self.budget
 
 
 def env(environ: Optional[Mapping[str, str]] = None) -> Env:
@@ -83,7 +106,10 @@ def env(environ: Optional[Mapping[str, str]] = None) -> Env:
 
     GLEANER_PARAMS_FILE, GLEANER_NODES, GLEANER_CHECKPOINT_DIR and
     GLEANER_REPORT_FILE are required; GLEANER_HOSTFILE, when set, must list
-    exactly GLEANER_NODES hosts; GLEANER_RESUME_FROM, when set, must exist.
+    exactly GLEANER_NODES hosts; GLEANER_RESUME_FROM, when set, must exist;
+    GLEANER_BUDGET, when set, must be a finite decimal number > 0, and then
+    GLEANER_BUDGET_UNIT one of samples, steps and epochs (a unit without a
+    budget is ignored).
     """
     environ = os.environ if environ is None else environ
 
@@ -131,6 +157,7 @@ def env(environ: Optional[Mapping[str, str]] = None) -> Env:
     resume_from = get(ENV_RESUME_FROM)
     if resume_from and not os.path.exists(resume_from):
         raise EnvError(f"{ENV_RESUME_FROM}: {resume_from}: no such file")
+    budget, budget_unit = _budget(get(ENV_BUDGET), get(ENV_BUDGET_UNIT))
 
     return Env(
         trial_id=get(ENV_TRIAL_ID),
@@ -143,7 +170,31 @@ def env(environ: Optional[Mapping[str, str]] = None) -> Env:
         resume_from=resume_from,
         report_file=report_file,
         params=p,
+        budget=budget,
+        budget_unit=budget_unit,
     )
+
+
+# A decimal number, optional exponent: none of float()'s other forms (inf,
+# nan, underscores), as the Go helper reads it.
+_DECIMAL = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+def _budget(budget: str, unit: str) -> tuple:
+    """The values of GLEANER_BUDGET and GLEANER_BUDGET_UNIT, checked: (0.0,
+    "") when the budget is empty, whatever the unit."""
+    if not budget:
+        return 0.0, ""
+    b = float(budget) if _DECIMAL.fullmatch(budget) else math.nan
+    if not (b > 0 and math.isfinite(b)):
+        raise EnvError(f"{ENV_BUDGET}: {budget!r} is not a finite decimal number greater than 0")
+    if not unit:
+        raise EnvError(
+            f"{ENV_BUDGET_UNIT}: not set, but {ENV_BUDGET} is {budget}; a launcher sets both (see docs/protocol.md)"
+        )
+    if unit not in BUDGET_UNITS:
+        raise EnvError(f"{ENV_BUDGET_UNIT}: {unit!r} is not {BUDGET_SAMPLES}, {BUDGET_STEPS} or {BUDGET_EPOCHS}")
+    return b, unit
 
 
 def _atoi(s: str) -> Optional[int]:

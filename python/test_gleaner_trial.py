@@ -83,6 +83,68 @@ class EnvTest(Fixture):
             with self.subTest(params=body), self.assertRaisesRegex(gt.EnvError, gt.ENV_PARAMS_FILE):
                 gt.env(self.environ(params=body))
 
+    def test_budget(self):
+        cases = [
+            ("", "", 0.0, ""),
+            (" ", gt.BUDGET_SAMPLES, 0.0, ""),  # a unit without a budget is ignored
+            ("64000", gt.BUDGET_SAMPLES, 64000.0, gt.BUDGET_SAMPLES),
+            (" 1e5 ", " steps ", 1e5, gt.BUDGET_STEPS),
+            ("2.5", gt.BUDGET_EPOCHS, 2.5, gt.BUDGET_EPOCHS),
+            (".5", gt.BUDGET_EPOCHS, 0.5, gt.BUDGET_EPOCHS),
+            ("+3.", gt.BUDGET_STEPS, 3.0, gt.BUDGET_STEPS),
+        ]
+        for budget, unit, want, want_unit in cases:
+            m = self.environ()
+            m[gt.ENV_BUDGET], m[gt.ENV_BUDGET_UNIT] = budget, unit
+            with self.subTest(budget=budget, unit=unit):
+                e = gt.env(m)
+                self.assertEqual((e.budget, e.budget_unit), (want, want_unit))
+        e = gt.env(self.environ())  # neither variable set
+        self.assertEqual((e.budget, e.budget_unit), (0.0, ""))
+        self.assertFalse(e.budget_reached(1e18, 1 << 62, 1e9))
+
+    def test_budget_errors_name_the_variable(self):
+        cases = [
+            ("0", gt.BUDGET_SAMPLES, gt.ENV_BUDGET),
+            ("-5", gt.BUDGET_SAMPLES, gt.ENV_BUDGET),
+            ("1e400", gt.BUDGET_SAMPLES, gt.ENV_BUDGET),
+            ("inf", gt.BUDGET_SAMPLES, gt.ENV_BUDGET),
+            ("NaN", gt.BUDGET_SAMPLES, gt.ENV_BUDGET),
+            ("0x10", gt.BUDGET_SAMPLES, gt.ENV_BUDGET),
+            ("1_000", gt.BUDGET_SAMPLES, gt.ENV_BUDGET),
+            ("lots", gt.BUDGET_SAMPLES, gt.ENV_BUDGET),
+            ("100", "", gt.ENV_BUDGET_UNIT),
+            ("100", " ", gt.ENV_BUDGET_UNIT),
+            ("100", "tokens", gt.ENV_BUDGET_UNIT),
+            ("100", "Samples", gt.ENV_BUDGET_UNIT),
+        ]
+        for budget, unit, var in cases:
+            m = self.environ()
+            m[gt.ENV_BUDGET], m[gt.ENV_BUDGET_UNIT] = budget, unit
+            with self.subTest(budget=budget, unit=unit), self.assertRaisesRegex(gt.EnvError, "^" + var + ":"):
+                gt.env(m)
+
+    def test_budget_reached(self):
+        def at(budget, unit):
+            m = self.environ()
+            m[gt.ENV_BUDGET], m[gt.ENV_BUDGET_UNIT] = budget, unit
+            return gt.env(m)
+
+        cases = [
+            (at("6400", "samples"), (6336, 99, 5), False),
+            (at("6400", "samples"), (6400, 100, 0), True),
+            (at("6400", "samples"), (6464, 0, 0), True),
+            (at("100", "steps"), (1e9, 99, 1e9), False),
+            (at("100", "steps"), (0, 100, 0), True),
+            (at("99.5", "steps"), (0, 100, 0), True),
+            (at("2", "epochs"), (1e9, 10**9, 1.99), False),
+            (at("2", "epochs"), (0, 0, 2), True),
+            (at("0.1", "epochs"), (0, 0, 240 / 2400), True),
+        ]
+        for e, counters, want in cases:
+            with self.subTest(budget=e.budget, unit=e.budget_unit, counters=counters):
+                self.assertEqual(e.budget_reached(*counters), want)
+
 
 class ReporterTest(Fixture):
     def read(self, path):

@@ -10,8 +10,19 @@ constant_liar); Gleaner's searchers through `gleaner search`, which speaks
 the Searcher contract as JSON lines (docs/search.md).
 
 The objectives are those of `gleaner bench search` (internal/searchbench):
-Branin, Hartmann-6, Rosenbrock-10 and a mixed space (a float, a
-log-scaled float, an integer and a choice).
+Branin, Hartmann-6, Rosenbrock-10, a mixed space (a float, a log-scaled
+float, an integer and a choice), the go-mlp learning curves and pbt-toy,
+Jaderberg et al.'s PBT toy problem (its trials carry a training state; it
+reports -Q, minimised).
+
+The simulated pool carries out the whole Searcher contract, as the bench
+does: a trial created or continued with a budget pauses at the first report
+at or past it (it reports there, then ends completed); a continue resumes
+it there, costing time and budget only for what it trains on; a create
+from another trial starts from that trial's latest pause (pbt-toy only: a
+learning curve or a function carries no training state). gleaner-asha-
+promotion and gleaner-hyperband-promotion are those algorithms' promotion
+variant; gleaner-pbt runs on pbt-toy only.
 
 Usage (Debian's python3-optuna 3.1 serves /usr/bin/python3):
 
@@ -124,42 +135,108 @@ OBJECTIVES["go-mlp"] = (None, min(c[-1][1] for c in CURVES.values()), [
 ])
 
 
-def points(name, p):
-    """What a trial at p reports: (samples, value) pairs, and the full budget."""
+TOY_STEPS = 40  # pbt-toy: a trial's full budget, in gradient steps
+
+
+def toy_train(theta, p, steps):
+    """pbt-toy: gradient ascent steps of 0.01 on 1.2 - (h0*t0^2 + h1*t1^2)."""
+    theta, h = list(theta), (p["h0"], p["h1"])
+    for _ in range(round(steps)):
+        for i in range(2):
+            theta[i] -= 0.01 * 2 * h[i] * theta[i]
+    return theta, theta[0] ** 2 + theta[1] ** 2 - 1.2
+
+
+OBJECTIVES["pbt-toy"] = (None, 2 * (0.9 * 0.98 ** TOY_STEPS) ** 2 - 1.2,
+                         [{"name": "h0", "type": "float", "min": 0, "max": 1},
+                          {"name": "h1", "type": "float", "min": 0, "max": 1}])
+TOY_START = (0.9, 0.9)
+SLACK = 1e-9  # relative rounding allowed when progress meets a budget
+
+
+def full_budget(name):
+    return {"go-mlp": CURVE_BUDGET, "pbt-toy": float(TOY_STEPS)}.get(name, 1.0)
+
+
+def segment(name, p, start=0.0, state=TOY_START, budget=0.0):
+    """What a trial at p trains through from progress start (in state, for
+    pbt-toy) until it reaches budget (0: its end): (samples, value, state)
+    reports, the last the first at or past budget."""
+    def reached(x):
+        return budget > 0 and x >= budget * (1 - SLACK)
+
+    if reached(start):
+        return []
+    out = []
+    if name == "pbt-toy":
+        x = start
+        while x < TOY_STEPS * (1 - SLACK):
+            nxt = min(x + 1, TOY_STEPS)
+            state, value = toy_train(state, p, nxt - x)
+            out.append((nxt, value, state))
+            if reached(nxt):
+                break
+            x = nxt
+        return out
     f, _, _ = OBJECTIVES[name]
-    if f is None:
-        return go_mlp_curve(p), CURVE_BUDGET
-    return [(1.0, f(p))], 1.0
+    pts = go_mlp_curve(p) if f is None else [(1.0, f(p))]
+    for samples, value in pts:
+        if samples <= start:
+            continue
+        out.append((samples, value, None))
+        if reached(samples):
+            break
+    return out
+
+
+def points(name, p):
+    """What a trial at p reports run to its end: (samples, value, state)
+    triples, and the full budget."""
+    return segment(name, p), full_budget(name)
 
 
 # ------------------------------------------------------------------- drivers
 
 
 class Pool:
-    """Simulated asynchronous workers. A trial reports at each point of its
-    curve, spaced in time by its samples; a trial's full budget takes
-    exp(N(0, sigma^2)) time units."""
+    """Simulated asynchronous workers. A trial's segment reports at each
+    point it trains through, spaced in time by the progress it makes; a
+    trial's full budget takes exp(N(0, sigma^2)) time units (drawn when it
+    is created: a continued segment keeps it)."""
 
     def __init__(self, seed, sigma):
         self.rng = random.Random(seed * 1_000_003 + 17)
         self.sigma = sigma
         self.now = 0.0
         self.seq = 0
-        self.running = {}  # id -> [start, duration, points, next, seq, budget]
+        self.running = {}  # id -> [start, duration, points, next, seq, budget, base]
+        self.state = None  # the state at the latest report next() returned
 
-    def start(self, tid, pts, budget):
-        d = math.exp(self.sigma * self.rng.gauss(0, 1)) if self.sigma else 1.0
+    def draw(self):
+        return math.exp(self.sigma * self.rng.gauss(0, 1)) if self.sigma else 1.0
+
+    def start(self, tid, pts, budget, base=0.0, duration=None):
+        """Starts a segment: pts are its reports, budget the full budget
+        (the time scale), base the progress it starts from. Returns its
+        duration."""
+        d = self.draw() if duration is None else duration
         self.seq += 1
-        self.running[tid] = [self.now, d, pts, 0, self.seq, budget]
+        self.running[tid] = [self.now, d, pts, 0, self.seq, budget, base]
+        return d
 
     def next(self):
-        """The next report: (id, samples, value, last)."""
+        """The next event: (id, samples, value, last); samples is None for
+        a segment with nothing to train, which ends at once."""
         def at(r):
-            return r[0] + r[1] * r[2][r[3]][0] / r[5]
+            if r[3] == len(r[2]):
+                return r[0]
+            return r[0] + r[1] * (r[2][r[3]][0] - r[6]) / r[5]
         tid = min(self.running, key=lambda t: (at(self.running[t]), self.running[t][4]))
         r = self.running[tid]
         self.now = at(r)
-        samples, value = r[2][r[3]]
+        if r[3] == len(r[2]):
+            return tid, None, None, True
+        samples, value, self.state = r[2][r[3]]
         r[3] += 1
         last = r[3] == len(r[2])
         return tid, samples, value, last
@@ -169,15 +246,18 @@ class Pool:
 
 
 class Record:
-    """Best result so far after each ended trial, and the budget spent."""
+    """Best result so far after each ended segment, the budget spent and
+    the trials ended at least once."""
 
     def __init__(self, budget):
-        self.budget, self.spent, self.best, self.steps = budget, 0.0, math.inf, []
+        self.budget, self.spent, self.best, self.steps, self.seen = budget, 0.0, math.inf, [], set()
 
-    def ended(self, samples, value):
-        self.spent += samples / self.budget
-        self.best = min(self.best, value)
-        self.steps.append((self.spent, self.best))
+    def ended(self, trained, value, tid=None):
+        self.spent += trained / self.budget
+        if value is not None and not math.isnan(value):
+            self.best = min(self.best, value)
+        self.seen.add(len(self.seen) if tid is None else tid)
+        self.steps.append((self.spent, self.best, len(self.seen)))
 
 
 def run_optuna(method, name, space, seed, trials, workers, sigma):
@@ -185,7 +265,7 @@ def run_optuna(method, name, space, seed, trials, workers, sigma):
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    budget = points(name, {d["name"]: (d["choices"][0] if d["type"] == "choice" else d["min"]) for d in space})[1]
+    budget = full_budget(name)
     pruner = optuna.pruners.NopPruner()
     if method == "optuna-tpe":
         sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True)
@@ -241,20 +321,42 @@ def run_optuna(method, name, space, seed, trials, workers, sigma):
     return rec.steps
 
 
-def gleaner_settings(algorithm, budget):
+def gleaner_settings(method, budget):
+    """The hpo algorithm and settings a gleaner-<method> runs, as
+    `gleaner bench search` gives them (searchbench.DefaultSettings)."""
+    algorithm, _, variant = method.partition("-")
     if algorithm == "asha":
-        return {"asha": {"min_budget": budget / 27, "reduction_factor": 3, "max_budget": budget}}
-    if algorithm == "hyperband":
-        return {"hyperband": {"min_budget": budget / 27, "max_budget": budget, "reduction_factor": 3}}
-    if algorithm == "median":
-        return {"median": {"interval": budget / 10}}
-    return {}
+        set = {"asha": {"min_budget": budget / 27, "reduction_factor": 3, "max_budget": budget}}
+    elif algorithm == "hyperband":
+        set = {"hyperband": {"min_budget": budget / 27, "max_budget": budget, "reduction_factor": 3}}
+    elif algorithm == "median":
+        set = {"median": {"interval": budget / 10}}
+    elif algorithm == "pbt":
+        set = {"pbt": {"interval": budget / 10, "max_budget": budget}}
+    else:
+        set = {}
+    if variant:
+        if variant != "promotion" or algorithm not in ("asha", "hyperband"):
+            raise ValueError(f"gleaner-{method}: no such variant")
+        set[algorithm]["variant"] = variant
+    return algorithm, set
 
 
-def run_gleaner(gleaner, algorithm, name, space, seed, trials, workers, sigma):
-    budget = points(name, {d["name"]: (d["choices"][0] if d["type"] == "choice" else d["min"]) for d in space})[1]
+class SimTrial:
+    """A trial across its segments: where its training is, and where it
+    last paused at a budget (what a continue or a from starts from)."""
+
+    def __init__(self, params, progress=0.0, metric=None, state=TOY_START):
+        self.params, self.progress, self.metric, self.state = params, progress, metric, state
+        self.duration, self.budget, self.base = None, 0.0, progress
+        self.paused, self.checkpoint = False, None
+
+
+def run_gleaner(gleaner, method, name, space, seed, trials, workers, sigma):
+    budget = full_budget(name)
+    algorithm, settings = gleaner_settings(method, budget)
     cfg = {"algorithm": algorithm, "space": space, "seed": seed, "max_trials": trials,
-           "max_concurrent": workers, "mode": "min", "settings": gleaner_settings(algorithm, budget)}
+           "max_concurrent": workers, "mode": "min", "settings": settings}
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(cfg, f)
         path = f.name
@@ -275,14 +377,43 @@ def run_gleaner(gleaner, algorithm, name, space, seed, trials, workers, sigma):
                 raise RuntimeError(f"gleaner search: {ans['error']}")
             return ans["actions"]
 
+        sims = {}
+
+        def begin(tid, t, seg_budget):
+            t.budget, t.base, t.paused = seg_budget, t.progress, False
+            pts = segment(name, t.params, t.progress, t.state, seg_budget)
+            t.duration = pool.start(tid, pts, budget, t.progress, t.duration)
+            apply(ask({"event": "created", "id": tid}))
+
         def apply(actions):
             nonlocal shutdown
             for a in actions:
                 if "create" in a:
                     c = a["create"]
-                    pool.start(c["id"], *points(name, c["params"]))
-                    apply(ask({"event": "created", "id": c["id"]}))
+                    if c["id"] in sims:
+                        raise RuntimeError(f"gleaner-{method} created trial {c['id']} twice")
+                    t = SimTrial(c["params"])
+                    if c.get("from"):
+                        src = sims.get(c["from"])
+                        if name != "pbt-toy":
+                            raise RuntimeError(f"gleaner-{method} created trial {c['id']} from {c['from']}: "
+                                               f"objective does not support Create.From: {name} carries no training state")
+                        if src is None or src.checkpoint is None:
+                            raise RuntimeError(f"gleaner-{method} created trial {c['id']} from {c['from']}, "
+                                               "which has not reached a budget")
+                        t.progress, t.metric, t.state = src.checkpoint
+                    sims[c["id"]] = t
+                    begin(c["id"], t, c.get("budget", 0.0))
+                elif "continue" in a:
+                    c = a["continue"]
+                    t = sims.get(c["trial_id"])
+                    if t is None or not t.paused:
+                        raise RuntimeError(f"gleaner-{method} continued trial {c['trial_id']}, "
+                                           "which has not ended at a budget")
+                    begin(c["trial_id"], t, c["budget"])
                 elif "stop" in a:
+                    if a["stop"]["trial_id"] not in pool.running:
+                        raise RuntimeError(f"gleaner-{method} stopped {a['stop']['trial_id']}, which is not running")
                     stopping.add(a["stop"]["trial_id"])
                 elif "shutdown" in a:
                     shutdown = True
@@ -292,14 +423,21 @@ def run_gleaner(gleaner, algorithm, name, space, seed, trials, workers, sigma):
         apply(ask({"event": "initial"}))
         while pool.running and not shutdown:
             tid, samples, value, last = pool.next()
-            if not last:
-                apply(ask({"event": "reported", "id": tid, "samples": samples, "metric": value}))
-                if tid not in stopping:
+            t = sims[tid]
+            if samples is not None:
+                t.progress, t.metric, t.state = samples, value, pool.state
+                # A trainer run to its end gives its last value as its
+                # result only; one that pauses at a budget reports there.
+                if not last or t.budget > 0:
+                    apply(ask({"event": "reported", "id": tid, "samples": samples, "metric": value}))
+                if not last and tid not in stopping:
                     continue
             pool.end(tid)
             stopping.discard(tid)
-            rec.ended(samples, value)
-            apply(ask({"event": "finished", "id": tid, "metric": value,
+            rec.ended(t.progress - t.base, t.metric, tid)
+            if last and t.budget > 0 and t.progress >= t.budget * (1 - SLACK):
+                t.paused, t.checkpoint = True, (t.progress, t.metric, t.state)
+            apply(ask({"event": "finished", "id": tid, "metric": t.metric,
                        "outcome": "completed" if last else "stopped"}))
         return rec.steps
     finally:
@@ -325,7 +463,8 @@ def main():
     ap.add_argument("--gleaner", default="bin/gleaner", help="gleaner binary (default bin/gleaner)")
     ap.add_argument("--objectives", default="branin,hartmann6,rosenbrock10,mixed")
     ap.add_argument("--methods", default="optuna-random,optuna-tpe,gleaner-random,gleaner-quasirandom,gleaner-tpe",
-                    help="optuna-random, optuna-tpe, optuna-sha, optuna-hyperband, optuna-median, gleaner-<algorithm>")
+                    help="optuna-random, optuna-tpe, optuna-sha, optuna-hyperband, optuna-median, gleaner-<algorithm>, "
+                         "gleaner-asha-promotion, gleaner-hyperband-promotion, gleaner-pbt (pbt-toy only)")
     ap.add_argument("--trials", type=int, default=100)
     ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--seeds", type=int, default=20)
@@ -343,6 +482,10 @@ def main():
             sys.exit(f"--objectives: {name!r} is not one of {', '.join(OBJECTIVES)}")
         _, optimum, space = OBJECTIVES[name]
         for method in args.methods.split(","):
+            if method == "gleaner-pbt" and name != "pbt-toy":
+                print(f"search_vs_optuna: skipped {method} on {name}: objective does not support Create.From",
+                      file=sys.stderr)
+                continue
             runs = []
             for s in range(args.seed, args.seed + args.seeds):
                 if method.startswith("optuna-"):
@@ -357,9 +500,15 @@ def main():
 
             def best_at(run, n):
                 if args.by == "trials":
-                    return run[min(n, len(run)) - 1][1]
+                    # the last step before an (n+1)-th trial first ended
+                    best = run[0][1]
+                    for _, b, ended in run:
+                        if ended > n:
+                            break
+                        best = b
+                    return best
                 best = math.inf
-                for spent, b in run:
+                for spent, b, _ in run:
                     if spent > n + 1e-9:
                         break
                     best = b

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -31,13 +33,27 @@ type Env struct {
 	ResumeFrom string
 	// ReportFile is where report lines are appended.
 	ReportFile string
+	// Budget, when > 0, is where this run ends: once the report counter
+	// BudgetUnit names (cumulative since the trial first started) reaches
+	// it, the trainer checkpoints, reports and exits 0 (see BudgetReached).
+	// 0: no budget; the trainer trains to its own end.
+	Budget float64
+	// BudgetUnit is BudgetSamples, BudgetSteps or BudgetEpochs; empty
+	// without a budget.
+	BudgetUnit string
 }
 
 // Vars are the GLEANER_* variables a launcher sets for e, as name and
 // value pairs in a fixed order (what LoadEnvFrom reads back): TrialID,
-// CampaignID, ParamsFile, Nodes, Hostfile, CheckpointDir, ResumeFrom and
-// ReportFile. Params and Hosts are the files' contents, not variables.
+// CampaignID, ParamsFile, Nodes, Hostfile, CheckpointDir, ResumeFrom,
+// ReportFile, Budget and BudgetUnit (both empty when Budget is not > 0, so
+// that no budget of the launcher's own environment leaks into the
+// trial's). Params and Hosts are the files' contents, not variables.
 func (e Env) Vars() [][2]string {
+	budget, unit := "", ""
+	if e.Budget > 0 {
+		budget, unit = formatBudget(e.Budget), e.BudgetUnit
+	}
 	return [][2]string{
 		{EnvTrialID, e.TrialID},
 		{EnvCampaignID, e.CampaignID},
@@ -47,7 +63,38 @@ func (e Env) Vars() [][2]string {
 		{EnvCheckpointDir, e.CheckpointDir},
 		{EnvResumeFrom, e.ResumeFrom},
 		{EnvReportFile, e.ReportFile},
+		{EnvBudget, budget},
+		{EnvBudgetUnit, unit},
 	}
+}
+
+// formatBudget writes a budget the way encoding/json writes a number:
+// plain decimals (64000, not 6.4e+04) except for the very small or large.
+// It reads back exactly.
+func formatBudget(b float64) string {
+	if b < 1e-6 || b >= 1e21 {
+		return strconv.FormatFloat(b, 'g', -1, 64)
+	}
+	return strconv.FormatFloat(b, 'f', -1, 64)
+}
+
+// BudgetReached reports whether a run at these counters (a report's,
+// cumulative since the trial first started) has reached its budget: the
+// BudgetUnit counter is at or past Budget. Then the trainer checkpoints,
+// reports and exits 0. Always false without a budget.
+func (e Env) BudgetReached(samples float64, step int64, epoch float64) bool {
+	if !(e.Budget > 0) {
+		return false
+	}
+	switch e.BudgetUnit {
+	case BudgetSamples:
+		return samples >= e.Budget
+	case BudgetSteps:
+		return float64(step) >= e.Budget
+	case BudgetEpochs:
+		return epoch >= e.Budget
+	}
+	return false
 }
 
 // Environ is Vars as NAME=value strings, for exec.Cmd.Env.
@@ -67,8 +114,11 @@ func LoadEnv() (Env, error) { return LoadEnvFrom(os.LookupEnv) }
 // production, a map in tests). GLEANER_PARAMS_FILE, GLEANER_NODES,
 // GLEANER_CHECKPOINT_DIR and GLEANER_REPORT_FILE are required;
 // GLEANER_HOSTFILE, when set, must list exactly GLEANER_NODES hosts;
-// GLEANER_RESUME_FROM, when set, must name an existing file. Every error
-// names the variable at fault.
+// GLEANER_RESUME_FROM, when set, must name an existing file;
+// GLEANER_BUDGET, when set, must be a decimal number greater than 0 (and
+// finite), and then GLEANER_BUDGET_UNIT one of samples, steps and epochs
+// (a unit without a budget is ignored). Every error names the variable at
+// fault.
 func LoadEnvFrom(lookup func(string) (string, bool)) (Env, error) {
 	get := func(name string) string {
 		v, _ := lookup(name)
@@ -130,7 +180,34 @@ func LoadEnvFrom(lookup func(string) (string, bool)) (Env, error) {
 			return Env{}, fmt.Errorf("%s: %w", EnvResumeFrom, err)
 		}
 	}
+	if e.Budget, e.BudgetUnit, err = parseBudget(get(EnvBudget), get(EnvBudgetUnit)); err != nil {
+		return Env{}, err
+	}
 	return e, nil
+}
+
+// decimalNumber is the form GLEANER_BUDGET takes: a decimal number with an
+// optional exponent, and none of the other forms strconv.ParseFloat (or
+// Python's float) reads: hexadecimal, underscores, inf, nan.
+var decimalNumber = regexp.MustCompile(`^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
+
+// parseBudget reads the values of GLEANER_BUDGET and GLEANER_BUDGET_UNIT.
+// An empty budget is none, whatever the unit.
+func parseBudget(budget, unit string) (float64, string, error) {
+	if budget == "" {
+		return 0, "", nil
+	}
+	b, err := strconv.ParseFloat(budget, 64)
+	if !decimalNumber.MatchString(budget) || err != nil || !(b > 0) || math.IsInf(b, 0) {
+		return 0, "", fmt.Errorf("%s: %q is not a finite decimal number greater than 0", EnvBudget, budget)
+	}
+	switch unit {
+	case BudgetSamples, BudgetSteps, BudgetEpochs:
+		return b, unit, nil
+	case "":
+		return 0, "", fmt.Errorf("%s: not set, but %s is %s; a launcher sets both (see docs/protocol.md)", EnvBudgetUnit, EnvBudget, budget)
+	}
+	return 0, "", fmt.Errorf("%s: %q is not %s, %s or %s", EnvBudgetUnit, unit, BudgetSamples, BudgetSteps, BudgetEpochs)
 }
 
 // Rendezvous is where a trainer process stands among the hosts of its run.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,29 +77,110 @@ func TestLoadEnv(t *testing.T) {
 	}
 }
 
-// What a launcher sets (Env.Vars) is what a trainer reads (LoadEnvFrom).
+// What a launcher sets (Env.Vars) is what a trainer reads (LoadEnvFrom),
+// with and without a budget.
 func TestEnvVarsRoundTrip(t *testing.T) {
-	vars := envFixture(t, `{"lr": 0.01}`, "node-a\nnode-b\n", "2")
-	e, err := LoadEnvFrom(lookupIn(vars))
-	if err != nil {
-		t.Fatal(err)
-	}
-	set := map[string]string{}
-	for _, kv := range e.Environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		set[k] = v
-	}
-	for _, kv := range e.Vars() {
-		if set[kv[0]] != kv[1] {
-			t.Errorf("Environ has %s=%q, Vars %q", kv[0], set[kv[0]], kv[1])
+	budgets := []struct {
+		budget float64
+		unit   string
+	}{{0, ""}, {64000, BudgetSamples}, {2.5, BudgetEpochs}, {1e-7, BudgetSteps}, {3e21, BudgetSamples}, {1.0 / 3, BudgetEpochs}}
+	for _, b := range budgets {
+		vars := envFixture(t, `{"lr": 0.01}`, "node-a\nnode-b\n", "2")
+		e, err := LoadEnvFrom(lookupIn(vars))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Budget, e.BudgetUnit = b.budget, b.unit
+		set := map[string]string{}
+		for _, kv := range e.Environ() {
+			k, v, _ := strings.Cut(kv, "=")
+			set[k] = v
+		}
+		for _, kv := range e.Vars() {
+			if set[kv[0]] != kv[1] {
+				t.Errorf("Environ has %s=%q, Vars %q", kv[0], set[kv[0]], kv[1])
+			}
+		}
+		again, err := LoadEnvFrom(lookupIn(set))
+		if err != nil {
+			t.Fatalf("budget %v %s: %v", b.budget, b.unit, err)
+		}
+		if !reflect.DeepEqual(again, e) {
+			t.Errorf("round trip:\n%+v\n%+v", again, e)
 		}
 	}
-	again, err := LoadEnvFrom(lookupIn(set))
-	if err != nil {
-		t.Fatal(err)
+}
+
+// Vars ends with the budget, after GLEANER_REPORT_FILE, both empty without
+// one (even with a unit), and writes budgets as plain decimals.
+func TestEnvVarsBudget(t *testing.T) {
+	tail := func(e Env) [][2]string { v := e.Vars(); return v[len(v)-3:] }
+	cases := []struct {
+		env  Env
+		want [][2]string
+	}{
+		{Env{ReportFile: "r"}, [][2]string{{EnvReportFile, "r"}, {EnvBudget, ""}, {EnvBudgetUnit, ""}}},
+		{Env{ReportFile: "r", BudgetUnit: BudgetSteps}, [][2]string{{EnvReportFile, "r"}, {EnvBudget, ""}, {EnvBudgetUnit, ""}}},
+		{Env{ReportFile: "r", Budget: 1e6, BudgetUnit: BudgetSamples}, [][2]string{{EnvReportFile, "r"}, {EnvBudget, "1000000"}, {EnvBudgetUnit, BudgetSamples}}},
+		{Env{ReportFile: "r", Budget: 0.25, BudgetUnit: BudgetEpochs}, [][2]string{{EnvReportFile, "r"}, {EnvBudget, "0.25"}, {EnvBudgetUnit, BudgetEpochs}}},
 	}
-	if !reflect.DeepEqual(again, e) {
-		t.Errorf("round trip:\n%+v\n%+v", again, e)
+	for _, c := range cases {
+		if got := tail(c.env); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Vars of %+v ends with %q, want %q", c.env, got, c.want)
+		}
+	}
+}
+
+func TestLoadEnvBudget(t *testing.T) {
+	cases := []struct {
+		budget, unit string
+		want         float64
+		wantUnit     string
+	}{
+		{"", "", 0, ""},
+		{"  ", BudgetSamples, 0, ""}, // a unit without a budget is ignored
+		{"64000", BudgetSamples, 64000, BudgetSamples},
+		{" 1e5 ", " steps ", 1e5, BudgetSteps},
+		{"2.5", BudgetEpochs, 2.5, BudgetEpochs},
+		{".5", BudgetEpochs, 0.5, BudgetEpochs},
+		{"+3.", BudgetSteps, 3, BudgetSteps},
+		{"5e-324", BudgetSamples, 5e-324, BudgetSamples},
+	}
+	for _, c := range cases {
+		vars := envFixture(t, `{}`, "a\n", "1")
+		vars[EnvBudget], vars[EnvBudgetUnit] = c.budget, c.unit
+		e, err := LoadEnvFrom(lookupIn(vars))
+		if err != nil || e.Budget != c.want || e.BudgetUnit != c.wantUnit {
+			t.Errorf("%s=%q %s=%q: budget %v %q, %v; want %v %q", EnvBudget, c.budget, EnvBudgetUnit, c.unit, e.Budget, e.BudgetUnit, err, c.want, c.wantUnit)
+		}
+	}
+}
+
+func TestBudgetReached(t *testing.T) {
+	cases := []struct {
+		env     Env
+		samples float64
+		step    int64
+		epoch   float64
+		want    bool
+	}{
+		{Env{}, 1e18, 1 << 62, 1e9, false},
+		{Env{BudgetUnit: BudgetSamples}, 1e18, 1 << 62, 1e9, false},
+		{Env{Budget: 6400, BudgetUnit: BudgetSamples}, 6336, 99, 5, false},
+		{Env{Budget: 6400, BudgetUnit: BudgetSamples}, 6400, 100, 0, true},
+		{Env{Budget: 6400, BudgetUnit: BudgetSamples}, 6464, 0, 0, true},
+		{Env{Budget: 100, BudgetUnit: BudgetSteps}, 1e9, 99, 1e9, false},
+		{Env{Budget: 100, BudgetUnit: BudgetSteps}, 0, 100, 0, true},
+		{Env{Budget: 99.5, BudgetUnit: BudgetSteps}, 0, 100, 0, true},
+		{Env{Budget: 2, BudgetUnit: BudgetEpochs}, 1e9, 1e9, 1.99, false},
+		{Env{Budget: 2, BudgetUnit: BudgetEpochs}, 0, 0, 2, true},
+		{Env{Budget: 0.1, BudgetUnit: BudgetEpochs}, 0, 0, 240.0 / 2400, true}, // the same rounding both sides
+		{Env{Budget: 5, BudgetUnit: "bananas"}, 10, 10, 10, false},
+	}
+	for _, c := range cases {
+		if got := c.env.BudgetReached(c.samples, c.step, c.epoch); got != c.want {
+			t.Errorf("%+v.BudgetReached(%v, %d, %v) = %v, want %v", c.env, c.samples, c.step, c.epoch, got, c.want)
+		}
 	}
 }
 
@@ -118,14 +200,26 @@ func TestLoadEnvErrorsNameTheVariable(t *testing.T) {
 		{"hosts mismatch", func(m map[string]string) { m[EnvNodes] = "3" }, EnvHostfile},
 		{"missing hostfile", func(m map[string]string) { m[EnvHostfile] += ".nope" }, EnvHostfile},
 		{"missing resume", func(m map[string]string) { m[EnvResumeFrom] = "/nonexistent/ckpt" }, EnvResumeFrom},
+		{"zero budget", func(m map[string]string) { m[EnvBudget], m[EnvBudgetUnit] = "0", BudgetSamples }, EnvBudget},
+		{"negative budget", func(m map[string]string) { m[EnvBudget], m[EnvBudgetUnit] = "-5", BudgetSamples }, EnvBudget},
+		{"infinite budget", func(m map[string]string) { m[EnvBudget], m[EnvBudgetUnit] = "1e400", BudgetSamples }, EnvBudget},
+		{"inf budget", func(m map[string]string) { m[EnvBudget], m[EnvBudgetUnit] = "inf", BudgetSamples }, EnvBudget},
+		{"nan budget", func(m map[string]string) { m[EnvBudget], m[EnvBudgetUnit] = "NaN", BudgetSamples }, EnvBudget},
+		{"hex budget", func(m map[string]string) { m[EnvBudget], m[EnvBudgetUnit] = "0x10", BudgetSamples }, EnvBudget},
+		{"underscored budget", func(m map[string]string) { m[EnvBudget], m[EnvBudgetUnit] = "1_000", BudgetSamples }, EnvBudget},
+		{"word budget", func(m map[string]string) { m[EnvBudget], m[EnvBudgetUnit] = "lots", BudgetSamples }, EnvBudget},
+		{"budget without unit", func(m map[string]string) { m[EnvBudget] = "100" }, EnvBudgetUnit},
+		{"budget with empty unit", func(m map[string]string) { m[EnvBudget], m[EnvBudgetUnit] = "100", " " }, EnvBudgetUnit},
+		{"unknown unit", func(m map[string]string) { m[EnvBudget], m[EnvBudgetUnit] = "100", "tokens" }, EnvBudgetUnit},
+		{"unit in capitals", func(m map[string]string) { m[EnvBudget], m[EnvBudgetUnit] = "100", "Samples" }, EnvBudgetUnit},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			vars := envFixture(t, `{}`, "a\nb\n", "2")
 			c.change(vars)
 			_, err := LoadEnvFrom(lookupIn(vars))
-			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("error = %v, want one naming %s", err, c.want)
+			if err == nil || !strings.HasPrefix(err.Error(), c.want+":") {
+				t.Errorf("error = %v, want one starting with %s:", err, c.want)
 			}
 		})
 	}
@@ -441,6 +535,69 @@ print(json.dumps(out))
 			t.Errorf("%v: Go: %+v; Python: %s", e, want, g.Error)
 		case Rendezvous(*g.OK) != want:
 			t.Errorf("%v: Go: %+v; Python: %+v", e, want, *g.OK)
+		}
+	}
+}
+
+// gleaner_trial.env() reads the same budgets the same way, and rejects the
+// same ones naming the same variable.
+func TestPythonBudgetAgrees(t *testing.T) {
+	py := pythonOrSkip(t)
+	pairs := [][2]string{
+		{"", ""}, {"", "steps"}, {"64000", "samples"}, {" 1e5 ", " steps "}, {"2.5", "epochs"}, {".5", "epochs"},
+		{"+3.", "steps"}, {"5e-324", "samples"}, {"1e-400", "samples"}, {"3e21", "steps"}, {"0.1", "epochs"},
+		{"0", "samples"}, {"-5", "samples"}, {"1e400", "samples"}, {"inf", "samples"}, {"nan", "epochs"},
+		{"0x10", "steps"}, {"1_000", "samples"}, {"1e", "samples"}, {".", "samples"}, {"١٢", "samples"},
+		{"100", ""}, {"100", "tokens"}, {"100", "Samples"},
+	}
+	base := envFixture(t, `{}`, "a\n", "1")
+	var envs []map[string]string
+	for _, p := range pairs {
+		e := maps.Clone(base)
+		e[EnvBudget], e[EnvBudgetUnit] = p[0], p[1]
+		envs = append(envs, e)
+	}
+	raw, _ := json.Marshal(envs)
+	code := `
+import json, sys
+sys.path.insert(0, "python")
+import gleaner_trial as gt
+out = []
+for e in json.loads(sys.stdin.read()):
+    try:
+        env = gt.env(e)
+        out.append({"ok": [env.budget, env.budget_unit]})
+    except gt.EnvError as err:
+        out.append({"error": str(err)})
+print(json.dumps(out))
+`
+	cmd := exec.Command(py, "-c", code)
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	cmd.Stdin = bytes.NewReader(raw)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+	var got []struct {
+		OK    *[2]any
+		Error string
+	}
+	if err := json.Unmarshal(out, &got); err != nil || len(got) != len(envs) {
+		t.Fatalf("python said %s (%v)", out, err)
+	}
+	for i, p := range pairs {
+		want, err := LoadEnvFrom(lookupIn(envs[i]))
+		switch g := got[i]; {
+		case err != nil:
+			name, _, _ := strings.Cut(err.Error(), ":")
+			if g.OK != nil || !strings.HasPrefix(g.Error, name+":") {
+				t.Errorf("%q: Go: %v; Python: %v, %q", p, err, g.OK, g.Error)
+			}
+		case g.OK == nil:
+			t.Errorf("%q: Go: %v %q; Python: %s", p, want.Budget, want.BudgetUnit, g.Error)
+		case g.OK[0] != want.Budget || g.OK[1] != want.BudgetUnit:
+			t.Errorf("%q: Go: %v %q; Python: %v %q", p, want.Budget, want.BudgetUnit, g.OK[0], g.OK[1])
 		}
 	}
 }

@@ -2,7 +2,10 @@ package trial
 
 import (
 	"errors"
+	"maps"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -96,6 +99,60 @@ func FuzzLoadRendezvous(f *testing.F) {
 		back, err := LoadRendezvousFrom(lookupIn(rendezvousVars(r)))
 		if err != nil || back != r {
 			t.Fatalf("round trip of %+v: %+v, %v", r, back, err)
+		}
+	})
+}
+
+// FuzzLoadEnvBudget: any values of GLEANER_BUDGET and GLEANER_BUDGET_UNIT
+// either fail with an error naming one of them, or give no budget, or a
+// finite budget > 0 in one of the three units that the counters at the
+// budget reach and zero counters do not; Vars read back unchanged. Seeds
+// live in testdata/fuzz/FuzzLoadEnvBudget.
+func FuzzLoadEnvBudget(f *testing.F) {
+	dir := f.TempDir()
+	params := filepath.Join(dir, "params.json")
+	if err := os.WriteFile(params, []byte(`{}`), 0o644); err != nil {
+		f.Fatal(err)
+	}
+	base := map[string]string{
+		EnvParamsFile: params, EnvNodes: "1", EnvCheckpointDir: dir, EnvReportFile: filepath.Join(dir, "r.jsonl"),
+	}
+	f.Fuzz(func(t *testing.T, budget, unit string) {
+		vars := maps.Clone(base)
+		vars[EnvBudget], vars[EnvBudgetUnit] = budget, unit
+		e, err := LoadEnvFrom(lookupIn(vars))
+		if err != nil {
+			name, _, _ := strings.Cut(err.Error(), ":")
+			if name != EnvBudget && name != EnvBudgetUnit {
+				t.Fatalf("error %q names neither budget variable", err)
+			}
+			if !reflect.DeepEqual(e, Env{}) {
+				t.Fatalf("error %v with non-zero env %+v", err, e)
+			}
+			return
+		}
+		switch {
+		case e.Budget == 0:
+			if e.BudgetUnit != "" || e.BudgetReached(math.MaxFloat64, math.MaxInt64, math.MaxFloat64) {
+				t.Fatalf("no budget, but unit %q or a budget reached", e.BudgetUnit)
+			}
+		case !(e.Budget > 0) || math.IsInf(e.Budget, 0):
+			t.Fatalf("accepted budget %v", e.Budget)
+		case e.BudgetUnit != BudgetSamples && e.BudgetUnit != BudgetSteps && e.BudgetUnit != BudgetEpochs:
+			t.Fatalf("accepted unit %q", e.BudgetUnit)
+		case e.BudgetReached(0, 0, 0):
+			t.Fatalf("budget %v %s reached at zero", e.Budget, e.BudgetUnit)
+		case e.Budget <= 1<<62 && !e.BudgetReached(e.Budget, int64(math.Ceil(e.Budget)), e.Budget):
+			// (A step count, an int64, never reaches a larger budget.)
+			t.Fatalf("budget %v %s not reached at itself", e.Budget, e.BudgetUnit)
+		}
+		set := map[string]string{}
+		for _, kv := range e.Vars() {
+			set[kv[0]] = kv[1]
+		}
+		back, err := LoadEnvFrom(lookupIn(set))
+		if err != nil || !reflect.DeepEqual(back, e) {
+			t.Fatalf("round trip of %+v: %+v, %v", e, back, err)
 		}
 	})
 }

@@ -18,6 +18,16 @@ const (
 	EnvCheckpointDir = "GLEANER_CHECKPOINT_DIR" // stable for the trial across restarts
 	EnvResumeFrom    = "GLEANER_RESUME_FROM"    // last completed checkpoint; empty at first start
 	EnvReportFile    = "GLEANER_REPORT_FILE"    // append one JSON object per line
+	EnvBudget        = "GLEANER_BUDGET"         // decimal > 0: train until the budget unit's counter reaches it; empty: no budget
+	EnvBudgetUnit    = "GLEANER_BUDGET_UNIT"    // samples, steps or epochs; set whenever GLEANER_BUDGET is
+)
+
+// Budget units: which cumulative report counter a budget (GLEANER_BUDGET)
+// counts, Report.Samples, Report.Step or Report.Epoch.
+const (
+	BudgetSamples = "samples"
+	BudgetSteps   = "steps"
+	BudgetEpochs  = "epochs"
 )
 
 // The rendezvous: where a trainer process stands among the hosts of a run

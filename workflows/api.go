@@ -145,10 +145,39 @@ type TrialInput struct {
 	MaxRestarts     int
 	// RescaleUpCost and RescaleDownCost are priors until measured.
 	RescaleUpCost, RescaleDownCost time.Duration
-	// State is set when the workflow continues as new.
+	// State is set when the workflow continues as new, and when a
+	// searcher's Continue starts the trial's next segment.
 	State *TrialProgress `json:",omitempty"`
 	// Paused carries a pause across continue-as-new.
 	Paused bool `json:",omitempty"`
+	// Budget, when > 0, is the progress in BudgetUnit (samples, steps or
+	// epochs) at which the trial ends, completed at a checkpoint: the
+	// trainer reads it as GLEANER_BUDGET, and one that trains past it is
+	// stopped gracefully once its reports cross it.
+	Budget     float64 `json:",omitempty"`
+	BudgetUnit string  `json:",omitempty"`
+	// Stage labels the trial for people (a rung, a generation).
+	Stage string `json:",omitempty"`
+	// Segment numbers the trial's workflows: 1 (or 0) for its first, k
+	// for the one its searcher's (k−1)-th Continue started.
+	Segment int `json:",omitempty"`
+	// From names the trial of the same campaign whose checkpoint at its
+	// latest budget end this trial starts from (a searcher's Create with
+	// From: PBT's exploit).
+	From string `json:",omitempty"`
+	// Owner, when set, is the trial's owner on disk (the first run id of
+	// its first segment), so that every segment resumes in one trial
+	// directory; empty: this workflow chain's first run id.
+	Owner string `json:",omitempty"`
+}
+
+// TrialSegmentWorkflowID is the workflow id of segment seg of trial
+// number n (see TrialInput.Segment): the first keeps TrialWorkflowID.
+func TrialSegmentWorkflowID(campaignWorkflowID string, n, seg int) string {
+	if seg <= 1 {
+		return TrialWorkflowID(campaignWorkflowID, n)
+	}
+	return fmt.Sprintf("%s.%d", TrialWorkflowID(campaignWorkflowID, n), seg)
 }
 
 // TrialProgress is the durable part of a trial's state.
@@ -388,13 +417,41 @@ type TrialReport struct {
 	Final      bool               `json:"final"`
 	Metrics    map[string]float64 `json:"metrics,omitempty"`
 	Samples    float64            `json:"samples"`
+	Step       int64              `json:"step,omitempty"`
+	Epoch      float64            `json:"epoch,omitempty"`
 	Restarts   int                `json:"restarts"`
 	Rescales   int                `json:"rescales"`
 	Error      string             `json:"error,omitempty"`
+	// Stage and Segment are the trial's TrialInput.Stage and Segment.
+	Stage   string `json:"stage,omitempty"`
+	Segment int    `json:"segment,omitempty"`
+	// Resume is set on the final report of a trial that reached its
+	// budget (TrialInput.Budget): what its next segment starts from.
+	Resume *TrialResume `json:"resume,omitempty"`
 	// ObjectiveMissing marks a final report of a trial that ended without
 	// ever reporting the campaign's objective metric (Metrics holds the
 	// names it did report, if any).
 	ObjectiveMissing bool `json:"objective_missing,omitempty"`
+}
+
+// TrialResume is what a trial's next segment needs of the one that
+// reached its budget.
+type TrialResume struct {
+	Owner      string  `json:"owner"`
+	Samples    float64 `json:"samples"`
+	Step       int64   `json:"step,omitempty"`
+	Epoch      float64 `json:"epoch,omitempty"`
+	Checkpoint string  `json:"checkpoint,omitempty"`
+	Runs       int     `json:"runs"`
+	Restarts   int     `json:"restarts,omitempty"`
+	Rescales   int     `json:"rescales,omitempty"`
+	Seen       bool    `json:"objective_seen,omitempty"`
+}
+
+// Progress is the TrialProgress a segment started from r begins with.
+func (r TrialResume) Progress() TrialProgress {
+	return TrialProgress{State: TrialPending, Samples: r.Samples, Step: r.Step, Epoch: r.Epoch,
+		Checkpoint: r.Checkpoint, Runs: r.Runs, Restarts: r.Restarts, Rescales: r.Rescales, ObjectiveSeen: r.Seen}
 }
 
 // ControlRequest is the argument of the pause, resume and stop updates.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -295,8 +296,10 @@ func (c *campaign) apply(ctx workflow.Context, acts []hpo.Action) {
 		switch a := a.(type) {
 		case hpo.Create:
 			if !c.st.Stopping && !c.st.SearchDone {
-				c.st.Pending = append(c.st.Pending, a)
+				c.st.Pending = append(c.st.Pending, PendingTrial{Create: a})
 			}
+		case hpo.Continue:
+			c.continueTrial(ctx, a)
 		case hpo.Stop:
 			if i := c.find(a.TrialID, ""); i >= 0 && c.st.InFlight[i].Started {
 				c.signal(ctx, c.st.InFlight[i].WorkflowID, Control{Action: ControlStop, Reason: "stopped by the searcher"})
@@ -313,6 +316,52 @@ func (c *campaign) apply(ctx workflow.Context, acts []hpo.Action) {
 	c.dirty = true
 }
 
+// continueTrial queues the next segment of a parked trial; a trial that
+// is not parked (unknown, running, ended otherwise, or forgotten past
+// MaxParked) comes back to the searcher as failed.
+func (c *campaign) continueTrial(ctx workflow.Context, a hpo.Continue) {
+	if c.st.Stopping || c.st.SearchDone {
+		return
+	}
+	i := slices.IndexFunc(c.st.Parked, func(p ParkedTrial) bool { return p.TrialID == a.TrialID })
+	if i < 0 {
+		c.logger.Warn("the searcher continued a trial that is not paused at its budget", "trial", a.TrialID)
+		c.apply(ctx, c.searcher.TrialFailed(a.TrialID))
+		return
+	}
+	p := c.st.Parked[i]
+	c.st.Parked = slices.Delete(c.st.Parked, i, i+1)
+	if len(c.st.Parked) == 0 {
+		c.st.Parked = nil
+	}
+	c.st.Pending = append(c.st.Pending, PendingTrial{
+		Create:   hpo.Create{ID: p.TrialID, Params: p.Params, Budget: a.Budget, Stage: a.Stage},
+		Continue: &p,
+	})
+}
+
+// park keeps a trial that reached its budget for a Continue, forgetting
+// the worst-scoring parked trial beyond MaxParked.
+func (c *campaign) park(p ParkedTrial) {
+	c.st.Parked = append(c.st.Parked, p)
+	if len(c.st.Parked) <= MaxParked {
+		return
+	}
+	max := c.spec.Objective.Mode == "max"
+	worst := 0
+	for i, q := range c.st.Parked {
+		w := c.st.Parked[worst]
+		switch {
+		case !q.Scored && w.Scored:
+			worst = i
+		case q.Scored && w.Scored && (q.Score > w.Score) != max && q.Score != w.Score:
+			worst = i
+		}
+	}
+	c.logger.Info("forgot a paused trial: more than MaxParked wait to be continued", "trial", c.st.Parked[worst].TrialID, "max", MaxParked)
+	c.st.Parked = slices.Delete(c.st.Parked, worst, worst+1)
+}
+
 // dispatch starts pending trials while the window has room.
 func (c *campaign) dispatch(ctx workflow.Context) {
 	for !c.draining && !c.st.Paused && !c.st.Stopping && len(c.st.Pending) > 0 &&
@@ -326,11 +375,21 @@ func (c *campaign) dispatch(ctx workflow.Context) {
 	}
 }
 
-func (c *campaign) startTrial(ctx workflow.Context, cr hpo.Create) {
-	n := c.st.NextNumber
-	c.st.NextNumber++
-	c.st.Counts.Created++
-	t := InFlightTrial{TrialID: cr.ID, Number: n, WorkflowID: TrialWorkflowID(c.wfID, n), Params: cr.Params}
+func (c *campaign) startTrial(ctx workflow.Context, pt PendingTrial) {
+	cr := pt.Create
+	n, seg := c.st.NextNumber, 1
+	if p := pt.Continue; p != nil {
+		// The next segment of a parked trial: its number, a new workflow;
+		// its earlier segment's completion is now this one's outcome.
+		n, seg = p.Number, p.Segment+1
+		c.st.Counts.Completed--
+		c.st.Counts.Continued++
+	} else {
+		c.st.NextNumber++
+		c.st.Counts.Created++
+	}
+	t := InFlightTrial{TrialID: cr.ID, Number: n, WorkflowID: TrialSegmentWorkflowID(c.wfID, n, seg), Params: cr.Params,
+		Stage: cr.Stage, Segment: seg}
 	c.st.InFlight = append(c.st.InFlight, t)
 	s := c.spec
 	input := TrialInput{
@@ -339,13 +398,26 @@ func (c *campaign) startTrial(ctx workflow.Context, cr hpo.Create) {
 		MinNodes: s.Resources.MinNodes, MaxNodes: s.Resources.MaxNodes, NodeType: s.Resources.NodeType,
 		ObjectiveMetric: s.Objective.Metric, GracePeriod: s.Trial.GracePeriod.Std(), MaxRestarts: s.Trial.MaxRestarts,
 		RescaleUpCost: s.Trial.RescaleUpCost.Std(), RescaleDownCost: s.Trial.RescaleDownCost.Std(),
+		Budget: cr.Budget, Stage: cr.Stage, From: cr.From,
+	}
+	if cr.Budget > 0 {
+		input.BudgetUnit = s.Search.BudgetUnit
+	}
+	if p := pt.Continue; p != nil {
+		st := p.Resume.Progress()
+		input.State, input.Segment, input.Owner = &st, seg, p.Resume.Owner
+		t.Samples, t.Restarts = p.Resume.Samples, p.Resume.Restarts
+	}
+	summary := fmt.Sprintf("%s trial %s: %s", s.Name, t.TrialID, formatParams(cr.Params))
+	if cr.Stage != "" {
+		summary = fmt.Sprintf("%s trial %s (%s): %s", s.Name, t.TrialID, cr.Stage, formatParams(cr.Params))
 	}
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID: t.WorkflowID,
 		// Trials outlive the run that started them: continue-as-new closes it.
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		StaticSummary:         fmt.Sprintf("%s trial %s: %s", s.Name, t.TrialID, formatParams(cr.Params)),
+		StaticSummary:         summary,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			GleanerCampaign.ValueSet(s.Name), GleanerKind.ValueSet(KindTrial), GleanerTrial.ValueSet(t.TrialID),
 			GleanerPool.ValueSet(s.Pool), GleanerStatus.ValueSet(string(TrialPending))),
@@ -422,7 +494,7 @@ func (c *campaign) handleReport(ctx workflow.Context, r TrialReport) {
 			state = TrialRunning
 		}
 		c.rank(*t, score, state)
-		c.apply(ctx, c.searcher.TrialReported(t.TrialID, r.Samples, score))
+		c.apply(ctx, c.searcher.TrialReported(t.TrialID, c.progress(r), score))
 	}
 }
 
@@ -465,6 +537,10 @@ func (c *campaign) endTrial(ctx workflow.Context, workflowID string, r TrialRepo
 		if EndedWithoutObjective(r.State, !r.ObjectiveMissing, r.Metrics) {
 			c.missedObjective(t, r)
 		}
+		if r.State == TrialCompleted && r.Resume != nil {
+			c.park(ParkedTrial{TrialID: t.TrialID, Number: t.Number, Params: t.Params, Segment: t.Segment,
+				Score: score, Scored: ok, Resume: *r.Resume})
+		}
 		acts = c.searcher.TrialFinished(t.TrialID, metric, outcome)
 	default: // TrialFailed, or a final report without a terminal state
 		c.st.Counts.Failed++
@@ -506,6 +582,17 @@ func (c *campaign) warnings() []string {
 	return nil
 }
 
+// progress is a report's progress in search.budget_unit.
+func (c *campaign) progress(r TrialReport) float64 {
+	switch c.spec.Search.BudgetUnit {
+	case gleaner.BudgetSteps:
+		return float64(r.Step)
+	case gleaner.BudgetEpochs:
+		return r.Epoch
+	}
+	return r.Samples
+}
+
 func (c *campaign) score(r TrialReport) (float64, bool) {
 	v, ok := r.Metrics[c.spec.Objective.Metric]
 	return v, ok && !math.IsNaN(v) && !math.IsInf(v, 0)
@@ -524,7 +611,7 @@ func (c *campaign) ranked(trialID string) int {
 // LeaderboardSize, best first.
 func (c *campaign) rank(t InFlightTrial, score float64, state TrialState) {
 	e := LeaderboardEntry{TrialID: t.TrialID, Number: t.Number, Params: t.Params, Score: score,
-		State: state, Samples: t.Samples, Restarts: t.Restarts}
+		State: state, Samples: t.Samples, Restarts: t.Restarts, Stage: t.Stage}
 	if j := c.ranked(t.TrialID); j >= 0 {
 		c.st.Leaderboard[j] = e
 	} else {
@@ -611,7 +698,7 @@ func (c *campaign) status() CampaignStatus {
 	b := c.spec.Budget
 	return CampaignStatus{
 		Campaign: c.spec.Name, State: c.phase(), Reason: c.st.Reason, CampaignCounts: c.st.Counts,
-		Running: len(c.st.InFlight), Pending: len(c.st.Pending),
+		Running: len(c.st.InFlight), Pending: len(c.st.Pending), Parked: len(c.st.Parked),
 		MaxTrials: b.MaxTrials, MaxConcurrent: b.MaxConcurrent, MaxFailures: b.MaxFailures,
 		Progress: c.searcher.Progress(), Objective: c.spec.Objective.Metric, Mode: c.spec.Objective.Mode,
 		Best: c.best(), Runs: c.st.Runs, WarmStarted: c.st.WarmStarted, Warnings: c.warnings(),

@@ -81,6 +81,10 @@ type CampaignCounts struct {
 	Completed int `json:"completed"`
 	Stopped   int `json:"stopped"`
 	Failed    int `json:"failed"`
+	// Continued counts segments started by a searcher's Continue (a trial
+	// continued counts once in Completed, Stopped or Failed, by its latest
+	// segment).
+	Continued int `json:"continued,omitempty"`
 	// ObjectiveMissing counts the completed and stopped trials (a subset
 	// of Completed + Stopped) that never reported objective.metric.
 	ObjectiveMissing int `json:"objective_missing,omitempty"`
@@ -99,9 +103,9 @@ type CampaignState struct {
 	NextNumber int `json:"next_number"`
 	// InFlight are the trials started and not yet reported final.
 	InFlight []InFlightTrial `json:"in_flight,omitempty"`
-	// Pending are creates the searcher asked for that wait for a slot or
-	// for the campaign to resume.
-	Pending     []hpo.Create       `json:"pending,omitempty"`
+	// Pending are creates and continues the searcher asked for that wait
+	// for a slot or for the campaign to resume.
+	Pending     []PendingTrial     `json:"pending,omitempty"`
 	Counts      CampaignCounts     `json:"counts"`
 	Leaderboard []LeaderboardEntry `json:"leaderboard,omitempty"`
 	Paused      bool               `json:"paused,omitempty"`
@@ -120,6 +124,35 @@ type CampaignState struct {
 	// WarmStarted counts the earlier campaigns' trials the searcher
 	// started from (search.warm_start).
 	WarmStarted int `json:"warm_started,omitempty"`
+	// Parked are trials that reached their budget and may be continued
+	// (at most MaxParked: beyond, the worst-scoring is forgotten).
+	Parked []ParkedTrial `json:"parked,omitempty"`
+}
+
+// MaxParked bounds the trials a campaign keeps ready to continue (a
+// searcher's Continue): each is a few hundred bytes of CampaignState.
+// Promotion-based ASHA and PBT continue good trials, so the worst-scoring
+// one is forgotten first; a Continue naming a forgotten trial comes back
+// to the searcher as TrialFailed.
+const MaxParked = 512
+
+// PendingTrial is a trial waiting to start: a new one (hpo.Create), or
+// the next segment of a parked one (Continue set).
+type PendingTrial struct {
+	hpo.Create
+	Continue *ParkedTrial `json:"continue,omitempty"`
+}
+
+// ParkedTrial is a trial that reached its budget: it holds no nodes, and
+// its checkpoint waits on disk for a Continue.
+type ParkedTrial struct {
+	TrialID string      `json:"trial_id"`
+	Number  int         `json:"number"`
+	Params  hpo.Params  `json:"params"`
+	Segment int         `json:"segment,omitempty"`
+	Score   float64     `json:"score"`
+	Scored  bool        `json:"scored,omitempty"`
+	Resume  TrialResume `json:"resume"`
 }
 
 // Bounds of MissedObjective, so that CampaignState stays bounded.
@@ -154,6 +187,10 @@ type InFlightTrial struct {
 	// Started is set once its child workflow has started (always, across
 	// continue-as-new).
 	Started bool `json:"started,omitempty"`
+	// Stage and Segment are the searcher's label and the trial's segment
+	// (TrialInput.Stage, Segment).
+	Stage   string `json:"stage,omitempty"`
+	Segment int    `json:"segment,omitempty"`
 }
 
 // LeaderboardEntry is one trial's latest objective value. The leaderboard
@@ -167,6 +204,9 @@ type LeaderboardEntry struct {
 	State    TrialState `json:"state"`
 	Samples  float64    `json:"samples"`
 	Restarts int        `json:"restarts,omitempty"`
+	// Stage is the searcher's label for the trial's latest segment (a
+	// rung, a generation); empty for searchers without stages.
+	Stage string `json:"stage,omitempty"`
 }
 
 // CampaignStatus answers QueryStatus on a CampaignWorkflow and is what the
@@ -177,8 +217,12 @@ type CampaignStatus struct {
 	Reason   string        `json:"reason,omitempty"`
 	CampaignCounts
 	Running int `json:"running"`
-	// Pending counts creates waiting for a slot or for resume.
-	Pending       int               `json:"pending"`
+	// Pending counts creates and continues waiting for a slot or for
+	// resume.
+	Pending int `json:"pending"`
+	// Parked counts trials that reached their budget and wait, holding no
+	// nodes, for their searcher to continue them.
+	Parked        int               `json:"parked,omitempty"`
 	MaxTrials     int               `json:"max_trials"`
 	MaxConcurrent int               `json:"max_concurrent"`
 	MaxFailures   int               `json:"max_failures"`

@@ -60,6 +60,9 @@ func (c *campaign) details() string {
 	s := c.status()
 	fmt.Fprintf(&b, "**%s** · %s · %d/%d trials ended (%d completed, %d stopped, %d failed) · %d running",
 		s.Campaign, s.State, s.Ended(), s.MaxTrials, s.Completed, s.Stopped, s.Failed, s.Running)
+	if s.Parked > 0 {
+		fmt.Fprintf(&b, " · %d paused at their budget", s.Parked)
+	}
 	if s.Reason != "" {
 		fmt.Fprintf(&b, " · %s", s.Reason)
 	}
@@ -77,7 +80,11 @@ func (c *campaign) details() string {
 		if i == detailsLeaderboardN {
 			break
 		}
-		fmt.Fprintf(&b, "| %d | %s | %.6g | %s | %.0f | %s |\n", i+1, e.TrialID, e.Score, e.State, e.Samples,
+		state := string(e.State)
+		if e.Stage != "" {
+			state += " (" + escapeMarkdown(e.Stage) + ")"
+		}
+		fmt.Fprintf(&b, "| %d | %s | %.6g | %s | %.0f | %s |\n", i+1, e.TrialID, e.Score, state, e.Samples,
 			strings.ReplaceAll(formatParams(e.Params), "|", `\|`))
 	}
 	return b.String()

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/jpa"
 )
 
@@ -97,6 +98,12 @@ func (in TrialInput) validate() error {
 		return fmt.Errorf("trial %s: min_nodes %d > max_nodes %d", in.TrialID, in.MinNodes, in.MaxNodes)
 	case in.MaxRestarts < 0:
 		return fmt.Errorf("trial %s: max_restarts: %d must not be negative", in.TrialID, in.MaxRestarts)
+	case !(in.Budget >= 0) || math.IsInf(in.Budget, 0):
+		return fmt.Errorf("trial %s: budget: %v must be a finite number ≥ 0 (0: none)", in.TrialID, in.Budget)
+	case in.Budget > 0 && !slices.Contains(gleaner.BudgetUnits, in.BudgetUnit):
+		return fmt.Errorf("trial %s: budget unit: %q is not one of %s", in.TrialID, in.BudgetUnit, strings.Join(gleaner.BudgetUnits, ", "))
+	case in.From != "" && gleaner.ValidateName("from", in.From) != nil:
+		return fmt.Errorf("trial %s: %w", in.TrialID, gleaner.ValidateName("from", in.From))
 	}
 	return nil
 }
@@ -118,6 +125,7 @@ type trial struct {
 	paused        bool // by a person or the campaign
 	registered    bool // the pool counts the trial as wanting nodes
 	stopRequested bool
+	atBudget      bool // stopping (or stopped) because progress reached in.Budget
 	continuing    bool // stopping the trainer to continue as new
 
 	active   *activeRun
@@ -333,6 +341,12 @@ func (t *trial) step(ctx workflow.Context) error {
 	if t.p.State.Terminal() {
 		return nil
 	}
+	if t.in.Budget > 0 && !t.atBudget && t.progress() >= t.in.Budget*(1-budgetSlack) {
+		// Reached its budget: the trainer stops at a checkpoint (one that
+		// reads GLEANER_BUDGET has exited already), and the trial ends
+		// completed, holding no nodes, until its searcher continues it.
+		t.atBudget, t.stopRequested = true, true
+	}
 	info := workflow.GetInfo(ctx)
 	if !t.continuing && (info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > TrialHistoryThreshold) {
 		t.continuing = true
@@ -355,6 +369,8 @@ func (t *trial) step(ctx workflow.Context) error {
 		t.deregister(ctx)
 	}
 	switch {
+	case t.stopRequested && t.atBudget:
+		t.setState(ctx, TrialCompleted)
 	case t.stopRequested:
 		t.setState(ctx, TrialStopped)
 	case t.continuing:
@@ -371,6 +387,34 @@ func (t *trial) step(ctx workflow.Context) error {
 		t.setState(ctx, TrialPending)
 	}
 	return nil
+}
+
+// budgetSlack is the relative rounding allowed on a budget, as on ASHA's
+// rungs: a budget computed as r·η^k may land an ulp above the whole
+// number a trainer reports at.
+const budgetSlack = 1e-9
+
+// progress is the trial's progress in its budget unit.
+func (t *trial) progress() float64 {
+	switch t.in.BudgetUnit {
+	case gleaner.BudgetSteps:
+		return float64(t.p.Step)
+	case gleaner.BudgetEpochs:
+		return t.p.Epoch
+	}
+	return t.p.Samples
+}
+
+// owner is the trial directory's owner: the first segment's first run id.
+func (t *trial) owner(ctx workflow.Context) string {
+	if t.in.Owner != "" {
+		return t.in.Owner
+	}
+	info := workflow.GetInfo(ctx)
+	if info.FirstRunID != "" {
+		return info.FirstRunID
+	}
+	return info.WorkflowExecution.RunID
 }
 
 func (t *trial) launch(ctx workflow.Context) {
@@ -395,12 +439,7 @@ func (t *trial) launch(ctx workflow.Context) {
 		},
 	})
 	nodes := slices.Clone(t.assigned)
-	info := workflow.GetInfo(ctx)
-	owner := info.FirstRunID // the same across continue-as-new
-	if owner == "" {
-		owner = info.WorkflowExecution.RunID
-	}
-	in := RunTrialInput{Trial: t.in, Run: t.p.Runs, Nodes: nodes, NodeType: t.assignedType, ResumeFrom: t.p.Checkpoint, Owner: owner,
+	in := RunTrialInput{Trial: t.in, Run: t.p.Runs, Nodes: nodes, NodeType: t.assignedType, ResumeFrom: t.p.Checkpoint, Owner: t.owner(ctx),
 		Hosts: slices.Clone(t.assignedHosts)}
 	var future workflow.Future
 	switch len(in.Hosts) {
@@ -708,6 +747,15 @@ func (t *trial) details() string {
 	if v, ok := t.p.Metrics[t.in.ObjectiveMetric]; ok {
 		s += fmt.Sprintf("| %s | %.6g |\n", t.in.ObjectiveMetric, v)
 	}
+	if t.in.Stage != "" {
+		s += fmt.Sprintf("| stage | %s |\n", escapeMarkdown(t.in.Stage))
+	}
+	if t.in.Budget > 0 {
+		s += fmt.Sprintf("| budget | %.0f %s |\n", t.in.Budget, t.in.BudgetUnit)
+	}
+	if t.in.From != "" {
+		s += fmt.Sprintf("| started from | trial %s's checkpoint |\n", t.in.From)
+	}
 	if t.p.Checkpoint != "" {
 		s += fmt.Sprintf("| checkpoint | `%s` |\n", t.p.Checkpoint)
 	}
@@ -729,8 +777,8 @@ func (t *trial) details() string {
 	return s
 }
 
-func (t *trial) report(final bool) TrialReport {
-	return TrialReport{
+func (t *trial) report(ctx workflow.Context, final bool) TrialReport {
+	r := TrialReport{
 		TrialID:    t.in.TrialID,
 		WorkflowID: t.wfID,
 		Number:     t.in.Number,
@@ -739,12 +787,21 @@ func (t *trial) report(final bool) TrialReport {
 		Final:      final,
 		Metrics:    t.p.Metrics,
 		Samples:    t.p.Samples,
+		Step:       t.p.Step,
+		Epoch:      t.p.Epoch,
 		Restarts:   t.p.Restarts,
 		Rescales:   t.p.Rescales,
 		Error:      t.p.Error,
+		Stage:      t.in.Stage,
+		Segment:    t.in.Segment,
 
 		ObjectiveMissing: final && t.p.State != TrialFailed && !t.p.ObjectiveSeen,
 	}
+	if final && t.p.State == TrialCompleted && t.in.Budget > 0 {
+		r.Resume = &TrialResume{Owner: t.owner(ctx), Samples: t.p.Samples, Step: t.p.Step, Epoch: t.p.Epoch,
+			Checkpoint: t.p.Checkpoint, Runs: t.p.Runs, Restarts: t.p.Restarts, Rescales: t.p.Rescales, Seen: t.p.ObjectiveSeen}
+	}
+	return r
 }
 
 func (t *trial) reportToCampaign(ctx workflow.Context, final bool) {
@@ -754,7 +811,7 @@ func (t *trial) reportToCampaign(ctx workflow.Context, final bool) {
 	if t.in.CampaignWorkflowID == "" {
 		return
 	}
-	f := workflow.SignalExternalWorkflow(ctx, t.in.CampaignWorkflowID, "", SignalTrialReport, t.report(final))
+	f := workflow.SignalExternalWorkflow(ctx, t.in.CampaignWorkflowID, "", SignalTrialReport, t.report(ctx, final))
 	if final {
 		// The campaign counts the trial in flight until this arrives.
 		if err := f.Get(ctx, nil); err != nil {
@@ -772,7 +829,7 @@ func (t *trial) finish(ctx workflow.Context) TrialReport {
 		t.deregister(ctx)
 	}
 	t.reportToCampaign(ctx, true)
-	return t.report(true)
+	return t.report(ctx, true)
 }
 
 // continueAsNew carries the durable progress into a new run; signals not

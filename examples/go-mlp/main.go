@@ -4,7 +4,10 @@
 // workers. It speaks the trial protocol (docs/protocol.md) through package
 // trial: parameters from the params file, progress and metrics to the
 // report file, a checkpoint every checkpoint_every steps and on SIGTERM,
-// exact resumption from GLEANER_RESUME_FROM.
+// exact resumption from GLEANER_RESUME_FROM. With a budget (GLEANER_BUDGET
+// in GLEANER_BUDGET_UNIT) it trains until its samples, step or epoch
+// counter reaches the budget instead of for steps or epochs, then
+// checkpoints, reports and exits 0, as on SIGTERM.
 //
 // On a run of several hosts (GLEANER_NUM_HOSTS > 1) there is one go-mlp
 // per host, running that host's GLEANER_LOCAL_NODES workers; the processes
@@ -88,7 +91,7 @@ func run(env trial.Env, rv trial.Rendezvous, stop <-chan struct{}, log io.Writer
 		span = nodeSpan{total: rv.Nodes, first: rv.NodeOffset, count: rv.LocalNodes}
 	}
 	tr := newTrainer(model, train, float64(h.LR), float64(h.Momentum), h.Batch.Int(), span, uint64(h.Seed))
-	steps := h.budget(train.len())
+	steps := h.budget(train.len()) // without a campaign's budget
 
 	// Every host resumes from the same checkpoint (shared storage), before
 	// joining: rank 0 deletes old checkpoints only after later steps, which
@@ -155,9 +158,24 @@ func run(env trial.Env, rv trial.Rendezvous, stop <-chan struct{}, log io.Writer
 	}
 	garbage := garbageWriter{path: env.ReportFile}
 
-	fmt.Fprintf(log, "go-mlp: trial %q on %d node(s) %v, host %d of %d (%s) with nodes %d..%d: %d hidden, batch %d, lr %g, steps %d→%d\n",
+	// The run ends at the campaign's budget when it gives one (every host
+	// has the same counters, so all end after the same step), else after
+	// the trainer's own steps.
+	budgeted := env.Budget > 0 && !h.IgnoreBudget
+	epoch := func() float64 { return float64(samples) / float64(train.len()) }
+	ended := func() bool {
+		if budgeted {
+			return env.BudgetReached(float64(samples), step, epoch())
+		}
+		return step >= steps
+	}
+	end, done := fmt.Sprintf("step %d", steps), "done"
+	if budgeted {
+		end, done = fmt.Sprintf("%g %s", env.Budget, env.BudgetUnit), "budget reached"
+	}
+	fmt.Fprintf(log, "go-mlp: trial %q on %d node(s) %v, host %d of %d (%s) with nodes %d..%d: %d hidden, batch %d, lr %g, step %d → %s\n",
 		env.TrialID, env.Nodes, env.Hosts, rv.NodeRank, rv.NumHosts, rv.HostAddr, span.first, span.first+span.count-1,
-		model.hidden, tr.batch, float64(h.LR), step, steps)
+		model.hidden, tr.batch, float64(h.LR), step, end)
 
 	progress := func(checkpoint string, trainLoss float64) trial.Report {
 		valLoss, acc := model.evaluate(tr.weights, val)
@@ -166,7 +184,7 @@ func run(env trial.Env, rv trial.Rendezvous, stop <-chan struct{}, log io.Writer
 			m["loss"] = trainLoss
 		}
 		return trial.Report{
-			Samples: float64(samples), Step: step, Epoch: float64(samples) / float64(train.len()),
+			Samples: float64(samples), Step: step, Epoch: epoch(),
 			Metrics: m, Checkpoint: checkpoint,
 		}
 	}
@@ -236,7 +254,7 @@ func run(env trial.Env, rv trial.Rendezvous, stop <-chan struct{}, log io.Writer
 		lossSum, lossN = 0, 0
 		return l
 	}
-	for step < steps {
+	for !ended() {
 		if hosts == nil && stopped() {
 			return finish("stopped", meanLoss())
 		}
@@ -257,12 +275,12 @@ func run(env trial.Env, rv trial.Rendezvous, stop <-chan struct{}, log io.Writer
 		if stopAgreed {
 			return finish("stopped", meanLoss())
 		}
-		if step%int64(h.CheckpointEvery) == 0 && step < steps {
+		if step%int64(h.CheckpointEvery) == 0 && !ended() {
 			if err := checkpoint(meanLoss()); err != nil {
 				fmt.Fprintln(log, "go-mlp: checkpoint:", err)
 				return exitEnv
 			}
-		} else if leader && step%int64(h.ReportEvery) == 0 && step < steps {
+		} else if leader && step%int64(h.ReportEvery) == 0 && !ended() {
 			if h.GarbageReports {
 				garbage.write()
 			}
@@ -282,7 +300,7 @@ func run(env trial.Env, rv trial.Rendezvous, stop <-chan struct{}, log io.Writer
 			}
 		}
 	}
-	return finish("done", meanLoss())
+	return finish(done, meanLoss()) // the last report carries the final checkpoint and metrics
 }
 
 // joinHosts meets the other hosts' trainers at the master address.

@@ -90,6 +90,19 @@ func (d *trialDir) launch(params map[string]any, nodes int, resumeFrom string) *
 	return d.start(filepath.Join(d.root, fmt.Sprintf("run-%d", d.runs)), params, nodes, resumeFrom, nil)
 }
 
+// launchBudget is launch with a campaign's budget: GLEANER_BUDGET in
+// GLEANER_BUDGET_UNIT.
+func (d *trialDir) launchBudget(params map[string]any, nodes int, resumeFrom string, budget float64, unit string) *launchRun {
+	d.t.Helper()
+	d.runs++
+	env := trial.Env{Budget: budget, BudgetUnit: unit}.Vars()
+	var extra []string
+	for _, kv := range env[len(env)-2:] {
+		extra = append(extra, kv[0]+"="+kv[1])
+	}
+	return d.start(filepath.Join(d.root, fmt.Sprintf("run-%d", d.runs)), params, nodes, resumeFrom, extra)
+}
+
 func (d *trialDir) start(runDir string, params map[string]any, nodes int, resumeFrom string, extraEnv []string) *launchRun {
 	t := d.t
 	t.Helper()
@@ -311,6 +324,93 @@ func TestSigtermCheckpointsAndResumeContinues(t *testing.T) {
 	}
 	if last := reps2[len(reps2)-1]; last.Step != 300 || last.Samples != 300*32 || last.Checkpoint == "" {
 		t.Errorf("resumed run's last report %+v, want step 300, samples 9600, a checkpoint", last)
+	}
+}
+
+// With a budget the trainer stops where its counter reaches it, within a
+// step, checkpoints, reports and exits 0; a later run with a larger budget
+// continues from that checkpoint, retraining nothing, and stops at the new
+// budget; a run whose checkpoint is already at its budget trains nothing.
+func TestBudgetStopsAndContinues(t *testing.T) {
+	const batch = 32
+	trainSize := float64(classes*perClass - valSize)
+	cases := []struct {
+		unit          string
+		first, second float64
+		counter       func(trial.Report) float64
+		perStep       float64 // how far one step moves the counter
+	}{
+		{trial.BudgetSamples, 1000, 2500, func(r trial.Report) float64 { return r.Samples }, batch},
+		{trial.BudgetSteps, 45, 100, func(r trial.Report) float64 { return float64(r.Step) }, 1},
+		{trial.BudgetEpochs, 0.5, 1.25, func(r trial.Report) float64 { return r.Epoch }, batch / trainSize},
+	}
+	for _, c := range cases {
+		t.Run(c.unit, func(t *testing.T) {
+			// Without the budget it would train for 100000 steps.
+			params := map[string]any{"steps": 100000, "batch": batch, "hidden": 16, "report_every": 10, "checkpoint_every": 1000}
+			d := newTrial(t)
+			atBudget := func(r *launchRun, budget float64, resumed *trial.Report) trial.Report {
+				t.Helper()
+				if code := r.wait(20 * time.Second); code != 0 {
+					t.Fatalf("exit %d, want 0; stderr:\n%s", code, r.stderr)
+				}
+				if !strings.Contains(r.stderr.String(), "budget reached") {
+					t.Errorf("stderr %q does not say the budget was reached", r.stderr)
+				}
+				reps, bad := r.read()
+				if bad != 0 || len(reps) == 0 {
+					t.Fatalf("%d reports, %d malformed", len(reps), bad)
+				}
+				for i, rep := range reps {
+					if rep.Samples != float64(rep.Step*batch) || rep.Epoch != rep.Samples/trainSize {
+						t.Errorf("report %d: %+v; want samples = step×%d, epoch = samples/%v", i, rep, batch, trainSize)
+					}
+				}
+				if resumed != nil { // continues from the checkpoint: nothing retrained
+					if first := reps[0]; first.Step <= resumed.Step || first.Step > resumed.Step+10 {
+						t.Errorf("first report after resuming at step %d: %+v; want step in (%d, %d]", resumed.Step, first, resumed.Step, resumed.Step+10)
+					}
+				}
+				last := reps[len(reps)-1]
+				if last.Checkpoint == "" || last.Metrics["val_loss"] == 0 {
+					t.Fatalf("last report %+v, want the checkpoint with the final metrics", last)
+				}
+				if _, err := os.Stat(last.Checkpoint); err != nil {
+					t.Fatal(err)
+				}
+				// At the budget, and by less than one step past it.
+				if got := c.counter(last); got < budget || got >= budget+c.perStep {
+					t.Errorf("stopped at %s %v, want in [%v, %v)", c.unit, got, budget, budget+c.perStep)
+				}
+				return last
+			}
+
+			ck := atBudget(d.launchBudget(params, 2, "", c.first, c.unit), c.first, nil)
+			ck2 := atBudget(d.launchBudget(params, 3, ck.Checkpoint, c.second, c.unit), c.second, &ck)
+
+			// Its checkpoint is at the budget already: it trains nothing.
+			again := d.launchBudget(params, 1, ck2.Checkpoint, c.second, c.unit)
+			if code := again.wait(20 * time.Second); code != 0 {
+				t.Fatalf("exit %d, want 0; stderr:\n%s", code, again.stderr)
+			}
+			reps, _ := again.read()
+			if len(reps) != 1 || reps[0].Step != ck2.Step || reps[0].Checkpoint == "" {
+				t.Errorf("run at its budget reported %+v, want one checkpoint at step %d", reps, ck2.Step)
+			}
+		})
+	}
+}
+
+// ignore_budget makes a trainer that does not cooperate (Gleaner stops it
+// once its reports cross the budget): it trains to its own end.
+func TestIgnoreBudgetTrainsToTheEnd(t *testing.T) {
+	r := newTrial(t).launchBudget(map[string]any{"steps": 50, "ignore_budget": true}, 1, "", 640, trial.BudgetSamples)
+	if code := r.wait(20 * time.Second); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, r.stderr)
+	}
+	reps, _ := r.read()
+	if last := reps[len(reps)-1]; last.Step != 50 || last.Checkpoint == "" {
+		t.Errorf("last report %+v, want step 50 with a checkpoint, past the budget of 640 samples", last)
 	}
 }
 

@@ -15,8 +15,9 @@ type hyper struct {
 	Momentum trial.Number `json:"momentum"`
 	Hidden   trial.Number `json:"hidden"`
 	Batch    trial.Number `json:"batch"`
-	// Steps is the budget in optimiser steps; Epochs, when set, overrides it
-	// with ceil(epochs × train size / batch).
+	// Steps is the run's length in optimiser steps; Epochs, when set,
+	// overrides it with ceil(epochs × train size / batch). A campaign's
+	// budget (GLEANER_BUDGET) overrides both.
 	Steps  trial.Number `json:"steps"`
 	Epochs trial.Number `json:"epochs"`
 	Seed   trial.Number `json:"seed"`
@@ -30,6 +31,7 @@ type hyper struct {
 	// Test-only misbehaviour.
 	FailAtStep     trial.Number `json:"fail_at_step"`    // exit 3 on reaching this step, first run only
 	IgnoreSigterm  trial.Flag   `json:"ignore_sigterm"`  // never stop on SIGTERM
+	IgnoreBudget   trial.Flag   `json:"ignore_budget"`   // train to steps or epochs whatever GLEANER_BUDGET says
 	GarbageReports trial.Flag   `json:"garbage_reports"` // interleave malformed report lines
 }
 
@@ -70,7 +72,8 @@ func (h hyper) validate() error {
 	return nil
 }
 
-// budget returns the run's length in steps.
+// budget returns the run's length in steps when the campaign gives no
+// budget of its own.
 func (h hyper) budget(trainSize int) int64 {
 	if h.Epochs > 0 {
 		return int64(math.Ceil(float64(h.Epochs) * float64(trainSize) / float64(h.Batch)))

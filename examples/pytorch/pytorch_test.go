@@ -213,6 +213,59 @@ func TestStopAndResume(t *testing.T) {
 	}
 }
 
+// TestBudgetStopsAndContinues gives train.py a budget of samples: on 2
+// processes it stops within a step past it, checkpoints, reports and exits
+// 0; a second run on 1 process with a larger budget continues from that
+// checkpoint with another learning rate (as population based training
+// does), retraining nothing, and stops at the new budget, having trained
+// with the params file's learning rate, not the checkpoint's.
+func TestBudgetStopsAndContinues(t *testing.T) {
+	py := torchPython(t)
+	root := t.TempDir()
+	const batch = 64
+	params := map[string]any{"steps": 100000, "batch": batch, "hidden": 32, "lr": 0.05, "report_every": 5, "checkpoint_every": 1000}
+	withBudget := func(budget string) []string {
+		return []string{trial.EnvBudget + "=" + budget, trial.EnvBudgetUnit + "=" + trial.BudgetSamples}
+	}
+	atBudget := func(l *launched, budget float64) []trial.Report {
+		t.Helper()
+		if code := l.wait(t, 90*time.Second); code != 0 {
+			t.Fatalf("exit %d, want 0; stderr:\n%s", code, l.stderr)
+		}
+		reps := l.read(t)
+		if len(reps) == 0 {
+			t.Fatalf("no reports; stderr:\n%s", l.stderr)
+		}
+		last := reps[len(reps)-1]
+		if last.Checkpoint == "" || last.Samples < budget || last.Samples >= budget+batch || last.Samples != float64(last.Step*batch) {
+			t.Fatalf("last report %+v: want a checkpoint at %v ≤ samples < %v, samples = step×%d; stderr:\n%s", last, budget, budget+batch, batch, l.stderr)
+		}
+		if _, ok := last.Metrics["val_loss"]; !ok {
+			t.Errorf("last report %+v lacks the final val_loss", last)
+		}
+		if _, err := os.Stat(last.Checkpoint); err != nil {
+			t.Fatal(err)
+		}
+		return reps
+	}
+
+	first := start(t, py, root, filepath.Join(root, "run-1"), params, 2, "", withBudget("600"))
+	ck := atBudget(first, 600)
+	ckpt := ck[len(ck)-1]
+
+	params["lr"] = 0.01
+	second := start(t, py, root, filepath.Join(root, "run-2"), params, 1, ckpt.Checkpoint, withBudget("1500"))
+	reps := atBudget(second, 1500)
+	if f := reps[0]; f.Step <= ckpt.Step || f.Step > ckpt.Step+5 || f.Samples != float64(f.Step*batch) {
+		t.Errorf("continued run's first report %+v; want step in (%d, %d], samples = step×%d", f, ckpt.Step, ckpt.Step+5, batch)
+	}
+	code := `import sys, torch; print(torch.load(sys.argv[1])["optimizer"]["param_groups"][0]["lr"])`
+	out, err := exec.Command(py, "-c", code, reps[len(reps)-1].Checkpoint).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "0.01" {
+		t.Errorf("the continued run's optimizer lr: %s (%v), want the params file's 0.01", out, err)
+	}
+}
+
 func TestCampaignSpecIsValid(t *testing.T) {
 	raw, err := os.ReadFile("campaign.json")
 	if err != nil {

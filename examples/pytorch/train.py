@@ -14,7 +14,12 @@ and they meet at GLEANER_MASTER_ADDR:GLEANER_MASTER_PORT. Global rank 0
 and when Gleaner stops the trial: SIGTERM reaches every process of the
 group, the ranks of all hosts agree on it through the per-step all-reduce,
 rank 0 checkpoints, all exit 0. GLEANER_RESUME_FROM resumes exactly: the
-batch of step s depends only on (seed, s).
+batch of step s depends only on (seed, s); the learning rate and momentum
+are the params file's, not the checkpoint's (a trial started from another
+trial's checkpoint, as population based training does, may have others).
+With a budget (GLEANER_BUDGET in GLEANER_BUDGET_UNIT) it trains until its
+samples, step or epoch counter reaches the budget, instead of for steps,
+then checkpoints, reports and exits 0, as on a stop.
 
 First, each host's first process appends one line to its own
 GLEANER_REPORT_FILE after a first all-reduce: a report line (the samples
@@ -164,7 +169,9 @@ def worker(local_rank, rv, env, h, master_addr, master_port):
                 f"train.py: {gt.ENV_RESUME_FROM}: checkpoint has hidden={ck.get('hidden')}, params say {h.hidden}"
             )
         model.load_state_dict(ck["model"])
-        opt.load_state_dict(ck["optimizer"])
+        opt.load_state_dict(ck["optimizer"])  # momentum buffers, and the lr it was trained with...
+        for group in opt.param_groups:  # ...but the hyperparameters are this trial's
+            group["lr"], group["momentum"] = h.lr, h.momentum
         step, samples = int(ck["step"]), int(ck["samples"])
     # Every rank has read the checkpoint before this first collective, so
     # rank 0 may prune it once training moves on.
@@ -212,12 +219,20 @@ def worker(local_rank, rv, env, h, master_addr, master_port):
         loss_sum, loss_n = 0.0, 0
         return m
 
+    def ended():
+        # The campaign's budget when it gives one (every rank has the same
+        # counters, so all end after the same step), else our own steps.
+        if env.budget > 0:
+            return env.budget_reached(samples, step, samples / TRAIN)
+        return step >= h.steps
+
+    end = f"{env.budget:g} {env.budget_unit}" if env.budget > 0 else f"step {h.steps}"
     if local_rank == 0:
         print(f"train.py: trial {env.trial_id!r}, host {rv.node_rank} of {rv.num_hosts} ({rv.host_addr}): "
               f"ranks {rank}..{rank + rv.local_nodes - 1} of {world} on {device}, hidden {h.hidden}, "
-              f"batch {h.batch}, lr {h.lr}, steps {step}->{h.steps}", file=sys.stderr, flush=True)
+              f"batch {h.batch}, lr {h.lr}, step {step} -> {end}", file=sys.stderr, flush=True)
     stopped = False
-    while step < h.steps:
+    while not ended():
         idx = batch_indices(torch, h.seed, step, h.batch)[rank::world].to(device)
         opt.zero_grad(set_to_none=True)
         loss = F.cross_entropy(ddp(xt[idx]), yt[idx])
@@ -239,19 +254,19 @@ def worker(local_rank, rv, env, h, master_addr, master_port):
         if stats[2].item() > 0:
             stopped = True
             break
-        if step % h.checkpoint_every == 0 and step < h.steps:
+        if step % h.checkpoint_every == 0 and not ended():
             save(mean_loss())
-        elif step % h.report_every == 0 and step < h.steps and rank == 0:
+        elif step % h.report_every == 0 and not ended() and rank == 0:
             report(mean_loss())
         if h.step_ms:
             import time
 
             time.sleep(h.step_ms / 1000)
 
-    save(mean_loss())
+    save(mean_loss())  # the last report: the final checkpoint and metrics
     if rank == 0:
-        print(f"train.py: {'stopped' if stopped else 'done'} at step {step}, checkpoint written",
-              file=sys.stderr, flush=True)
+        what = "stopped" if stopped else "budget reached" if env.budget > 0 else "done"
+        print(f"train.py: {what} at step {step}, checkpoint written", file=sys.stderr, flush=True)
         reporter.close()
     dist.barrier()
     dist.destroy_process_group()

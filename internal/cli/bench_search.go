@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -29,8 +30,13 @@ func newBenchSearchCmd() *cobra.Command {
 		Use:   "search",
 		Short: "Measure the searchers on standard test functions with simulated parallel workers",
 		Long: `Runs every searcher (--algorithms) on benchmark objectives (--objectives):
-Branin, Hartmann-6, a 10-dimensional Rosenbrock and a mixed space with a
-log-scaled float, an integer and a choice. --workers trials run at once on
+Branin, Hartmann-6, a 10-dimensional Rosenbrock, a mixed space with a
+log-scaled float, an integer and a choice, the learning curves of go-mlp, and
+pbt-toy, Jaderberg et al.'s PBT toy problem, whose trials carry a training
+state (−Q is minimised). --algorithms also takes asha-promotion and
+hyperband-promotion (those algorithms' promotion variant, which pauses trials
+at rungs and continues the best); pbt runs on stateful objectives only (others
+are skipped, with a note). --workers trials run at once on
 simulated workers; a trial takes exp(N(0, σ²)) time units (--cost-sigma), so
 trials finish out of order as on a real pool, and every algorithm meets the
 same cost stream for a seed. Each algorithm runs once per seed (--seeds from
@@ -45,7 +51,8 @@ known optimum. --plot DIR draws the regret curves (docs/search.md).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.algorithms, "algorithms", strings.Join(hpo.Algorithms(), ","), "comma-separated algorithms")
+	f.StringVar(&o.algorithms, "algorithms", strings.Join(hpo.Algorithms(), ","),
+		"comma-separated algorithms (also "+searchbench.ASHAPromotion+", "+searchbench.HyperbandPromotion+")")
 	f.StringVar(&o.objectives, "objectives", strings.Join(searchbench.ObjectiveNames(), ","), "comma-separated objectives")
 	f.IntVar(&o.trials, "trials", 100, "trials per run")
 	f.IntVar(&o.workers, "workers", 8, "trials in parallel")
@@ -83,13 +90,17 @@ func (o *benchSearchOptions) run(stdout, stderr io.Writer) error {
 	}
 	algs := splitList(o.algorithms)
 	for _, a := range algs {
-		if hpo.Describe(a) == "" {
-			return fmt.Errorf("--algorithms: %q is not one of %s", a, strings.Join(hpo.Algorithms(), ", "))
+		if !slices.Contains(searchbench.Methods(), a) {
+			return fmt.Errorf("--algorithms: %q is not one of %s", a, strings.Join(searchbench.Methods(), ", "))
 		}
 	}
 	var curves []searchbench.Curve
 	for _, obj := range objs {
 		for _, alg := range algs {
+			if err := searchbench.CanRun(alg, obj); err != nil {
+				fmt.Fprintf(stderr, "bench search: skipped %v\n", err)
+				continue
+			}
 			fmt.Fprintf(stderr, "bench search: %s on %s, %d seeds…\n", alg, obj.Name, o.seeds)
 			setup := searchbench.Setup{Algorithm: alg, Settings: searchbench.DefaultSettings(alg, obj), Objective: obj,
 				Workers: o.workers, Trials: o.trials, CostSigma: o.costSigma}

@@ -33,6 +33,20 @@ func TestBenchSearchTableJSONAndPlot(t *testing.T) {
 	require.Positive(t, st.Size())
 }
 
+// The promotion variants and PBT run on the stateful toy problem; PBT is
+// skipped, with a note, on an objective without training state.
+func TestBenchSearchPromotionAndPBT(t *testing.T) {
+	out, progress, err := runCLI(t, "bench", "search", "--algorithms", "asha-promotion,hyperband-promotion,pbt",
+		"--objectives", "pbt-toy,go-mlp", "--trials", "20", "--seeds", "2", "--at", "10,20")
+	require.NoError(t, err)
+	require.Contains(t, progress, "bench search: skipped pbt on go-mlp: objective does not support Create.From")
+	for _, row := range []string{`pbt-toy\s+-0\.878189\s+pbt\s+-0\.[0-9]+ \[`, `pbt-toy\s+-0\.878189\s+asha-promotion\s+`,
+		`go-mlp\s+0\.0168562\s+hyperband-promotion\s+[0-9.]+ \[`} {
+		require.Regexp(t, row, out)
+	}
+	require.NotRegexp(t, `go-mlp\s+\S+\s+pbt`, out)
+}
+
 func TestBenchSearchBadFlags(t *testing.T) {
 	for want, args := range map[string][]string{
 		`--algorithms: "hyperopt" is not one of`: {"--algorithms", "random,hyperopt"},

@@ -734,7 +734,11 @@ func devWriteLeaderboard(w io.Writer, l []workflows.LeaderboardEntry, obj gleane
 				ps = append(ps, name+"="+strconv.FormatFloat(v.Num, 'g', 4, 64))
 			}
 		}
-		fmt.Fprintf(tw, "  %d\t%d\t%.6g\t%s\t%d\t%s\n", i+1, e.Number, e.Score, e.State, e.Restarts, strings.Join(ps, " "))
+		state := e.State
+		if e.Stage != "" {
+			state += workflows.TrialState(" (" + e.Stage + ")")
+		}
+		fmt.Fprintf(tw, "  %d\t%d\t%.6g\t%s\t%d\t%s\n", i+1, e.Number, e.Score, state, e.Restarts, strings.Join(ps, " "))
 	}
 	_ = tw.Flush()
 }

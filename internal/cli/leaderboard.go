@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -127,10 +128,25 @@ func topN(l []workflows.LeaderboardEntry, n int) []workflows.LeaderboardEntry {
 // writeLeaderboard prints entries, best first, as a table.
 func writeLeaderboard(w io.Writer, l []workflows.LeaderboardEntry) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RANK\tTRIAL\tSCORE\tSTATE\tSAMPLES\tRESTARTS\tPARAMS")
+	// STAGE (a rung, a generation) only for searchers that label trials.
+	staged := slices.ContainsFunc(l, func(e workflows.LeaderboardEntry) bool { return e.Stage != "" })
+	stage := func(e workflows.LeaderboardEntry) string {
+		switch {
+		case !staged:
+			return ""
+		case e.Stage == "":
+			return "-\t"
+		}
+		return e.Stage + "\t"
+	}
+	head := "RANK\tTRIAL\tSCORE\tSTATE\tSAMPLES\tRESTARTS\tPARAMS"
+	if staged {
+		head = "RANK\tTRIAL\tSCORE\tSTATE\tSTAGE\tSAMPLES\tRESTARTS\tPARAMS"
+	}
+	fmt.Fprintln(tw, head)
 	for i, e := range l {
-		fmt.Fprintf(tw, "%d\t%s\t%.6g\t%s\t%s\t%d\t%s\n",
-			i+1, e.TrialID, e.Score, e.State, formatCount(e.Samples), e.Restarts, formatParams(e.Params))
+		fmt.Fprintf(tw, "%d\t%s\t%.6g\t%s\t%s%s\t%d\t%s\n",
+			i+1, e.TrialID, e.Score, e.State, stage(e), formatCount(e.Samples), e.Restarts, formatParams(e.Params))
 	}
 	_ = tw.Flush()
 }

@@ -181,6 +181,9 @@ func writeStatus(w io.Writer, s workflows.CampaignStatus, url string) {
 	}
 	fmt.Fprintf(w, "trials    %d/%d ended (%d completed, %d stopped, %d failed), %d running, %d pending, %d created\n",
 		s.Ended(), s.MaxTrials, s.Completed, s.Stopped, s.Failed, s.Running, s.Pending, s.Created)
+	if s.Parked > 0 || s.Continued > 0 {
+		fmt.Fprintf(w, "budgets   %d paused at their budget (holding no nodes), %d segments continued\n", s.Parked, s.Continued)
+	}
 	fmt.Fprintf(w, "limits    %d at once, ends after %d failures\n", s.MaxConcurrent, s.MaxFailures)
 	if s.WarmStarted > 0 {
 		fmt.Fprintf(w, "warm      the searcher started from %d trials of earlier campaigns (search.warm_start)\n", s.WarmStarted)

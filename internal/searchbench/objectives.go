@@ -1,9 +1,12 @@
 // Package searchbench measures Gleaner's searchers (package hpo) on
 // benchmark objectives with simulated asynchronous workers: N trials in
 // parallel, each taking a time drawn from a cost model, each finishing
-// with the objective's value at its parameters. It is pure (no Temporal,
-// no I/O): `gleaner bench search` prints and plots what it returns, and
-// the same runs back the searchers' quality tests.
+// with the objective's value at its parameters. The workers carry out
+// the whole Searcher contract: budgets (a trial pauses at its budget),
+// Continue (it resumes where it paused) and Create.From (a new trial
+// starts from another's training state, on a stateful objective). It is
+// pure (no Temporal, no I/O): `gleaner bench search` prints and plots what
+// it returns, and the same runs back the searchers' quality tests.
 package searchbench
 
 import (
@@ -16,7 +19,8 @@ import (
 )
 
 // Objective is a function to minimise over a search space, with its known
-// global minimum.
+// global minimum. It is one of three kinds: a test function (F), a
+// learning-curve table (Curve) or a stateful trainer (Trainer).
 type Objective struct {
 	Name string
 	// Doc says what it is and where it comes from.
@@ -28,7 +32,11 @@ type Objective struct {
 	// Curve, for a learning-curve objective instead of F, is a trial's
 	// reports: its metric after each number of training samples, up to
 	// FullBudget samples.
-	Curve      func(hpo.Params) []Point
+	Curve func(hpo.Params) []Point
+	// Trainer, for a stateful objective instead of F or Curve, trains a
+	// state per trial, reporting every Trainer.Every budget units up to
+	// FullBudget.
+	Trainer    *Trainer
 	FullBudget float64
 }
 
@@ -38,27 +46,94 @@ type Point struct {
 	Value   float64
 }
 
-// Points are what a trial at p reports: its curve, or F's value as one
+// Points are what a trial at p reports when it trains its full budget
+// from the start: its curve, its trainer's reports, or F's value as one
 // report at the end of a budget of 1.
 func (o Objective) Points(p hpo.Params) []Point {
-	if o.Curve != nil {
-		return o.Curve(p)
+	var pts []Point
+	for _, r := range o.segment(p, 0, o.initial(), 0) {
+		pts = append(pts, r.Point)
 	}
-	return []Point{{Samples: 1, Value: o.F(p)}}
+	return pts
 }
 
-// Budget is a trial's full budget: FullBudget samples, or 1.
+// Budget is a trial's full budget: FullBudget (samples, or steps), or 1.
 func (o Objective) Budget() float64 {
-	if o.Curve != nil {
+	if o.Curve != nil || o.Trainer != nil {
 		return o.FullBudget
 	}
 	return 1
 }
 
-// Objectives are the standard test functions and the learning-curve
-// table, in a fixed order.
+// Stateful says whether a trial of o carries a training state that a
+// trial created from its checkpoint (hpo.Create.From) can start from.
+func (o Objective) Stateful() bool { return o.Trainer != nil }
+
+// initial is a new trial's state (nil unless o is stateful).
+func (o Objective) initial() State {
+	if o.Trainer == nil {
+		return nil
+	}
+	return o.Trainer.Init()
+}
+
+// budgetSlack is the relative rounding allowed when progress is compared
+// with a budget, as hpo's rungs allow: a budget written R/η^k may land an
+// ulp above the whole number a trainer reports at.
+const budgetSlack = 1e-9
+
+// report is one report of a trial's segment, with the trial's state there.
+type report struct {
+	Point
+	state State
+}
+
+// segment is what a trial at p trains through from progress from (in
+// state st) until its progress reaches budget (0: until it ends by
+// itself): its reports, in order. Progress moves from report to report,
+// so the segment ends at the first report at or past budget (a trainer
+// checkpoints at the first report that crosses its budget).
+func (o Objective) segment(p hpo.Params, from float64, st State, budget float64) []report {
+	reached := func(x float64) bool { return budget > 0 && x >= budget*(1-budgetSlack) }
+	if reached(from) {
+		return nil
+	}
+	var out []report
+	if t := o.Trainer; t != nil {
+		for x := from; x < o.FullBudget*(1-budgetSlack); {
+			next := min(x+t.Every, o.FullBudget)
+			var v float64
+			st, v = t.Train(st, p, next-x)
+			out = append(out, report{Point{Samples: next, Value: v}, st})
+			if reached(next) {
+				break
+			}
+			x = next
+		}
+		return out
+	}
+	pts := []Point{{Samples: 1}}
+	if o.Curve != nil {
+		pts = o.Curve(p)
+	} else if from < 1 {
+		pts[0].Value = o.F(p)
+	}
+	for _, pt := range pts {
+		if pt.Samples <= from {
+			continue
+		}
+		out = append(out, report{Point: pt})
+		if reached(pt.Samples) {
+			break
+		}
+	}
+	return out
+}
+
+// Objectives are the standard test functions, the learning-curve table
+// and the stateful toy problem, in a fixed order.
 func Objectives() []Objective {
-	return []Objective{branin(), hartmann6(), rosenbrock(10), mixed(), goMLP()}
+	return []Objective{branin(), hartmann6(), rosenbrock(10), mixed(), goMLP(), pbtToy()}
 }
 
 // ObjectiveNames lists Objectives' names.

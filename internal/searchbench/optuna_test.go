@@ -33,8 +33,9 @@ func optunaPython(t *testing.T) string {
 }
 
 // scripts/search_vs_optuna.py runs: Optuna's samplers and pruners and
-// Gleaner's searchers (through gleaner search) on a function and on the
-// learning curves, and prints a row per method.
+// Gleaner's searchers (through gleaner search, promotion and PBT
+// included) on a function, the learning curves and the toy problem, and
+// prints a row per method.
 func TestSearchVsOptunaScriptRuns(t *testing.T) {
 	py := optunaPython(t)
 	_, file, _, _ := runtime.Caller(0)
@@ -46,13 +47,15 @@ func TestSearchVsOptunaScriptRuns(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	cmd := exec.Command(py, filepath.Join(root, "scripts", "search_vs_optuna.py"), "--gleaner", bin, "--seeds", "2",
-		"--trials", "30", "--at", "10,30", "--objectives", "branin,go-mlp",
-		"--methods", "optuna-tpe,optuna-sha,gleaner-tpe,gleaner-asha,gleaner-hyperband")
+		"--trials", "30", "--at", "10,30", "--objectives", "branin,go-mlp,pbt-toy",
+		"--methods", "optuna-tpe,optuna-sha,gleaner-tpe,gleaner-asha,gleaner-hyperband,gleaner-asha-promotion,gleaner-pbt")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, row := range []string{`\| branin \| 0.397887 \| optuna-tpe \| [0-9.]+ \[`, `\| go-mlp \| 0.0168562 \| gleaner-asha \| [0-9.]+ \[`, `\| go-mlp \| 0.0168562 \| gleaner-hyperband \|`} {
+	for _, row := range []string{`\| branin \| 0.397887 \| optuna-tpe \| [0-9.]+ \[`, `\| go-mlp \| 0.0168562 \| gleaner-asha \| [0-9.]+ \[`,
+		`\| go-mlp \| 0.0168562 \| gleaner-hyperband \|`, `\| go-mlp \| 0.0168562 \| gleaner-asha-promotion \| [0-9.]+ \[`,
+		`\| pbt-toy \| -0.878189 \| gleaner-pbt \| -0.[0-9]+ \[`} {
 		if !regexp.MustCompile(row).Match(out) {
 			t.Errorf("no row %s in:\n%s", row, out)
 		}

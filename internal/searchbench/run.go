@@ -1,19 +1,18 @@
 package searchbench
 
 import (
-	"cmp"
 	"fmt"
 	"math"
-	"math/rand/v2"
-	"slices"
 	"sort"
 
 	"github.com/gleaner-hpc/gleaner/hpo"
 )
 
-// Setup is one benchmark run: an algorithm with its settings on an
-// objective, with Workers trials in parallel, Trials in all.
+// Setup is one benchmark run: a method (an algorithm with its settings)
+// on an objective, with Workers trials in parallel, Trials in all.
 type Setup struct {
+	// Algorithm is one of Methods: an hpo algorithm, or a variant the
+	// bench names (asha-promotion: asha with Settings of that variant).
 	Algorithm string
 	Settings  hpo.Settings
 	Objective Objective
@@ -25,113 +24,41 @@ type Setup struct {
 	CostSigma float64
 }
 
-// Step is the state of a run after one more trial ended.
+// Step is the state of a run after one more trial ended (or paused at
+// its budget: a trial continued later ends once per segment).
 type Step struct {
 	// Budget is the training spent so far, in full trial budgets (each
-	// trial of a function counts 1; a learning-curve trial its samples
-	// ÷ the table's budget).
+	// trial of a function counts 1; a learning-curve or stateful trial
+	// the budget units it trained ÷ the objective's full budget). A unit
+	// is counted once: a continued trial or one created from another's
+	// checkpoint is charged only for what it trains on.
 	Budget float64 `json:"budget"`
 	// Best is the best result so far: a trial's result is its value when
-	// it ended (finished, or stopped by the searcher).
+	// it ended (finished, paused at its budget, or stopped by the
+	// searcher).
 	Best float64 `json:"best"`
+	// Trials counts the trials that have ended at least once.
+	Trials int `json:"trials"`
 }
 
 // Run drives the searcher through the simulated workers until it shuts
-// down and returns one Step per ended trial, in the order trials ended.
-// A trial of a learning-curve objective reports at every point of its
-// curve, spaced in time by its samples, and ends early when the searcher
-// stops it. Trial durations come from a generator seeded apart from the
-// searcher, so every algorithm meets the same cost stream.
+// down (or no trial is left running) and returns one Step per ended
+// segment, in the order they ended. A trial of a learning-curve or
+// stateful objective reports at every point of its curve, spaced in time
+// by the budget units it trains; it ends early when the searcher stops
+// it, and pauses at its budget (hpo.Create.Budget, hpo.Continue) until a
+// Continue resumes it there. Trial durations come from a generator seeded
+// apart from the searcher, so every algorithm meets the same cost stream.
+// The objective is minimised (hpo mode "min"): an objective where more is
+// better reports its negation (pbt-toy reports −Q).
 func Run(s Setup) ([]Step, error) {
-	cfg := hpo.Config{Algorithm: s.Algorithm, Settings: s.Settings, Space: s.Objective.Space, Seed: s.Seed,
+	cfg := hpo.Config{Algorithm: algorithmOf(s.Algorithm), Settings: s.Settings, Space: s.Objective.Space, Seed: s.Seed,
 		MaxTrials: s.Trials, MaxConcurrent: s.Workers, Mode: "min"}
 	searcher, err := hpo.NewSearcher(cfg)
 	if err != nil {
 		return nil, err
 	}
-	cost := rand.New(rand.NewPCG(s.Seed, 0x5eed_c057))
-	type running struct {
-		id       string
-		curve    []Point
-		next     int     // index of the next report
-		start    float64 // time it started
-		duration float64 // time its full budget takes
-		seq      int
-		stop     bool
-	}
-	var (
-		now      float64
-		live     []*running
-		seq      int
-		spent    float64
-		best     = math.Inf(1)
-		steps    []Step
-		shutdown bool
-	)
-	at := func(r *running) float64 { return r.start + r.duration*r.curve[r.next].Samples/s.Objective.Budget() }
-	var apply func(acts []hpo.Action) error
-	apply = func(acts []hpo.Action) error {
-		for _, a := range acts {
-			switch a := a.(type) {
-			case hpo.Create:
-				d := 1.0
-				if s.CostSigma != 0 {
-					d = math.Exp(s.CostSigma * cost.NormFloat64())
-				}
-				seq++
-				live = append(live, &running{id: a.ID, curve: s.Objective.Points(a.Params), start: now, duration: d, seq: seq})
-				if err := apply(searcher.TrialCreated(a.ID)); err != nil {
-					return err
-				}
-			case hpo.Stop:
-				i := slices.IndexFunc(live, func(r *running) bool { return r.id == a.TrialID })
-				if i < 0 {
-					return fmt.Errorf("%s stopped %s, which is not running", s.Algorithm, a.TrialID)
-				}
-				live[i].stop = true
-			case hpo.Shutdown:
-				shutdown = true
-			}
-		}
-		return nil
-	}
-	if err := apply(searcher.Initial()); err != nil {
-		return nil, err
-	}
-	for !shutdown && len(live) > 0 {
-		i := 0
-		for j, r := range live {
-			if c := cmp.Compare(at(r), at(live[i])); c < 0 || c == 0 && r.seq < live[i].seq {
-				i = j
-			}
-		}
-		r := live[i]
-		now = at(r)
-		p := r.curve[r.next]
-		r.next++
-		var acts []hpo.Action
-		last := r.next == len(r.curve)
-		if !last {
-			acts = searcher.TrialReported(r.id, p.Samples, p.Value)
-			if err := apply(acts); err != nil {
-				return nil, err
-			}
-		}
-		if last || r.stop {
-			live = slices.DeleteFunc(live, func(x *running) bool { return x == r })
-			spent += p.Samples / s.Objective.Budget()
-			best = min(best, p.Value)
-			steps = append(steps, Step{Budget: spent, Best: best})
-			outcome := hpo.OutcomeCompleted
-			if !last {
-				outcome = hpo.OutcomeStopped
-			}
-			if err := apply(searcher.TrialFinished(r.id, p.Value, outcome)); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return steps, nil
+	return simulate(s, searcher)
 }
 
 // Quartiles are the 25th, 50th and 75th percentiles.
@@ -155,7 +82,8 @@ func quartiles(xs []float64) Quartiles {
 }
 
 // Curve is an algorithm's best result over seeds: Best[n-1] after n
-// ended trials, ByBudget[b-1] once b full budgets were spent.
+// trials ended (afterTrials), ByBudget[b-1] once b full budgets were
+// spent.
 type Curve struct {
 	Algorithm string      `json:"algorithm"`
 	Objective string      `json:"objective"`
@@ -199,18 +127,64 @@ func (c Curve) BudgetToReach(target float64) []float64 {
 	return out
 }
 
-// DefaultSettings are the settings the benchmark gives alg on o when the
-// caller gives none: the stopping searchers' budgets follow the
-// objective's (ASHA: rungs at R/27, R/9, R/3 and R with η = 3; Hyperband:
-// brackets from R/27 to R; median: ten checkpoints).
-func DefaultSettings(alg string, o Objective) hpo.Settings {
-	switch alg {
-	case hpo.AlgorithmASHA:
-		return hpo.Settings{ASHA: &hpo.ASHASettings{MinBudget: o.Budget() / 27, ReductionFactor: 3, MaxBudget: o.Budget()}}
-	case hpo.AlgorithmHyperband:
-		return hpo.Settings{Hyperband: &hpo.HyperbandSettings{MinBudget: o.Budget() / 27, MaxBudget: o.Budget(), ReductionFactor: 3}}
+// Bench variants: an hpo algorithm under settings of another variant,
+// named apart so that a table can show both.
+const (
+	ASHAPromotion      = "asha-promotion"
+	HyperbandPromotion = "hyperband-promotion"
+)
+
+var variants = map[string]string{ASHAPromotion: hpo.AlgorithmASHA, HyperbandPromotion: hpo.AlgorithmHyperband}
+
+// Methods lists what Setup.Algorithm may name: hpo's algorithms, then the
+// bench variants.
+func Methods() []string {
+	return append(hpo.Algorithms(), ASHAPromotion, HyperbandPromotion)
+}
+
+// algorithmOf is the hpo algorithm a method runs.
+func algorithmOf(method string) string {
+	if a, ok := variants[method]; ok {
+		return a
+	}
+	return method
+}
+
+// CanRun says why method cannot run on o (nil: it can): PBT creates
+// trials from others' checkpoints, which only a stateful objective has.
+func CanRun(method string, o Objective) error {
+	if algorithmOf(method) == hpo.AlgorithmPBT && !o.Stateful() {
+		return fmt.Errorf("%s on %s: %w (PBT copies trials' training state)", method, o.Name, ErrFromUnsupported)
+	}
+	return nil
+}
+
+// DefaultSettings are the settings the benchmark gives method on o when
+// the caller gives none; the budgets follow the objective's full budget R.
+// ASHA, stopping or promotion: rungs at R/27, R/9, R/3 and R with η = 3;
+// Hyperband, stopping or promotion: brackets from R/27 to R; median: ten
+// checkpoints; PBT: a member exploits and explores every R/10 up to R,
+// with hpo's defaults otherwise (a population of the workers, truncation
+// at the quarter).
+func DefaultSettings(method string, o Objective) hpo.Settings {
+	r := o.Budget()
+	switch method {
+	case hpo.AlgorithmASHA, ASHAPromotion:
+		set := &hpo.ASHASettings{MinBudget: r / 27, ReductionFactor: 3, MaxBudget: r}
+		if method == ASHAPromotion {
+			set.Variant = hpo.VariantPromotion
+		}
+		return hpo.Settings{ASHA: set}
+	case hpo.AlgorithmHyperband, HyperbandPromotion:
+		set := &hpo.HyperbandSettings{MinBudget: r / 27, MaxBudget: r, ReductionFactor: 3}
+		if method == HyperbandPromotion {
+			set.Variant = hpo.VariantPromotion
+		}
+		return hpo.Settings{Hyperband: set}
 	case hpo.AlgorithmMedian:
-		return hpo.Settings{Median: &hpo.MedianSettings{Interval: o.Budget() / 10}}
+		return hpo.Settings{Median: &hpo.MedianSettings{Interval: r / 10}}
+	case hpo.AlgorithmPBT:
+		return hpo.Settings{PBT: &hpo.PBTSettings{Interval: r / 10, MaxBudget: r}}
 	}
 	return hpo.Settings{}
 }
@@ -228,11 +202,11 @@ func Measure(setup Setup, seed0 uint64, seeds int) (Curve, error) {
 		}
 		c.Runs = append(c.Runs, run)
 	}
-	for n := range setup.Trials {
+	for n := 1; n <= setup.Trials; n++ {
 		var at []float64
 		for _, r := range c.Runs {
 			if len(r) > 0 {
-				at = append(at, r[min(n, len(r)-1)].Best)
+				at = append(at, afterTrials(r, n))
 			}
 		}
 		c.Best = append(c.Best, quartiles(at))
@@ -252,4 +226,12 @@ func Measure(setup Setup, seed0 uint64, seeds int) (Curve, error) {
 		c.ByBudget = append(c.ByBudget, quartiles(at))
 	}
 	return c, nil
+}
+
+// afterTrials is a run's best after n trials ended: at its last step
+// before an (n+1)-th trial first ended, so the segments a continued trial
+// trains in the meantime count (the run's last best if fewer ended).
+func afterTrials(run []Step, n int) float64 {
+	i := max(sort.Search(len(run), func(i int) bool { return run[i].Trials > n })-1, 0)
+	return run[i].Best
 }

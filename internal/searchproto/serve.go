@@ -14,10 +14,23 @@
 //	{"event":"restore","snapshot":{...}}                  back to a state
 //
 // Answers (one line each): {"actions":[...],"progress":0.25} where each
-// action is {"create":{"id":"t00002","params":{"lr":0.01,"opt":"adam"}}},
-// {"stop":{"trial_id":"t00001"}} or {"shutdown":{}}; a snapshot answers
-// {"snapshot":{...},"progress":…}; a bad request answers {"error":"…"} and
-// the session goes on.
+// action is one of
+//
+//	{"create":{"id":"t00002","params":{"lr":0.01,"opt":"adam"}}}
+//	{"create":{"id":"t00009","params":{…},"budget":1200,"from":"t00002","stage":"gen 3"}}
+//	{"continue":{"trial_id":"t00002","budget":3600,"stage":"rung 1"}}
+//	{"stop":{"trial_id":"t00001"}}
+//	{"shutdown":{}}
+//
+// A create's budget (omitted: 0, to the trainer's end) is the progress at
+// which the trial pauses: it reports there, then ends "completed", holding
+// its checkpoint. A create's from names a trial that paused at a budget:
+// the new trial starts from that checkpoint (progress counts on from its).
+// A continue resumes a paused trial from its checkpoint to a larger
+// budget; the caller answers it with "created" for the same id when it
+// starts, and with "failed" if it cannot continue it. Stage labels the
+// trial for people. A snapshot answers {"snapshot":{...},"progress":…}; a
+// bad request answers {"error":"…"} and the session goes on.
 package searchproto
 
 import (
@@ -47,9 +60,26 @@ type Request struct {
 
 // Action is one action as the protocol writes it: exactly one field set.
 type Action struct {
-	Create   *hpo.Create `json:"create,omitempty"`
-	Stop     *hpo.Stop   `json:"stop,omitempty"`
-	Shutdown *struct{}   `json:"shutdown,omitempty"`
+	Create   *hpo.Create   `json:"create,omitempty"`
+	Continue *hpo.Continue `json:"continue,omitempty"`
+	Stop     *hpo.Stop     `json:"stop,omitempty"`
+	Shutdown *struct{}     `json:"shutdown,omitempty"`
+}
+
+// actionOf writes a searcher's action as the protocol does; false for
+// none of the four (a nil action: a searcher's bug).
+func actionOf(a hpo.Action) (Action, bool) {
+	switch a := a.(type) {
+	case hpo.Create:
+		return Action{Create: &a}, true
+	case hpo.Continue:
+		return Action{Continue: &a}, true
+	case hpo.Stop:
+		return Action{Stop: &a}, true
+	case hpo.Shutdown:
+		return Action{Shutdown: &struct{}{}}, true
+	}
+	return Action{}, false
 }
 
 // Answer is one line to the caller.
@@ -117,6 +147,12 @@ func Serve(cfg hpo.Config, in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return serve(cfg, s, in, out)
+}
+
+// serve is Serve with the searcher made; a restore replaces it with one
+// made from cfg.
+func serve(cfg hpo.Config, s hpo.Searcher, in io.Reader, out io.Writer) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxLine)
 	w := bufio.NewWriter(out)
@@ -177,14 +213,12 @@ func answer(cfg hpo.Config, s *hpo.Searcher, line []byte) Answer {
 	}
 	out := Answer{Actions: []Action{}, Progress: (*s).Progress()}
 	for _, a := range acts {
-		switch a := a.(type) {
-		case hpo.Create:
-			out.Actions = append(out.Actions, Action{Create: &a})
-		case hpo.Stop:
-			out.Actions = append(out.Actions, Action{Stop: &a})
-		case hpo.Shutdown:
-			out.Actions = append(out.Actions, Action{Shutdown: &struct{}{}})
+		w, ok := actionOf(a)
+		if !ok {
+			out.Error = fmt.Sprintf("the searcher returned an action of type %T, not create, continue, stop or shutdown", a)
+			continue
 		}
+		out.Actions = append(out.Actions, w)
 	}
 	return out
 }

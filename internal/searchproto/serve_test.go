@@ -85,3 +85,46 @@ func TestServeRefusesABadConfig(t *testing.T) {
 	cfg.Algorithm = "nope"
 	require.ErrorContains(t, Serve(cfg, strings.NewReader(""), &strings.Builder{}), "algorithm")
 }
+
+// scripted answers each event with the actions a test wrote for it.
+type scripted struct {
+	initial, created, finished []hpo.Action
+}
+
+func (s scripted) Initial() []hpo.Action                                   { return s.initial }
+func (s scripted) TrialCreated(string) []hpo.Action                        { return s.created }
+func (s scripted) TrialReported(string, float64, float64) []hpo.Action     { return nil }
+func (s scripted) TrialFinished(string, float64, hpo.Outcome) []hpo.Action { return s.finished }
+func (s scripted) TrialFailed(string) []hpo.Action                         { return nil }
+func (s scripted) Progress() float64                                       { return 0.5 }
+func (s scripted) Snapshot() ([]byte, error)                               { return []byte(`{"type":"scripted","state":{}}`), nil }
+func (s scripted) Restore([]byte) error                                    { return nil }
+
+// Budgets, From, stages and Continue are written as the doc says, and
+// decode back to the searcher's actions.
+func TestServeWritesBudgetsFromAndContinue(t *testing.T) {
+	s := scripted{
+		initial: []hpo.Action{
+			hpo.Create{ID: "t00001", Params: hpo.Params{"lr": hpo.Float(0.01)}, Budget: 1200, Stage: "gen 0"},
+			hpo.Create{ID: "t00002", Params: hpo.Params{"lr": hpo.Float(0.02)}, Budget: 2400, From: "t00001", Stage: "gen 1"},
+		},
+		finished: []hpo.Action{hpo.Continue{TrialID: "t00001", Budget: 3600, Stage: "rung 1"}, hpo.Stop{TrialID: "t00002"}, hpo.Shutdown{}},
+		created:  []hpo.Action{nil},
+	}
+	var out strings.Builder
+	in := `{"event":"initial"}` + "\n" + `{"event":"finished","id":"t00001","metric":0.5,"outcome":"completed"}` + "\n" +
+		`{"event":"created","id":"t00001"}` + "\n"
+	require.NoError(t, serve(testConfig(), s, strings.NewReader(in), &out))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Equal(t, []string{
+		`{"actions":[{"create":{"id":"t00001","params":{"lr":0.01},"budget":1200,"stage":"gen 0"}},` +
+			`{"create":{"id":"t00002","params":{"lr":0.02},"budget":2400,"from":"t00001","stage":"gen 1"}}],"progress":0.5}`,
+		`{"actions":[{"continue":{"trial_id":"t00001","budget":3600,"stage":"rung 1"}},{"stop":{"trial_id":"t00002"}},{"shutdown":{}}],"progress":0.5}`,
+		`{"actions":[],"progress":0.5,"error":"the searcher returned an action of type \u003cnil\u003e, not create, continue, stop or shutdown"}`,
+	}, lines)
+	var a Answer
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &a))
+	require.Equal(t, s.finished[0], *a.Actions[0].Continue)
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &a))
+	require.Equal(t, s.initial[1], *a.Actions[1].Create)
+}

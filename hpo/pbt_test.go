@@ -1,0 +1,607 @@
+package hpo
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The PBT tests drive the searcher through their own simulation, since
+// PBT needs what the shared harness does not model: trials that pause at
+// their Budget, Continue, and Create.From copying a checkpoint.
+
+// pbtTrial is a simulated trial: it trains one budget unit per tick and
+// checkpoints at every budget end.
+type pbtTrial struct {
+	id        string
+	params    Params
+	progress  float64
+	budget    float64 // 0: the trainer runs to the driver's ownEnd
+	steps     int     // units trained since it last started
+	running   bool
+	announced bool
+	theta     [2]float64
+	ckpt      *pbtCkpt // the latest budget end
+}
+
+type pbtCkpt struct {
+	progress float64
+	theta    [2]float64
+}
+
+// pbtDriver runs a searcher to Shutdown over simulated trials, checking
+// every action against the Searcher contract as it goes.
+type pbtDriver struct {
+	t   *testing.T
+	cfg Config
+	// start sets up a trial created from scratch; step trains one unit
+	// and returns the metric; fails, if set, says the trial fails now.
+	start  func(*pbtTrial)
+	step   func(*pbtTrial) float64
+	fails  func(*pbtTrial) bool
+	ownEnd float64
+	// twin: at every event, a searcher restored from the snapshot taken
+	// just before it must answer the event with the same actions.
+	twin bool
+
+	s         Searcher
+	trials    map[string]*pbtTrial
+	running   []*pbtTrial
+	pending   []*pbtTrial
+	created   []Create
+	continues int
+	live      int // trials running or about to
+	shutdown  bool
+	best      float64
+	log       strings.Builder
+}
+
+func newPBTDriver(t *testing.T, cfg Config, step func(*pbtTrial) float64) *pbtDriver {
+	t.Helper()
+	s, err := NewSearcher(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &pbtDriver{t: t, cfg: cfg, s: s, step: step, start: func(*pbtTrial) {}, trials: map[string]*pbtTrial{}, best: math.Inf(-1)}
+}
+
+// actionsString spells actions out field by field (Stage and From
+// included), for comparing two searchers' answers.
+func actionsString(acts []Action) string {
+	var b strings.Builder
+	for _, a := range acts {
+		fmt.Fprintf(&b, "%#v; ", a)
+	}
+	return b.String()
+}
+
+func (d *pbtDriver) event(name string, ev func(Searcher) []Action) {
+	t := d.t
+	t.Helper()
+	var twin Searcher
+	if d.twin {
+		snap, err := d.s.Snapshot()
+		if err != nil {
+			t.Fatalf("%s: snapshot: %v", name, err)
+		}
+		if twin, err = RestoreSearcher(d.cfg, snap); err != nil {
+			t.Fatalf("%s: restore: %v", name, err)
+		}
+		if again, _ := twin.Snapshot(); !bytes.Equal(snap, again) {
+			t.Fatalf("%s: snapshot changed by restore:\n%s\n%s", name, snap, again)
+		}
+	}
+	acts := ev(d.s)
+	if twin != nil {
+		if got, want := actionsString(ev(twin)), actionsString(acts); got != want {
+			t.Fatalf("%s: restored searcher answered\n%s\nwant\n%s", name, got, want)
+		}
+		a, _ := d.s.Snapshot()
+		b, _ := twin.Snapshot()
+		if !bytes.Equal(a, b) {
+			t.Fatalf("%s: restored searcher's state diverged:\n%s\n%s", name, a, b)
+		}
+	}
+	if p := d.s.Progress(); !(p >= 0 && p <= 1) {
+		t.Fatalf("%s: progress %v outside [0, 1]", name, p)
+	}
+	fmt.Fprintf(&d.log, "%s: %s\n", name, actionsString(acts))
+	for _, a := range acts {
+		d.apply(name, a)
+	}
+	if n := d.live; n > d.cfg.MaxConcurrent {
+		t.Fatalf("%s: %d trials outstanding > max_concurrent %d", name, n, d.cfg.MaxConcurrent)
+	}
+}
+
+func (d *pbtDriver) apply(name string, a Action) {
+	t := d.t
+	t.Helper()
+	if d.shutdown {
+		t.Fatalf("%s: %v after shutdown", name, a)
+	}
+	switch a := a.(type) {
+	case Create:
+		if d.trials[a.ID] != nil {
+			t.Fatalf("%s: trial %s created twice", name, a.ID)
+		}
+		if err := d.cfg.Space.Contains(a.Params); err != nil {
+			t.Fatalf("%s: %s: %v", name, a.ID, err)
+		}
+		tr := &pbtTrial{id: a.ID, params: a.Params, budget: a.Budget, running: true}
+		if a.From != "" {
+			src := d.trials[a.From]
+			if src == nil || src.ckpt == nil {
+				t.Fatalf("%s: %s from %s, which has not reached a budget", name, a.ID, a.From)
+			}
+			tr.progress, tr.theta = src.ckpt.progress, src.ckpt.theta
+		} else {
+			d.start(tr)
+		}
+		if a.Budget != 0 && !(a.Budget > tr.progress) {
+			t.Fatalf("%s: %s budget %v, not past its start %v", name, a.ID, a.Budget, tr.progress)
+		}
+		d.trials[a.ID] = tr
+		d.created = append(d.created, a)
+		d.pending = append(d.pending, tr)
+		d.live++
+	case Continue:
+		tr := d.trials[a.TrialID]
+		if tr == nil || tr.running || tr.ckpt == nil || tr.ckpt.progress != tr.progress {
+			t.Fatalf("%s: continue of %s, which is not paused at a budget", name, a.TrialID)
+		}
+		if !(a.Budget > tr.progress) {
+			t.Fatalf("%s: continue %s to %v, not past its progress %v", name, a.TrialID, a.Budget, tr.progress)
+		}
+		tr.budget, tr.running, tr.announced, tr.steps = a.Budget, true, false, 0
+		d.continues++
+		d.live++
+		if !slices.Contains(d.running, tr) {
+			d.pending = append(d.pending, tr)
+		}
+	case Shutdown:
+		if n := d.live; n > 0 {
+			t.Fatalf("%s: shutdown with %d trials running", name, n)
+		}
+		d.shutdown = true
+	default:
+		t.Fatalf("%s: unexpected action %v", name, a)
+	}
+}
+
+// run drives the search to Shutdown and returns the schedule.
+func (d *pbtDriver) run() string {
+	t := d.t
+	t.Helper()
+	d.event("initial", Searcher.Initial)
+	for tick := 0; !d.shutdown; tick++ {
+		d.running, d.pending = append(d.running, d.pending...), nil
+		if len(d.running) == 0 || tick > 100_000 {
+			t.Fatalf("tick %d: %d running and no shutdown", tick, len(d.running))
+		}
+		for _, tr := range d.running {
+			if !tr.announced {
+				tr.announced = true
+				d.event("created "+tr.id, func(s Searcher) []Action { return s.TrialCreated(tr.id) })
+			}
+		}
+		for _, tr := range d.running {
+			if d.fails != nil && d.fails(tr) {
+				tr.running = false
+				d.live--
+				d.event("failed "+tr.id, func(s Searcher) []Action { return s.TrialFailed(tr.id) })
+				continue
+			}
+			tr.progress++
+			tr.steps++
+			m := d.step(tr)
+			d.best = max(d.best, m)
+			d.event(fmt.Sprintf("report %s %g %.4g", tr.id, tr.progress, m), func(s Searcher) []Action { return s.TrialReported(tr.id, tr.progress, m) })
+			end := tr.budget
+			if end == 0 {
+				end = d.ownEnd
+			}
+			if tr.progress >= end {
+				tr.running = false
+				d.live--
+				tr.ckpt = &pbtCkpt{progress: tr.progress, theta: tr.theta}
+				d.event(fmt.Sprintf("finished %s", tr.id), func(s Searcher) []Action { return s.TrialFinished(tr.id, m, OutcomeCompleted) })
+			}
+		}
+		d.running = slices.DeleteFunc(d.running, func(tr *pbtTrial) bool { return !tr.running })
+	}
+	if p := d.s.Progress(); p != 1 {
+		t.Errorf("progress at shutdown %v, want 1", p)
+	}
+	return d.log.String()
+}
+
+func pbtConfig(seed uint64, set PBTSettings) Config {
+	return Config{Algorithm: AlgorithmPBT, Space: testSpace(), Seed: seed, MaxTrials: 40, MaxConcurrent: 5, Mode: "min", Settings: Settings{PBT: &set}}
+}
+
+// pbtScript is testSpace's learning curve: it improves with progress and
+// depends on the parameters; opt "bad" fails two units into a start.
+func pbtScript(tr *pbtTrial) float64 {
+	p := tr.params
+	return math.Abs(math.Log10(p["lr"].Num)+3) + p["dropout"].Num + p["layers"].Num/10 + 5/tr.progress
+}
+
+func pbtRun(t *testing.T, cfg Config) *pbtDriver {
+	t.Helper()
+	d := newPBTDriver(t, cfg, pbtScript)
+	d.fails = func(tr *pbtTrial) bool { return tr.params["opt"].Str == "bad" && tr.steps == 2 }
+	d.twin = true
+	d.run()
+	return d
+}
+
+// Every event, through a searcher restored from the snapshot before it,
+// gives the same actions and state; the same seed gives the same
+// schedule, another seed another; max_trials bounds the trials created.
+func TestPBTSchedule(t *testing.T) {
+	for _, set := range []PBTSettings{
+		{Interval: 3, MaxBudget: 15},
+		{Population: 4, Interval: 2, MaxBudget: 9, Quantile: 0.5},
+		{Population: 1, Interval: 5, MaxBudget: 5},
+	} {
+		t.Run(fmt.Sprintf("%+v", set), func(t *testing.T) {
+			a := pbtRun(t, pbtConfig(42, set))
+			if len(a.created) > a.cfg.MaxTrials {
+				t.Errorf("created %d trials > max_trials %d", len(a.created), a.cfg.MaxTrials)
+			}
+			if b := pbtRun(t, pbtConfig(42, set)); a.log.String() != b.log.String() {
+				t.Errorf("same seed, different schedules:\n%s\n---\n%s", a.log.String(), b.log.String())
+			}
+			if c := pbtRun(t, pbtConfig(43, set)); a.log.String() == c.log.String() {
+				t.Error("seeds 42 and 43 gave the same schedule")
+			}
+			t.Logf("%d trials created, %d continues", len(a.created), a.continues)
+		})
+	}
+}
+
+// pbtSearcher builds a PBT searcher over two floats x, y in [1, 100], so
+// that perturbations stay inside.
+func pbtSearcher(t *testing.T, maxTrials int, mode string, set PBTSettings) Searcher {
+	t.Helper()
+	zero := 0.0
+	set.ResampleProbability = &zero
+	cfg := Config{Algorithm: AlgorithmPBT, Seed: 1, MaxTrials: maxTrials, MaxConcurrent: 4, Mode: mode, Settings: Settings{PBT: &set},
+		Space: Space{{Name: "x", Type: ParamFloat, Min: 1, Max: 100}, {Name: "y", Type: ParamFloat, Min: 1, Max: 100, Log: true}}}
+	s, err := NewSearcher(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// want checks that acts is exactly one action and returns it.
+func want1[A Action](t *testing.T, what string, acts []Action) A {
+	t.Helper()
+	if len(acts) != 1 {
+		t.Fatalf("%s: %v, want one %T", what, acts, *new(A))
+	}
+	a, ok := acts[0].(A)
+	if !ok {
+		t.Fatalf("%s: %v, want a %T", what, acts, *new(A))
+	}
+	return a
+}
+
+// Four members reach their first budget with metrics 1, 2, 3 and then 0
+// (mode max): the first three continue (no one below them yet), the last
+// ranks bottom and copies the top member t00003 — which is running again
+// — From its checkpoint at 10, to 10 + interval, its parameters each
+// ×0.8 or ×1.2.
+func TestPBTExploitsTopIntoBottom(t *testing.T) {
+	s := pbtSearcher(t, 100, "max", PBTSettings{Interval: 10, MaxBudget: 30})
+	init := s.Initial()
+	if len(init) != 4 {
+		t.Fatalf("initial: %v, want 4 creates", init)
+	}
+	params := map[string]Params{}
+	for _, a := range init {
+		c := a.(Create)
+		if c.Budget != 10 || c.From != "" || c.Stage != "gen 0" {
+			t.Errorf("initial %#v, want budget 10, stage gen 0, no from", c)
+		}
+		params[c.ID] = c.Params
+	}
+	for i, m := range []float64{1, 2, 3} {
+		id := trialID(i + 1)
+		s.TrialReported(id, 10, m)
+		c := want1[Continue](t, "end of "+id, s.TrialFinished(id, m, OutcomeCompleted))
+		if c != (Continue{TrialID: id, Budget: 20, Stage: "gen 1"}) {
+			t.Errorf("end of %s: %#v, want continue to 20 at gen 1", id, c)
+		}
+	}
+	c := want1[Create](t, "end of t00004", s.TrialFinished("t00004", 0, OutcomeCompleted))
+	if c.ID != "t00005" || c.From != "t00003" || c.Budget != 20 || c.Stage != "gen 1" {
+		t.Errorf("end of t00004: %#v, want t00005 from t00003, budget 20, gen 1", c)
+	}
+	for _, n := range []string{"x", "y"} {
+		r := c.Params[n].Num / params["t00003"][n].Num
+		if math.Abs(r-0.8) > 1e-12 && math.Abs(r-1.2) > 1e-12 {
+			t.Errorf("%s = %v from %v: ×%v, want ×0.8 or ×1.2", n, c.Params[n].Num, params["t00003"][n].Num, r)
+		}
+	}
+	// The new trial is the member's: its end (as the best) continues it.
+	if got := want1[Continue](t, "end of t00005", s.TrialFinished("t00005", 9, OutcomeCompleted)); got.TrialID != "t00005" || got.Budget != 30 || got.Stage != "gen 2" {
+		t.Errorf("end of t00005: %#v, want continue to 30 at gen 2", got)
+	}
+	// max_budget ends members; the last one done shuts the search down.
+	if got := s.TrialFinished("t00005", 9, OutcomeCompleted); len(got) != 0 {
+		t.Errorf("t00005 at max_budget: %v, want nothing", got)
+	}
+	for _, id := range []string{"t00001", "t00002", "t00003"} {
+		want1[Continue](t, "end of "+id, s.TrialFinished(id, 5, OutcomeCompleted))
+	}
+	if p := s.Progress(); p != 0.75 {
+		t.Errorf("progress %v, want 0.75: three members at 20 of 30, one done", p)
+	}
+	s.TrialFinished("t00001", 5, OutcomeCompleted)
+	s.TrialFinished("t00002", 5, OutcomeCompleted)
+	want1[Shutdown](t, "last member done", s.TrialFinished("t00003", 5, OutcomeCompleted))
+	if p := s.Progress(); p != 1 {
+		t.Errorf("progress %v after shutdown, want 1", p)
+	}
+	if got := s.TrialFinished("t00003", 5, OutcomeCompleted); len(got) != 0 {
+		t.Errorf("an end seen twice: %v, want nothing", got)
+	}
+}
+
+// finishAll ends t00001..t0000n with metrics, in order, and returns the
+// last event's actions.
+func finishAll(s Searcher, metrics ...float64) []Action {
+	var acts []Action
+	for i, m := range metrics {
+		acts = s.TrialFinished(trialID(i+1), m, OutcomeCompleted)
+	}
+	return acts
+}
+
+// Mode orients the ranking: the same metrics make the member with 0 the
+// bottom one under max, the top one under min.
+func TestPBTModeOrientsRanking(t *testing.T) {
+	s := pbtSearcher(t, 100, "min", PBTSettings{Interval: 10, MaxBudget: 30})
+	s.Initial()
+	want1[Continue](t, "min: the least metric last", finishAll(s, 1, 2, 3, 0))
+	s = pbtSearcher(t, 100, "min", PBTSettings{Interval: 10, MaxBudget: 30})
+	s.Initial()
+	if c := want1[Create](t, "min: the greatest metric last", finishAll(s, 1, 2, 0, 3)); c.From != "t00003" {
+		t.Errorf("min: %v, want a copy of t00003 (metric 0)", c)
+	}
+}
+
+// A member without a metric ranks last and copies another; members
+// without metrics are never copied (nor is anyone not strictly better).
+func TestPBTNaNRanksLast(t *testing.T) {
+	s := pbtSearcher(t, 100, "max", PBTSettings{Interval: 10, MaxBudget: 30})
+	s.Initial()
+	if c := want1[Create](t, "NaN last", finishAll(s, 2, 3, 1, math.NaN())); c.From != "t00002" {
+		t.Errorf("%v, want a copy of t00002", c)
+	}
+	s = pbtSearcher(t, 100, "max", PBTSettings{Interval: 10, MaxBudget: 30})
+	s.Initial()
+	want1[Continue](t, "all NaN", finishAll(s, math.NaN(), math.NaN(), math.NaN(), math.NaN()))
+	s = pbtSearcher(t, 100, "max", PBTSettings{Interval: 10, MaxBudget: 30})
+	s.Initial()
+	want1[Continue](t, "all tied", finishAll(s, 1, 1, 1, 1))
+}
+
+// Once max_trials trials exist, a member that would copy continues.
+func TestPBTMaxTrialsTurnsExploitIntoContinue(t *testing.T) {
+	s := pbtSearcher(t, 5, "max", PBTSettings{Interval: 10, MaxBudget: 40})
+	s.Initial()
+	want1[Create](t, "fifth trial", finishAll(s, 1, 2, 3, 0))
+	// t00005 ranks bottom again, but no trial is left to create.
+	if c := want1[Continue](t, "no sixth trial", s.TrialFinished("t00005", -1, OutcomeCompleted)); c.TrialID != "t00005" || c.Budget != 30 {
+		t.Errorf("%v, want t00005 continued to 30", c)
+	}
+}
+
+// A member whose trial fails or is stopped leaves; its slot is refilled
+// by a copy of the best while max_trials allows (fresh before anyone has
+// a score), then stays empty; the search still ends.
+func TestPBTFailedMembersAreReplaced(t *testing.T) {
+	s := pbtSearcher(t, 7, "max", PBTSettings{Interval: 10, MaxBudget: 20})
+	s.Initial()
+	if c := want1[Create](t, "first failure", s.TrialFailed("t00001")); c.ID != "t00005" || c.From != "" || c.Budget != 10 || c.Stage != "gen 0" {
+		t.Errorf("first failure: %#v, want a fresh t00005", c)
+	}
+	want1[Continue](t, "t00002", s.TrialFinished("t00002", 2, OutcomeCompleted))
+	if c := want1[Create](t, "stopped", s.TrialFinished("t00003", 1, OutcomeStopped)); c.ID != "t00006" || c.From != "t00002" || c.Budget != 20 {
+		t.Errorf("a stop: %#v, want t00006 from t00002 to 20", c)
+	}
+	want1[Create](t, "third loss", s.TrialFailed("t00004"))
+	if got := s.TrialFailed("t00005"); len(got) != 0 {
+		t.Errorf("a failure after max_trials: %v, want nothing", got)
+	}
+	s.TrialFinished("t00002", 3, OutcomeCompleted)
+	s.TrialFinished("t00006", 3, OutcomeCompleted)
+	want1[Shutdown](t, "last", s.TrialFinished("t00007", 3, OutcomeCompleted))
+}
+
+// Enqueued points seed the first members, in order.
+func TestPBTPointsSeedThePopulation(t *testing.T) {
+	pts := []Params{
+		{"lr": Float(0.01), "dropout": Float(0.1), "layers": Float(3), "width": Float(64), "opt": String("adam")},
+		{"lr": Float(0.001), "dropout": Float(0.2), "layers": Float(2), "width": Float(128), "opt": String("sgd")},
+	}
+	cfg := pbtConfig(5, PBTSettings{Interval: 2, MaxBudget: 6})
+	cfg.Points = pts
+	s, err := NewSearcher(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	init := s.Initial()
+	for i, p := range pts {
+		if got := init[i].(Create).Params; paramsString(got) != paramsString(p) {
+			t.Errorf("member %d: %v, want the enqueued %v", i, got, p)
+		}
+	}
+	cfg.Points = slices.Repeat(pts, 3)
+	if _, err := NewSearcher(cfg); err == nil || !strings.Contains(err.Error(), "points") {
+		t.Errorf("6 points for 5 members: %v, want an error naming points", err)
+	}
+}
+
+// Explore: integers move at least a step and stay inside; log and plain
+// floats are multiplied; choices stay unless resampled.
+func TestPBTExplore(t *testing.T) {
+	one := 1.0
+	cfg := pbtConfig(3, PBTSettings{Interval: 1, MaxBudget: 1})
+	p, err := newPBT(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.resample = 0
+	src := Params{"lr": Float(0.01), "dropout": Float(0.5), "layers": Float(1), "width": Float(1024), "opt": String("sgd")}
+	for range 50 {
+		got := p.explore(src)
+		if err := cfg.Space.Contains(got); err != nil {
+			t.Fatal(err)
+		}
+		if l := got["layers"].Num; l != 1 && l != 2 {
+			t.Errorf("layers 1 explored to %v, want 1 (clamped) or 2", l)
+		}
+		if w := got["width"].Num; w != 1024 && w != math.Round(1024*0.8) {
+			t.Errorf("width 1024 explored to %v, want 1024 (clamped) or 819", w)
+		}
+		if r := got["lr"].Num / 0.01; math.Abs(r-0.8) > 1e-9 && math.Abs(r-1.2) > 1e-9 {
+			t.Errorf("lr 0.01 explored to %v", got["lr"].Num)
+		}
+		if got["opt"].Str != "sgd" {
+			t.Errorf("opt resampled with probability 0: %v", got["opt"])
+		}
+	}
+	cfg.Settings.PBT.ResampleProbability = &one
+	if p, err = newPBT(cfg); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for range 50 {
+		seen[p.explore(src)["opt"].Str] = true
+	}
+	if len(seen) != 3 {
+		t.Errorf("choices resampled with probability 1: %v, want all three", seen)
+	}
+}
+
+func TestPBTSettingsErrorsNameTheField(t *testing.T) {
+	neg, big := -0.1, 1.5
+	for _, tc := range []struct {
+		edit func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Settings.PBT = nil }, "search.pbt.interval"},
+		{func(c *Config) { c.Settings.PBT.Interval = 0 }, "search.pbt.interval"},
+		{func(c *Config) { c.Settings.PBT.Interval = math.NaN() }, "search.pbt.interval"},
+		{func(c *Config) { c.Settings.PBT.MaxBudget = 1 }, "search.pbt.max_budget"},
+		{func(c *Config) { c.Settings.PBT.MaxBudget = math.Inf(1) }, "search.pbt.max_budget"},
+		{func(c *Config) { c.Settings.PBT.Population = -1 }, "search.pbt.population"},
+		{func(c *Config) { c.Settings.PBT.Population = 6 }, "search.pbt.population"},
+		{func(c *Config) { c.MaxTrials = 3; c.Settings.PBT.Population = 4 }, "search.pbt.population"},
+		{func(c *Config) { c.Settings.PBT.Quantile = 0.6 }, "search.pbt.quantile"},
+		{func(c *Config) { c.Settings.PBT.Quantile = -0.1 }, "search.pbt.quantile"},
+		{func(c *Config) { c.Settings.PBT.ResampleProbability = &neg }, "search.pbt.resample_probability"},
+		{func(c *Config) { c.Settings.PBT.ResampleProbability = &big }, "search.pbt.resample_probability"},
+		{func(c *Config) { c.Settings.PBT.Perturb = []float64{0.8, 0} }, "search.pbt.perturb[1]"},
+		{func(c *Config) { c.Algorithm = AlgorithmRandom }, "search.pbt"},
+	} {
+		cfg := pbtConfig(1, PBTSettings{Interval: 2, MaxBudget: 8})
+		tc.edit(&cfg)
+		if _, err := NewSearcher(cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want one naming %s", err, tc.want)
+		}
+	}
+	// Defaults: population = max_concurrent, or max_trials if fewer.
+	for _, tc := range []struct{ trials, concurrent, want int }{{40, 5, 5}, {3, 5, 3}} {
+		cfg := pbtConfig(1, PBTSettings{Interval: 2, MaxBudget: 8})
+		cfg.MaxTrials, cfg.MaxConcurrent = tc.trials, tc.concurrent
+		s, err := NewSearcher(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(s.Initial()); got != tc.want {
+			t.Errorf("max_trials %d, max_concurrent %d: population %d, want %d", tc.trials, tc.concurrent, got, tc.want)
+		}
+	}
+}
+
+// The snapshot holds the population, not the history: after 5,000
+// trials it is as small as after the first few.
+func TestPBTSnapshotBounded(t *testing.T) {
+	cfg := pbtConfig(9, PBTSettings{Population: 4, Interval: 1, MaxBudget: 10_000})
+	cfg.MaxTrials = 5000
+	var sizes []int
+	var d *pbtDriver
+	d = newPBTDriver(t, cfg, func(tr *pbtTrial) float64 {
+		if int(tr.progress)%1000 == 0 {
+			snap, _ := d.s.Snapshot()
+			sizes = append(sizes, len(snap))
+		}
+		// Rankings that keep changing, so members keep copying.
+		n, _ := strconv.Atoi(tr.id[1:])
+		return math.Mod(tr.progress*0.618+float64(n)*0.377, 1)
+	})
+	d.run()
+	if len(d.created) != cfg.MaxTrials {
+		t.Errorf("created %d trials, want %d", len(d.created), cfg.MaxTrials)
+	}
+	if n := slices.Max(sizes); n > 2*sizes[0] || n > 4<<10 {
+		t.Errorf("snapshot sizes %v bytes: want O(population)", sizes)
+	}
+}
+
+// Jaderberg et al.'s toy problem (their Fig. 2): maximise Q(θ) = 1.2 −
+// θ₀² − θ₁² when training only follows the surrogate Q̂(θ|h) = 1.2 −
+// (h₀θ₀² + h₁θ₁²), one gradient-ascent step of size 0.01 per budget unit
+// from θ = (0.9, 0.9). Good h are large ones; a member that copies θ
+// keeps what the best lineage has trained.
+
+func toyStart(tr *pbtTrial) { tr.theta = [2]float64{0.9, 0.9} }
+
+func toyStep(tr *pbtTrial) float64 {
+	h := [2]float64{tr.params["h0"].Num, tr.params["h1"].Num}
+	for i := range tr.theta {
+		tr.theta[i] += 0.01 * (-2 * h[i] * tr.theta[i]) // ∂Q̂/∂θᵢ = −2hᵢθᵢ
+	}
+	return 1.2 - tr.theta[0]*tr.theta[0] - tr.theta[1]*tr.theta[1]
+}
+
+// toyBest is the best Q a search reached on the toy problem.
+func toyBest(t *testing.T, alg string, seed uint64, set Settings, trials, ownEnd int) float64 {
+	t.Helper()
+	cfg := Config{Algorithm: alg, Seed: seed, MaxTrials: trials, MaxConcurrent: 4, Mode: "max", Settings: set,
+		Space: Space{{Name: "h0", Type: ParamFloat, Min: 0, Max: 1}, {Name: "h1", Type: ParamFloat, Min: 0, Max: 1}}}
+	d := newPBTDriver(t, cfg, toyStep)
+	d.start, d.ownEnd = toyStart, float64(ownEnd)
+	d.run()
+	return d.best
+}
+
+// PBT beats random search given the same total budget (four trainings of
+// max_budget steps), in the median over seeds. Both start from the same
+// four samples (the same seed); PBT's best lineage then gains from
+// copying θ and perturbing h, so the best h = (1, 1), Q = 1.2 −
+// 2·0.81·0.98²⁰⁰ ≈ 1.17, bounds both.
+func TestPBTToyBeatsRandom(t *testing.T) {
+	const maxBudget, interval, seeds = 100, 4, 15
+	var pbtQ, randQ []float64
+	for seed := uint64(1); seed <= seeds; seed++ {
+		pbtQ = append(pbtQ, toyBest(t, AlgorithmPBT, seed, Settings{PBT: &PBTSettings{Population: 4, Interval: interval, MaxBudget: maxBudget}}, 1000, 0))
+		randQ = append(randQ, toyBest(t, AlgorithmRandom, seed, Settings{}, 4, maxBudget))
+	}
+	slices.Sort(pbtQ)
+	slices.Sort(randQ)
+	t.Logf("best Q over %d seeds, sorted:\n  pbt    %.4f\n  random %.4f", seeds, pbtQ, randQ)
+	if pbtQ[seeds/2] <= randQ[seeds/2] {
+		t.Errorf("median best Q: pbt %.4f, random %.4f; want pbt higher", pbtQ[seeds/2], randQ[seeds/2])
+	}
+}

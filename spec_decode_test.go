@@ -362,7 +362,18 @@ func TestSearchExampleSpecs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if spec.Search.Algorithm != "asha" || spec.Search.ASHA == nil || spec.Search.ASHA.Sampler != "tpe" || spec.Search.TPE == nil {
+	if spec.Search.Algorithm != "asha" || spec.Search.ASHA == nil || spec.Search.ASHA.Sampler != "tpe" || spec.Search.TPE == nil ||
+		spec.Search.ASHA.Variant != hpo.VariantPromotion {
 		t.Errorf("search %+v", spec.Search)
+	}
+	spec, err = gleaner.LoadAndValidate("examples/go-mlp/pbt.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Search.Algorithm != "pbt" || spec.Search.PBT == nil || spec.Search.PBT.Population != 8 {
+		t.Errorf("search %+v", spec.Search)
+	}
+	if _, err := hpo.NewSearcher(spec.SearchConfig()); err != nil {
+		t.Errorf("pbt.yaml's searcher: %v", err)
 	}
 }

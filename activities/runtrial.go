@@ -352,6 +352,9 @@ func (r *runner) follow(ctx context.Context, proc cluster.Process) (workflows.Ru
 			return r.result(exit, workflows.RunStopped), nil
 		case <-beat.C:
 			r.poll()
+			if r.budgetReached() && r.in.Rank == 0 {
+				return r.stoppedAtBudget(ctx, proc)
+			}
 			r.heartbeat(ctx)
 			// A heartbeat's response may have just cancelled ctx: the
 			// ctx.Done branch then sends the last progress, detached.
@@ -360,6 +363,25 @@ func (r *runner) follow(ctx context.Context, proc cluster.Process) (workflows.Ru
 			}
 		}
 	}
+}
+
+// stoppedAtBudget ends a run whose trainer trains past its budget (it does
+// not read GLEANER_BUDGET): stopped gracefully here, within a heartbeat
+// interval of the report that crossed it rather than a round trip through
+// the workflow, the run counts as finished at its budget.
+func (r *runner) stoppedAtBudget(ctx context.Context, proc cluster.Process) (workflows.RunTrialResult, error) {
+	r.log.Info("the trainer reached its budget without exiting: stopping it", "trial", r.in.Trial.TrialID,
+		"budget", r.in.Trial.Budget, "unit", r.in.Trial.BudgetUnit)
+	exit := proc.Stop(r.in.Trial.GracePeriod)
+	r.poll()
+	r.seal()
+	r.runLog.Finished, r.runLog.Exit = true, exit
+	if err := r.runLog.save(r.runDir); err != nil {
+		r.log.Warn("recording the trainer's stop at its budget", "trial", r.in.Trial.TrialID, "error", err)
+	}
+	r.heartbeat(ctx)
+	r.sendFinal()
+	return r.result(exit, workflows.RunCompleted), nil
 }
 
 // exited ends a run whose trainer exited by itself.

@@ -71,3 +71,30 @@ func TestTrialFromATrialWithoutSealedCheckpointFails(t *testing.T) {
 	require.Contains(t, err.Error(), "trial t2 starts from trial t1")
 	require.Contains(t, err.Error(), "no checkpoint sealed at a budget end")
 }
+
+// A trainer that never reads GLEANER_BUDGET is stopped by the run once a
+// report crosses it: the run finishes (completed, its checkpoint sealed)
+// instead of training on.
+func TestRunStopsATrainerPastItsBudget(t *testing.T) {
+	env, a := runTrialEnv(t, nil)
+	script := `trap 'exit 0' TERM
+i=0
+while :; do
+  i=$((i+1))
+  echo x > "$GLEANER_CHECKPOINT_DIR/ck-$i"
+  echo "{\"samples\": $((i*100)), \"checkpoint\": \"$GLEANER_CHECKPOINT_DIR/ck-$i\"}" >> "$GLEANER_REPORT_FILE"
+  sleep 0.02
+done`
+	in := runInput(script)
+	in.Trial.Budget, in.Trial.BudgetUnit = 1000, "samples"
+	v, err := env.ExecuteActivity(workflows.RunTrialActivityName, in)
+	require.NoError(t, err)
+	var res workflows.RunTrialResult
+	require.NoError(t, v.Get(&res))
+	require.Equal(t, workflows.RunCompleted, res.Outcome)
+	require.GreaterOrEqual(t, res.Samples, 1000.0)
+	entries, err := os.ReadDir(filepath.Join(a.DataDir, "c", "t1", sealedDirName))
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "the checkpoint at the budget is sealed")
+	t.Logf("stopped at %v samples for a budget of 1000", res.Samples)
+}

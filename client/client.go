@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -221,6 +222,7 @@ func (c *Client) Trials(ctx context.Context, name string) ([]workflows.TrialStat
 			return nil, err
 		}
 	}
+	ids = latestSegments(ids)
 	out := make([]workflows.TrialStatus, 0, len(ids))
 	for _, id := range ids {
 		var s workflows.TrialStatus
@@ -235,6 +237,35 @@ func (c *Client) Trials(ctx context.Context, name string) ([]workflows.TrialStat
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].TrialID < out[j].TrialID })
 	return out, nil
+}
+
+// latestSegments keeps, of the workflow ids of a trial's segments
+// (workflows.TrialSegmentWorkflowID: "…-trial-00007", "…-trial-00007.2",
+// …), the latest one's: a trial continued by its searcher is one trial.
+func latestSegments(ids []string) []string {
+	seg := func(id string) (string, int) {
+		i := strings.LastIndexByte(id, '.')
+		if i < 0 {
+			return id, 1
+		}
+		n, err := strconv.Atoi(id[i+1:])
+		if err != nil || n < 2 {
+			return id, 1
+		}
+		return id[:i], n
+	}
+	latest := map[string]int{}
+	for _, id := range ids {
+		base, n := seg(id)
+		latest[base] = max(latest[base], n)
+	}
+	var out []string
+	for _, id := range ids {
+		if base, n := seg(id); latest[base] == n {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // trialFromResult is an ended trial's status as its result tells it.

@@ -498,3 +498,37 @@ func TestPromotionStateIsBounded(t *testing.T) {
 		t.Errorf("rung 0: n %d, %d kept; rung 1: n %d, %d kept", g.N, len(g.Top), p.st.Rungs[0][1].N, len(p.st.Rungs[0][1].Top))
 	}
 }
+
+// A snapshot survives restore, and one whose records were tampered with
+// does not restore.
+func TestPromotionRestoreRejects(t *testing.T) {
+	cfg := promotionConfig(20, 2, ASHASettings{MinBudget: 1, ReductionFactor: 2, MaxBudget: 4})
+	s, err := NewSearcher(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Initial()
+	s.TrialFinished("t00001", 2, OutcomeCompleted)
+	s.TrialFinished("t00002", 1, OutcomeCompleted) // promoted: t2
+	snap, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := `"top":[["t00002",1,true],["t00001",2]]`
+	if !strings.Contains(string(snap), good) {
+		t.Fatalf("snapshot %s: want rung 0 as %s", snap, good)
+	}
+	if _, err := RestoreSearcher(cfg, snap); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{
+		`"top":[["t00001",2],["t00002",1,true]]`,         // unsorted
+		`"top":[["t00002",1,false],["t00001",2]]`,        // not [id, value, true]
+		`"top":[["t00002"],["t00001",2]]`,                // no value
+		`"top":[["t00002",1,true],["t00001",2],["x",3]]`, // more kept than n
+	} {
+		if _, err := RestoreSearcher(cfg, []byte(strings.Replace(string(snap), good, bad, 1))); err == nil {
+			t.Errorf("restored with %s", bad)
+		}
+	}
+}

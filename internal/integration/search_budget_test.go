@@ -169,3 +169,39 @@ func TestPBTCampaignExploitsCheckpoints(t *testing.T) {
 	}
 	t.Logf("%d trials (%d exploited), %d segments continued, %d reached the full budget", res.Created, exploited, res.Continued, full)
 }
+
+// A trainer that does not read GLEANER_BUDGET is stopped gracefully once
+// its reports cross the budget: the segment ends completed a little past
+// it (within the trainer's report and progress intervals), at a
+// checkpoint, and a promoted trial continues from there.
+func TestTrainerIgnoringItsBudgetIsStoppedAtIt(t *testing.T) {
+	srv := startServer(t, devserver.Options{})
+	cfg := testenv.Worker(t, srv, "search-ignore", nil)
+	const trials, r = 4, 640.0 // rungs at 640 and 1,280 samples (20 and 40 steps of 32)
+	spec := testenv.MLPSpec(t, "ignore", trials, 2, 100000, 20, testenv.Fixed("ignore_budget", "true"))
+	spec.Resources.MaxNodes = 1
+	spec.Search.Algorithm = hpo.AlgorithmASHA
+	spec.Search.ASHA = &hpo.ASHASettings{Variant: "promotion", MinBudget: r, MaxBudget: 2 * r, ReductionFactor: 2}
+	res := campaignResult(t, startCampaign(t, srv.Client(), "search-ignore", spec), 5*time.Minute)
+	if res.State != workflows.CampaignCompleted || res.Failed != 0 || res.Continued == 0 {
+		t.Fatalf("result %s %+v, want every trial completed and some continued", res.State, res.CampaignCounts)
+	}
+	over := 0.0
+	for n := 1; n <= trials; n++ {
+		segs := segmentReports(t, srv.Client(), spec.Name, n)
+		for k, s := range segs {
+			want := r * float64(int(1)<<k)
+			if k > 0 {
+				want = max(want, segs[k-1].Samples) // the first segment's overshoot may pass the next rung
+			}
+			// Within a second of training (50 steps of 20 ms): the worker
+			// reads reports every 250 ms and go-mlp reports every 5 steps.
+			if s.State != workflows.TrialCompleted || s.Samples < want || s.Samples > want+1600 {
+				t.Errorf("trial %d segment %d: %s after %v samples, want completed just past %v", n, k+1, s.State, s.Samples, want)
+			}
+			over = max(over, s.Samples-want)
+		}
+		checkTrainedOnce(t, cfg.DataDir, spec.Name, segs[0].TrialID, 0)
+	}
+	t.Logf("trainers ignoring their budget were stopped at most %v samples (%v steps) past it", over, over/32)
+}

@@ -131,9 +131,10 @@ func (o Objective) segment(p hpo.Params, from float64, st State, budget float64)
 }
 
 // Objectives are the standard test functions, the learning-curve table
-// and the stateful toy problem, in a fixed order.
+// and the stateful problems (PBT's toy problem, the noisy quadratic
+// model), in a fixed order.
 func Objectives() []Objective {
-	return []Objective{branin(), hartmann6(), rosenbrock(10), mixed(), goMLP(), pbtToy()}
+	return []Objective{branin(), hartmann6(), rosenbrock(10), mixed(), goMLP(), pbtToy(), nqm()}
 }
 
 // ObjectiveNames lists Objectives' names.

@@ -153,6 +153,10 @@ type runner struct {
 	prof   *jpa.Profiler
 	sentAt time.Time
 	unsent bool
+	// crossed is the progress of the first report seen at the budget, and
+	// crossedAt when it was seen (trainsPastBudget).
+	crossed   float64
+	crossedAt time.Time
 	// The progress sender (sendProgress): latest progress not sent yet.
 	sendCh     chan workflows.Progress
 	senderDone chan struct{}
@@ -352,7 +356,7 @@ func (r *runner) follow(ctx context.Context, proc cluster.Process) (workflows.Ru
 			return r.result(exit, workflows.RunStopped), nil
 		case <-beat.C:
 			r.poll()
-			if r.budgetReached() && r.in.Rank == 0 {
+			if r.trainsPastBudget() {
 				return r.stoppedAtBudget(ctx, proc)
 			}
 			r.heartbeat(ctx)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/gleaner-hpc/gleaner"
 )
@@ -25,23 +26,41 @@ const sealedDirName = "budget-checkpoint"
 // errNoSealed: the trial to start from has no sealed checkpoint here.
 var errNoSealed = errors.New("no checkpoint sealed at a budget end")
 
+// progressValue is the run's latest reported progress in the budget unit.
+func (r *runner) progressValue() float64 {
+	switch r.in.Trial.BudgetUnit {
+	case gleaner.BudgetSteps:
+		return float64(r.last.Step)
+	case gleaner.BudgetEpochs:
+		return r.last.Epoch
+	}
+	return r.last.Samples
+}
+
 // budgetReached reports whether the run's latest report reached the
 // trial's budget.
 func (r *runner) budgetReached() bool {
-	t := r.in.Trial
-	if t.Budget <= 0 {
+	return r.in.Trial.Budget > 0 && r.progressValue() >= r.in.Trial.Budget*(1-1e-9)
+}
+
+// budgetGrace is how long a trainer that reported its budget reached may
+// take to exit by itself before it is stopped.
+const budgetGrace = 2 * time.Second
+
+// trainsPastBudget reports whether rank 0's trainer goes on training past
+// its budget: it reported progress beyond the first report at the budget
+// (it does not read GLEANER_BUDGET), or has not exited budgetGrace after
+// it. A cooperative trainer's last report is at the budget and it exits.
+func (r *runner) trainsPastBudget() bool {
+	if r.in.Rank != 0 || !r.budgetReached() {
 		return false
 	}
-	var progress float64
-	switch t.BudgetUnit {
-	case gleaner.BudgetSteps:
-		progress = float64(r.last.Step)
-	case gleaner.BudgetEpochs:
-		progress = r.last.Epoch
-	default:
-		progress = r.last.Samples
+	p := r.progressValue()
+	if r.crossedAt.IsZero() {
+		r.crossed, r.crossedAt = p, r.a.now()
+		return false
 	}
-	return progress >= t.Budget*(1-1e-9)
+	return p > r.crossed || r.a.now().Sub(r.crossedAt) >= budgetGrace
 }
 
 // seal keeps the resume point of a run that reached its budget (see

@@ -32,8 +32,9 @@ func newBenchSearchCmd() *cobra.Command {
 		Long: `Runs every searcher (--algorithms) on benchmark objectives (--objectives):
 Branin, Hartmann-6, a 10-dimensional Rosenbrock, a mixed space with a
 log-scaled float, an integer and a choice, the learning curves of go-mlp, and
-pbt-toy, Jaderberg et al.'s PBT toy problem, whose trials carry a training
-state (−Q is minimised). --algorithms also takes asha-promotion and
+two problems whose trials carry a training state: pbt-toy, Jaderberg et al.'s
+PBT toy problem (−Q is minimised), and nqm, a noisy quadratic model of SGD
+whose best learning rate falls as training goes on. --algorithms also takes asha-promotion and
 hyperband-promotion (those algorithms' promotion variant, which pauses trials
 at rungs and continues the best); pbt runs on stateful objectives only (others
 are skipped, with a note). --workers trials run at once on

@@ -21,15 +21,6 @@ func nqmRun(q nqmModel, lr func(k int) float64) float64 {
 	return q.loss(m)
 }
 
-// nqmModelOf is the model behind nqm(), with its constants.
-func nqmModelOf() nqmModel {
-	curv := make([]float64, nqmDims)
-	for i := range curv {
-		curv[i] = math.Pow(nqmMinCurv, float64(i)/(nqmDims-1))
-	}
-	return nqmModel{curv: curv, noise: nqmNoise, start: nqmStart, steps: nqmSteps, every: nqmEvery}
-}
-
 // In one direction a constant rate a gives the closed form
 // m_k = r^k·m₀ + (1 − r^k)·a·c/(2 − a·h), r = (1 − a·h)², at every
 // report; past 2/h it diverges to the cap; and the greedy rate
@@ -94,7 +85,7 @@ func bestConstant(q nqmModel, lo, hi float64) (lr, loss float64) {
 // decay from 0.5 to 0.003 ends with a loss at least twice lower than the
 // best constant rate's (five times, in fact).
 func TestNQMScheduleBeatsConstant(t *testing.T) {
-	q := nqmModelOf()
+	q := nqmBench()
 	lr, constant := bestConstant(q, nqmMinRate, nqmMaxRate)
 	short := q
 	short.steps /= 10
@@ -121,7 +112,7 @@ func TestNQMScheduleBeatsConstant(t *testing.T) {
 // decaying schedule.
 func TestNQMPBTBeatsRandom(t *testing.T) {
 	o := nqm()
-	_, constant := bestConstant(nqmModelOf(), nqmMinRate, nqmMaxRate)
+	_, constant := bestConstant(nqmBench(), nqmMinRate, nqmMaxRate)
 	const seeds, workers, budget = 20, 8, 8
 	measure := func(method string, set hpo.Settings) Quartiles {
 		t.Helper()

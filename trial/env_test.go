@@ -499,14 +499,7 @@ for e in json.loads(sys.stdin.read()):
         out.append({"error": str(err)})
 print(json.dumps(out))
 `
-	cmd := exec.Command(py, "-c", code)
-	cmd.Dir = ".."
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
-	cmd.Stdin = bytes.NewReader(raw)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("python: %v\n%s", err, out)
-	}
+	out := runPython(t, py, code, raw)
 	var got []struct {
 		OK *struct {
 			NodeRank   int    `json:"node_rank"`
@@ -571,14 +564,7 @@ for e in json.loads(sys.stdin.read()):
         out.append({"error": str(err)})
 print(json.dumps(out))
 `
-	cmd := exec.Command(py, "-c", code)
-	cmd.Dir = ".."
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
-	cmd.Stdin = bytes.NewReader(raw)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("python: %v\n%s", err, out)
-	}
+	out := runPython(t, py, code, raw)
 	var got []struct {
 		OK    *[2]any
 		Error string
@@ -600,4 +586,19 @@ print(json.dumps(out))
 			t.Errorf("%q: Go: %v %q; Python: %v %q", p, want.Budget, want.BudgetUnit, g.OK[0], g.OK[1])
 		}
 	}
+}
+
+// runPython runs code with py from the repository root, raw on its stdin,
+// and returns its stdout.
+func runPython(t *testing.T, py, code string, raw []byte) []byte {
+	t.Helper()
+	cmd := exec.Command(py, "-c", code)
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	cmd.Stdin = bytes.NewReader(raw)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+	return out
 }

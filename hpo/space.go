@@ -24,6 +24,8 @@ type Param struct {
 	Max     float64   `json:"max,omitempty"`
 	Log     bool      `json:"log,omitempty"`
 	Choices []string  `json:"choices,omitempty"`
+	// Architecture defines the space of a ParamArch dimension.
+	Architecture *ArchSpec `json:"architecture,omitempty"`
 }
 
 // Space is an ordered list of dimensions.

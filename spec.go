@@ -15,7 +15,8 @@ type CampaignSpec struct {
 	// Name identifies the campaign; its workflow id is "gleaner-campaign-<name>".
 	// 1 to MaxNameLength letters, digits, '.', '_' and '-' (ValidateName).
 	Name string `json:"name"`
-	// Kind is "hpo" (default) or "nas".
+	// Kind is "hpo" (default) or "nas": a NAS campaign's space has an
+	// architecture parameter (docs/nas.md), an HPO campaign's none.
 	Kind string `json:"kind,omitempty"`
 	// Pool is the pool of idle nodes the trials run on (default "default"),
 	// a name as Name is.
@@ -216,6 +217,13 @@ func (s CampaignSpec) Validate() error {
 	}
 	if err := s.Space.Validate(); err != nil {
 		return err
+	}
+	arch := slices.ContainsFunc(s.Space, func(p hpo.Param) bool { return p.Type == hpo.ParamArch })
+	switch {
+	case s.Kind == "nas" && !arch:
+		return fmt.Errorf("kind: nas searches architectures, but space has no parameter of type architecture (docs/nas.md)")
+	case s.Kind == "hpo" && arch:
+		return fmt.Errorf("kind: hpo, but space has a parameter of type architecture: say kind: nas (docs/nas.md)")
 	}
 	for i, name := range s.Search.WarmStart {
 		if err := ValidateName(fmt.Sprintf("search.warm_start[%d]", i), name); err != nil {

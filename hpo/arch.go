@@ -115,3 +115,30 @@ func (d Param) Architectures() (Architectures, error) {
 	archCache[key] = a
 	return a, nil
 }
+
+var archDescribe func(string) (string, bool)
+
+// RegisterArchDescriber installs how an architecture value is shown to
+// people (NAS-Bench-201's notation for a cell); package nas calls it from
+// init.
+func RegisterArchDescriber(f func(arch string) (string, bool)) {
+	archMu.Lock()
+	defer archMu.Unlock()
+	archDescribe = f
+}
+
+// DescribeValue returns a value for people: an architecture in its short
+// form, anything else as Value.String.
+func DescribeValue(v Value) string {
+	if v.IsStr && len(v.Str) > 0 && v.Str[0] == '{' {
+		archMu.Lock()
+		f := archDescribe
+		archMu.Unlock()
+		if f != nil {
+			if s, ok := f(v.Str); ok {
+				return s
+			}
+		}
+	}
+	return v.String()
+}

@@ -41,7 +41,8 @@ func init() {
 	})
 }
 
-// grid enumerates the Cartesian product of each parameter's values. Point
+// grid enumerates the Cartesian product of each parameter's values (a
+// space with an architecture parameter has no grid: newGrid refuses it). Point
 // k (the window's trial count) is decoded in mixed radix from index
 // (a·k + b) mod N, a seeded affine permutation of 0..N−1 (a coprime with
 // N), so the state is the window alone and no permutation is stored.
@@ -68,6 +69,10 @@ func newGrid(cfg Config) (Searcher, error) {
 	}
 	g := &grid{cfg: cfg, n: 1, a: 1}
 	for _, d := range cfg.Space {
+		if d.Type == ParamArch {
+			return nil, fmt.Errorf("search.grid: parameter %q is an architecture, whose space cannot be enumerated; use %s, %s or %s",
+				d.Name, AlgorithmRandom, AlgorithmEvolution, AlgorithmLocal)
+		}
 		vals := gridValues(d, res)
 		g.values = append(g.values, vals)
 		hi, lo := bits.Mul64(g.n, uint64(len(vals)))

@@ -298,6 +298,10 @@ var harnessSettings = map[string][]string{
 		`{"hyperband": {"min_budget": 100, "max_budget": 900, "reduction_factor": 3, "variant": "promotion", "sampler": "quasirandom"}}`,
 	},
 	"pbt": {`{"pbt": {"interval": 200, "max_budget": 800}}`, `{"pbt": {"interval": 300, "max_budget": 1000, "quantile": 0.5}}`},
+
+	// As samplers of stopping searchers: evolution_test.go, local_test.go.
+	AlgorithmEvolution: {`{}`, `{"evolution": {"population": 4, "sample_size": 2}}`},
+	AlgorithmLocal:     {`{}`, `{"local": {"step": 0.25, "max_visited": 30}}`},
 }
 
 // Every registered algorithm, in every variant, runs through the harness:

@@ -55,7 +55,8 @@ const (
 	// dimDiscrete: an int on a linear scale, of at most maxCells values.
 	dimDiscrete
 	dimChoice
-	// dimConst: a float with min = max, nothing to model.
+	// dimConst: a float with min = max, or an architecture (tpe does
+	// not model them): nothing to model.
 	dimConst
 )
 
@@ -80,6 +81,9 @@ func newDim(p Param) dim {
 	switch {
 	case p.Type == ParamChoice:
 		d.kind = dimChoice
+		return d
+	case p.Type == ParamArch:
+		d.kind = dimConst
 		return d
 	case p.Type == ParamInt:
 		d.lo, d.hi = math.Ceil(p.Min)-0.5, math.Floor(p.Max)+0.5

@@ -96,7 +96,8 @@ func init() {
 //     rounded, moved at least one step, and clamped; log parameters too,
 //     since a factor is a step in log space) or, with ResampleProbability,
 //     resampled from the space; choices are resampled with that
-//     probability and kept otherwise;
+//     probability and kept otherwise; an architecture is always kept: the
+//     checkpoint holds weights of the source's network, which fit no other;
 //   - otherwise it goes on: Continue to p + interval with its parameters.
 //
 // A member that has trained MaxBudget is done; the search shuts down when
@@ -388,12 +389,17 @@ func (p *pbt) open() string {
 	return id
 }
 
-// explore perturbs or resamples each of params' values (see pbt). It
-// draws from the RNG in the space's order, so it is deterministic.
+// explore perturbs or resamples each of params' values (see pbt), but
+// keeps an architecture. It draws from the RNG in the space's order, so
+// it is deterministic.
 func (p *pbt) explore(params Params) Params {
 	out := make(Params, len(params))
 	for _, d := range p.cfg.Space {
 		v, ok := params[d.Name]
+		if d.Type == ParamArch && ok {
+			out[d.Name] = v
+			continue
+		}
 		if p.rng.Float64() < p.resample || !ok {
 			out[d.Name] = d.sample(p.rng)
 			continue

@@ -23,6 +23,8 @@ type Settings struct {
 	Median      *MedianSettings      `json:"median,omitempty"`
 	Hyperband   *HyperbandSettings   `json:"hyperband,omitempty"`
 	PBT         *PBTSettings         `json:"pbt,omitempty"`
+	Evolution   *EvolutionSettings   `json:"evolution,omitempty"`
+	Local       *LocalSettings       `json:"local,omitempty"`
 }
 
 // algorithm is one registry entry. A new searcher is one file whose init

@@ -10,7 +10,8 @@ import (
 // max] (log-uniform when log), integers uniform on the integers of [min,
 // max] (log-uniform when log: a log-uniform real on [lo−½, hi+½] rounded,
 // as Optuna does, so every integer has mass proportional to its share of
-// the log range), choices uniform. The space must be valid.
+// the log range), choices uniform, architectures as their space samples
+// them (Architectures.Sample). The space must be valid.
 func (s Space) Sample(rng *rand.Rand) Params {
 	p := make(Params, len(s))
 	for _, d := range s {
@@ -23,6 +24,8 @@ func (d Param) sample(rng *rand.Rand) Value {
 	switch d.Type {
 	case ParamChoice:
 		return String(d.Choices[rng.IntN(len(d.Choices))])
+	case ParamArch:
+		return String(d.mustArchitectures().Sample(rng))
 	case ParamInt:
 		lo, hi := math.Ceil(d.Min), math.Floor(d.Max)
 		if d.Log {
@@ -52,8 +55,27 @@ func logUniform(rng *rand.Rand, lo, hi float64) float64 {
 
 func clamp(v, lo, hi float64) float64 { return math.Min(math.Max(v, lo), hi) }
 
+// mustArchitectures is the space of architecture parameter d, which
+// Space.Validate has checked can be constructed: an error here is the
+// caller's bug (an unvalidated space).
+func (d Param) mustArchitectures() Architectures {
+	a, err := d.Architectures()
+	if err != nil {
+		panic(fmt.Sprintf("hpo: sampling an invalid space: %v", err))
+	}
+	return a
+}
+
 // Contains checks that p has exactly the space's parameters, each of its
 // type and inside its bounds; errors name the parameter.
+//
+// An architecture must be in its canonical form (Architectures.Canonical),
+// not merely valid: every architecture a searcher creates or learns from
+// is then canonical, so that two values are the same architecture exactly
+// when their strings are equal (what evolution's and local search's
+// bookkeeping and the leaderboard compare). A valid but non-canonical one
+// (an enqueued point written by hand) is rejected with its canonical form
+// to write instead.
 func (s Space) Contains(p Params) error {
 	if len(p) != len(s) {
 		return fmt.Errorf("params: %d values for %d parameters", len(p), len(s))
@@ -68,6 +90,10 @@ func (s Space) Contains(p Params) error {
 			if !v.IsStr || !contains(d.Choices, v.Str) {
 				return fmt.Errorf("params: %q = %v is not one of %v", d.Name, v, d.Choices)
 			}
+		case ParamArch:
+			if err := d.containsArch(v); err != nil {
+				return err
+			}
 		default:
 			if v.IsStr || math.IsNaN(v.Num) || v.Num < d.Min || v.Num > d.Max {
 				return fmt.Errorf("params: %q = %v is not in [%v, %v]", d.Name, v, d.Min, d.Max)
@@ -76,6 +102,25 @@ func (s Space) Contains(p Params) error {
 				return fmt.Errorf("params: %q = %v is not an integer", d.Name, v)
 			}
 		}
+	}
+	return nil
+}
+
+// containsArch checks an architecture value: a string, valid, canonical.
+func (d Param) containsArch(v Value) error {
+	if !v.IsStr {
+		return fmt.Errorf("params: %q = %v is not an architecture (a string holding its JSON)", d.Name, v)
+	}
+	a, err := d.Architectures()
+	if err != nil {
+		return err
+	}
+	c, err := a.Canonical(v.Str)
+	if err != nil {
+		return fmt.Errorf("params: %q: %w", d.Name, err)
+	}
+	if c != v.Str {
+		return fmt.Errorf("params: %q: architecture not in canonical form; write it as %s", d.Name, c)
 	}
 	return nil
 }

@@ -123,7 +123,7 @@ func paramsString(p Params) string {
 		if i > 0 {
 			s += " "
 		}
-		s += n + "=" + p[n].String()
+		s += n + "=" + DescribeValue(p[n])
 	}
 	return s + "}"
 }

@@ -29,10 +29,17 @@ func TestSnapshotsBoundedAt100kTrials(t *testing.T) {
 		{AlgorithmMedian, Settings{Median: &MedianSettings{Interval: 27}}},
 		{AlgorithmASHA, Settings{ASHA: &ASHASettings{MinBudget: 100, MaxBudget: 2700, Variant: VariantPromotion}}},
 		{AlgorithmHyperband, Settings{Hyperband: &HyperbandSettings{MinBudget: 100, MaxBudget: 2700, Variant: VariantPromotion}}},
+		{AlgorithmEvolution, Settings{}},
+		{AlgorithmEvolution, Settings{Evolution: &EvolutionSettings{Population: 500}}},
+		{AlgorithmLocal, Settings{}},
+		{AlgorithmLocal, Settings{Local: &LocalSettings{MaxVisited: 40_000}}},
 	} {
 		name := tc.alg
 		if tc.set.ASHA != nil && tc.set.ASHA.Variant != "" || tc.set.Hyperband != nil && tc.set.Hyperband.Variant != "" {
 			name += "/promotion"
+		}
+		if tc.set.Evolution != nil || tc.set.Local != nil {
+			name += "/largest"
 		}
 		t.Run(name, func(t *testing.T) {
 			cfg := Config{Algorithm: tc.alg, Space: testSpace(), Seed: 1, MaxTrials: 100_000, MaxConcurrent: 8, Mode: "min", Settings: tc.set}

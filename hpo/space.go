@@ -60,14 +60,40 @@ func (s Space) Validate() error {
 			if len(p.Choices) == 0 {
 				return fmt.Errorf("space: parameter %q: choices: empty", p.Name)
 			}
+		case ParamArch:
+			if err := p.validateArch(); err != nil {
+				return err
+			}
+			continue
 		default:
-			return fmt.Errorf("space: parameter %q: type %q is not one of float, int, choice", p.Name, p.Type)
+			return fmt.Errorf("space: parameter %q: type %q is not one of float, int, choice, architecture", p.Name, p.Type)
+		}
+		if p.Architecture != nil {
+			return fmt.Errorf("space: parameter %q: architecture: only a parameter of type architecture has one", p.Name)
 		}
 	}
 	return nil
 }
 
-// Value is one parameter value: a number (float or int) or a string.
+// validateArch checks an architecture parameter: exactly one section of
+// its Architecture, nothing of the numbers' or choices' fields, and a space
+// that package nas can construct (ErrNoArchitectures when it is not
+// linked in).
+func (p Param) validateArch() error {
+	switch a := p.Architecture; {
+	case a == nil || a.Cell == nil && a.Layers == nil:
+		return fmt.Errorf("space: parameter %q: architecture: missing (one of cell, layers)", p.Name)
+	case a.Cell != nil && a.Layers != nil:
+		return fmt.Errorf("space: parameter %q: architecture: both cell and layers are set; exactly one of them defines the space", p.Name)
+	case p.Min != 0 || p.Max != 0 || p.Log || len(p.Choices) > 0:
+		return fmt.Errorf("space: parameter %q: min, max, log and choices do not apply to an architecture", p.Name)
+	}
+	_, err := p.Architectures()
+	return err
+}
+
+// Value is one parameter value: a number (float or int) or a string (a
+// choice, or an architecture's canonical JSON).
 // It encodes to a bare JSON number or string.
 type Value struct {
 	Num   float64

@@ -98,7 +98,7 @@ var escapeMarkdown = strings.NewReplacer(`\`, `\\`, "_", `\_`, "*", `\*`, "`", "
 func formatParams(p hpo.Params) string {
 	parts := make([]string, 0, len(p))
 	for _, n := range p.Names() {
-		parts = append(parts, n+"="+p[n].String())
+		parts = append(parts, n+"="+hpo.DescribeValue(p[n]))
 	}
 	return strings.Join(parts, " ")
 }

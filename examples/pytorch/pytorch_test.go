@@ -36,6 +36,9 @@ func torchPython(t *testing.T) string {
 			return path
 		}
 	}
+	if os.Getenv("GLEANER_REQUIRE_TORCH") != "" {
+		t.Fatal("GLEANER_REQUIRE_TORCH is set, but there is no python3 that can import torch (apt-get install python3-torch, or set GLEANER_PYTHON)")
+	}
 	t.Skip("no python3 that can import torch (apt-get install python3-torch, or set GLEANER_PYTHON)")
 	return ""
 }

@@ -725,20 +725,11 @@ func devWriteLeaderboard(w io.Writer, l []workflows.LeaderboardEntry, obj gleane
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  rank\ttrial\t%s\tstate\trestarts\tparams\n", obj.Metric)
 	for i, e := range l {
-		var ps []string
-		for _, name := range e.Params.Names() {
-			v := e.Params[name]
-			if v.IsStr {
-				ps = append(ps, name+"="+v.Str)
-			} else {
-				ps = append(ps, name+"="+strconv.FormatFloat(v.Num, 'g', 4, 64))
-			}
-		}
 		state := e.State
 		if e.Stage != "" {
 			state += workflows.TrialState(" (" + e.Stage + ")")
 		}
-		fmt.Fprintf(tw, "  %d\t%d\t%.6g\t%s\t%d\t%s\n", i+1, e.Number, e.Score, state, e.Restarts, strings.Join(ps, " "))
+		fmt.Fprintf(tw, "  %d\t%d\t%.6g\t%s\t%d\t%s\n", i+1, e.Number, e.Score, state, e.Restarts, formatParams(e.Params))
 	}
 	_ = tw.Flush()
 }

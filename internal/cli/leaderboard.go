@@ -152,11 +152,12 @@ func writeLeaderboard(w io.Writer, l []workflows.LeaderboardEntry) {
 }
 
 // formatParams is "a=1 b=x lr=0.01234", by name, numbers to 4 significant
-// digits (--json has them in full).
+// digits, architectures in their short form with their hash (--json has
+// them in full).
 func formatParams(p hpo.Params) string {
 	parts := make([]string, 0, len(p))
 	for _, n := range p.Names() {
-		v := p[n].Str
+		v := hpo.DescribeValue(p[n]) // an architecture in its short form
 		if !p[n].IsStr {
 			v = strconv.FormatFloat(p[n].Num, 'g', 4, 64)
 		}

@@ -1,0 +1,219 @@
+// Command gennas writes the tabular NAS benchmark `gleaner bench search`
+// replays (internal/searchbench/curves/nas-cell.csv): every architecture
+// of a small NAS-Bench-201-style cell space (4 nodes, operations none,
+// skip_connect, conv_1x1 and conv_3x3; 4^6 = 4,096 cells, 1,948 after
+// package nas's canonical form), each trained by the NAS example
+// (examples/pytorch-nas) on scikit-learn's digits for 8 epochs, with its
+// validation loss and accuracy and its training time after 1, 2, 4 and 8
+// epochs, its parameter count and multiply-adds.
+//
+//	go run ./internal/searchbench/gennas --python /usr/bin/python3 --out internal/searchbench/curves/nas-cell.csv
+//
+// The architectures are trained by examples/pytorch-nas/bench.py, the
+// trainer's own network and training loop in one long-lived process per
+// core (one thread each), so that starting Python with torch does not
+// cost more than training. About 20 minutes on this project's 2 cores.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gleaner-hpc/gleaner/hpo"
+	"github.com/gleaner-hpc/gleaner/nas"
+)
+
+// The benchmark's space: NAS-Bench-201's cell with 4 of its 5 operations
+// (avg_pool_3x3 left out, to keep the space small enough to train whole).
+var (
+	ops    = []string{"none", "skip_connect", "conv_1x1", "conv_3x3"}
+	space  = hpo.CellSpace{Nodes: 4, Ops: ops, Stacks: 2, Cells: 1, Channels: 8}
+	epochs = "1,2,4,8"
+)
+
+// result is one line of bench.py.
+type result struct {
+	Arch   string  `json:"arch"`
+	Params float64 `json:"params"`
+	Flops  float64 `json:"flops"`
+	Points []struct {
+		Epochs      int     `json:"epochs"`
+		Samples     float64 `json:"samples"`
+		ValLoss     float64 `json:"val_loss"`
+		ValAccuracy float64 `json:"val_accuracy"`
+		Seconds     float64 `json:"seconds"`
+	} `json:"points"`
+}
+
+func main() {
+	python := flag.String("python", "/usr/bin/python3", "a python3 with torch and sklearn")
+	out := flag.String("out", "internal/searchbench/curves/nas-cell.csv", "the table to write")
+	procs := flag.Int("procs", runtime.NumCPU(), "training processes (one thread each)")
+	limit := flag.Int("limit", 0, "train only the first N architectures (0: all; for a quick look)")
+	flag.Parse()
+
+	archs, err := enumerate()
+	if err != nil {
+		fail(err)
+	}
+	if *limit > 0 && *limit < len(archs) {
+		archs = archs[:*limit]
+	}
+	fmt.Fprintf(os.Stderr, "gennas: %d architectures, %d processes\n", len(archs), *procs)
+	start := time.Now()
+	results := make([]result, len(archs))
+	var mu sync.Mutex
+	done := 0
+	var wg sync.WaitGroup
+	errs := make(chan error, *procs)
+	for p := 0; p < *procs; p++ {
+		var shard []int
+		for i := p; i < len(archs); i += *procs {
+			shard = append(shard, i)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := train(*python, archs, shard, func(i int, r result) {
+				mu.Lock()
+				defer mu.Unlock()
+				results[i] = r
+				done++
+				if done%50 == 0 || done == len(archs) {
+					fmt.Fprintf(os.Stderr, "gennas: %d/%d trained (%s)\n", done, len(archs), time.Since(start).Round(time.Second))
+				}
+			})
+			if err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		fail(err)
+	}
+	if err := write(*out, archs, results, time.Since(start)); err != nil {
+		fail(err)
+	}
+}
+
+// enumerate lists the space's canonical architectures, sorted.
+func enumerate() ([]string, error) {
+	a, err := nas.New(hpo.ArchSpec{Cell: &space})
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	edges := 6
+	n := 1
+	for range edges {
+		n *= len(ops)
+	}
+	for code := range n {
+		e := make([]string, edges)
+		c := code
+		for k := range e {
+			e[k] = ops[c%len(ops)]
+			c /= len(ops)
+		}
+		raw := fmt.Sprintf(`{"cell":{"nodes":4,"edges":[[%q],[%q,%q],[%q,%q,%q]],"stacks":%d,"cells":%d,"channels":%d}}`,
+			e[0], e[1], e[2], e[3], e[4], e[5], space.Stacks, space.Cells, space.Channels)
+		canon, err := a.Canonical(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", raw, err)
+		}
+		seen[canon] = true
+	}
+	archs := make([]string, 0, len(seen))
+	for s := range seen {
+		archs = append(archs, s)
+	}
+	sort.Strings(archs)
+	return archs, nil
+}
+
+// train runs bench.py on the architectures of shard (indexes into archs).
+func train(python string, archs []string, shard []int, got func(int, result)) error {
+	cmd := exec.Command(python, "examples/pytorch-nas/bench.py", "--epochs", epochs)
+	cmd.Stderr = os.Stderr
+	cmd.Env = append(os.Environ(), "OMP_NUM_THREADS=1")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", python, err)
+	}
+	go func() {
+		for _, i := range shard {
+			io.WriteString(in, archs[i]+"\n")
+		}
+		in.Close()
+	}()
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	k := 0
+	for sc.Scan() {
+		var r result
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return fmt.Errorf("bench.py: %v: %s", err, sc.Text())
+		}
+		if k >= len(shard) {
+			return fmt.Errorf("bench.py: more results than architectures")
+		}
+		got(shard[k], r)
+		k++
+	}
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("bench.py: %w", err)
+	}
+	if k != len(shard) {
+		return fmt.Errorf("bench.py: %d results for %d architectures", k, len(shard))
+	}
+	return nil
+}
+
+func write(path string, archs []string, results []result, took time.Duration) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Tabular NAS benchmark: every architecture of a NAS-Bench-201-style cell space (4 nodes; %s;\n", strings.Join(ops, ", "))
+	fmt.Fprintf(&b, "# stacks %d, cells %d, channels %d): %d canonical cells (package nas), each trained by examples/pytorch-nas\n",
+		space.Stacks, space.Cells, space.Channels, len(archs))
+	fmt.Fprintf(&b, "# (bench.py: its network and loop, one thread) on scikit-learn's digits (1,437 train / 360 validation),\n")
+	fmt.Fprintf(&b, "# SGD lr 0.05, momentum 0.9, weight decay 5e-4, batch 64, seed 1; metrics after %s epochs.\n", epochs)
+	fmt.Fprintf(&b, "# arch is the NAS-Bench-201 string; seconds: training time so far on one core (evaluation excluded).\n")
+	fmt.Fprintf(&b, "# Generated by: go run ./internal/searchbench/gennas (%s, %s/%s, %s).\n",
+		time.Now().UTC().Format("2006-01-02"), runtime.GOOS, runtime.GOARCH, took.Round(time.Second))
+	b.WriteString("hash,arch,params,flops,epochs,samples,val_loss,val_accuracy,seconds\n")
+	for i, a := range archs {
+		p, err := nas.Parse(a)
+		if err != nil {
+			return err
+		}
+		r := results[i]
+		for _, pt := range r.Points {
+			fmt.Fprintf(&b, "%s,%s,%.0f,%.0f,%d,%.0f,%.6g,%.6g,%.4g\n", nas.Hash(a), p.String(), r.Params, r.Flops,
+				pt.Epochs, pt.Samples, pt.ValLoss, pt.ValAccuracy, pt.Seconds)
+		}
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "gennas:", err)
+	os.Exit(1)
+}

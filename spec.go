@@ -239,7 +239,11 @@ func (s CampaignSpec) Validate() error {
 	if !slices.Contains(hpo.Algorithms(), s.Search.Algorithm) {
 		return fmt.Errorf("search.algorithm: %q is not one of %s", s.Search.Algorithm, strings.Join(hpo.Algorithms(), ", "))
 	}
-	return s.SearchConfig().Validate()
+	// Building the searcher checks what only its constructor can (a grid
+	// cannot enumerate an architecture parameter), so a spec that
+	// validates also starts.
+	_, err := hpo.NewSearcher(s.SearchConfig())
+	return err
 }
 
 // SearchConfig is the searcher's configuration the spec describes.

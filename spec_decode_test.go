@@ -377,3 +377,20 @@ func TestSearchExampleSpecs(t *testing.T) {
 		t.Errorf("pbt.yaml's searcher: %v", err)
 	}
 }
+
+// A grid cannot enumerate architectures: the spec says so when it is
+// validated, not when the campaign starts.
+func TestGridOverAnArchitectureIsInvalid(t *testing.T) {
+	spec := gleaner.CampaignSpec{
+		Name: "g", Pool: "p", Kind: "nas", Command: []string{"x"},
+		Space:     hpo.Space{{Name: "arch", Type: hpo.ParamArch, Architecture: &hpo.ArchSpec{Cell: &hpo.CellSpace{}}}},
+		Search:    gleaner.SearchSpec{Algorithm: "grid"},
+		Objective: gleaner.ObjectiveSpec{Metric: "loss"},
+		Budget:    gleaner.Budget{MaxTrials: 4},
+	}
+	err := spec.WithDefaults().Validate()
+	if err == nil || !strings.Contains(err.Error(), "arch") {
+		t.Fatalf("grid over an architecture: %v", err)
+	}
+	t.Log(err)
+}

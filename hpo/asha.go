@@ -31,8 +31,8 @@ func validateVariant(v string) error {
 
 // ASHASettings configure search.asha.
 type ASHASettings struct {
-	// Sampler chooses the trials: random (default), quasirandom, grid or
-	// tpe, with its own section's settings.
+	// Sampler chooses the trials: random (default), quasirandom, grid,
+	// tpe, evolution or local, with its own section's settings.
 	Sampler string `json:"sampler,omitempty"`
 	// MinBudget is the first rung's budget r, in the budget unit (search.budget_unit)
 	// (required): a trial is first judged once it has trained this many.

@@ -10,8 +10,8 @@ const AlgorithmHyperband = "hyperband"
 
 // HyperbandSettings configure search.hyperband.
 type HyperbandSettings struct {
-	// Sampler chooses the trials: random (default), quasirandom, grid or
-	// tpe, with its own section's settings.
+	// Sampler chooses the trials: random (default), quasirandom, grid,
+	// tpe, evolution or local, with its own section's settings.
 	Sampler string `json:"sampler,omitempty"`
 	// MinBudget is r, the smallest first rung, in the budget unit (search.budget_unit)
 	// (required).

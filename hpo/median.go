@@ -11,8 +11,8 @@ const AlgorithmMedian = "median"
 
 // MedianSettings configure search.median.
 type MedianSettings struct {
-	// Sampler chooses the trials: random (default), quasirandom, grid or
-	// tpe, with its own section's settings.
+	// Sampler chooses the trials: random (default), quasirandom, grid,
+	// tpe, evolution or local, with its own section's settings.
 	Sampler string `json:"sampler,omitempty"`
 	// Interval spaces the checkpoints at which trials are compared,
 	// in the budget unit (search.budget_unit) (required).

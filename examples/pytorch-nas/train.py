@@ -485,7 +485,7 @@ def worker(local_rank, rv, env, h, master_addr, master_port, data):
         val_loss, acc = evaluate()
         reporter.report(
             samples=samples, step=step, epoch=epoch(), checkpoint=checkpoint,
-            metrics={"loss": train_loss, "val_loss": val_loss, "val_accuracy": acc},
+            metrics={"loss": train_loss, "val_loss": val_loss, "val_accuracy": acc, "params": params, "flops": flops},
         )
 
     def save(train_loss):

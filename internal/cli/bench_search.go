@@ -31,13 +31,16 @@ func newBenchSearchCmd() *cobra.Command {
 		Short: "Measure the searchers on standard test functions with simulated parallel workers",
 		Long: `Runs every searcher (--algorithms) on benchmark objectives (--objectives):
 Branin, Hartmann-6, a 10-dimensional Rosenbrock, a mixed space with a
-log-scaled float, an integer and a choice, the learning curves of go-mlp, and
-two problems whose trials carry a training state: pbt-toy, Jaderberg et al.'s
-PBT toy problem (−Q is minimised), and nqm, a noisy quadratic model of SGD
-whose best learning rate falls as training goes on. --algorithms also takes asha-promotion and
-hyperband-promotion (those algorithms' promotion variant, which pauses trials
-at rungs and continues the best); pbt runs on stateful objectives only (others
-are skipped, with a note). --workers trials run at once on
+log-scaled float, an integer and a choice, the learning curves of go-mlp,
+two problems whose trials carry a training state (pbt-toy, Jaderberg et al.'s
+PBT toy problem, −Q minimised; nqm, a noisy quadratic model of SGD whose best
+learning rate falls as training goes on), and nas-cell, a tabular NAS
+benchmark: one architecture parameter over a NAS-Bench-201-style cell space,
+every cell's validation loss on digits replayed from a table.
+--algorithms also takes asha-promotion and hyperband-promotion (those
+algorithms' promotion variant, which pauses trials at rungs and continues the
+best); pbt runs on stateful objectives only, grid not on nas-cell (others are
+skipped, with a note). --workers trials run at once on
 simulated workers; a trial takes exp(N(0, σ²)) time units (--cost-sigma), so
 trials finish out of order as on a real pool, and every algorithm meets the
 same cost stream for a seed. Each algorithm runs once per seed (--seeds from
@@ -45,7 +48,8 @@ same cost stream for a seed. Each algorithm runs once per seed (--seeds from
 median [first quartile, third quartile] over the seeds, with the objective's
 known optimum. --plot DIR draws the regret curves (docs/search.md).`,
 		Example: `  gleaner bench search
-  gleaner bench search --algorithms random,tpe --objectives branin --trials 100 --workers 8 --seeds 20 --plot bin/search`,
+  gleaner bench search --algorithms random,tpe --objectives branin --trials 100 --workers 8 --seeds 20 --plot bin/search
+  gleaner bench search --algorithms random,evolution,local,tpe --objectives nas-cell --seeds 30 --trials 150`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -56,10 +60,10 @@ known optimum. --plot DIR draws the regret curves (docs/search.md).`,
 		"comma-separated algorithms (also "+searchbench.ASHAPromotion+", "+searchbench.HyperbandPromotion+")")
 	f.StringVar(&o.objectives, "objectives", strings.Join(searchbench.ObjectiveNames(), ","), "comma-separated objectives")
 	f.IntVar(&o.trials, "trials", 100, "trials per run")
-	f.IntVar(&o.workers, "workers", 8, "trials in parallel")
+	f.IntVar(&o.workers, "workers", searchbench.DefaultWorkers, "trials in parallel")
 	f.IntVar(&o.seeds, "seeds", 20, "runs per algorithm and objective, seeds --seed, --seed+1, …")
 	f.Uint64Var(&o.seed, "seed", 1, "first seed")
-	f.Float64Var(&o.costSigma, "cost-sigma", 0.3, "σ of a trial's log-normal duration (0: all equal)")
+	f.Float64Var(&o.costSigma, "cost-sigma", searchbench.DefaultCostSigma, "σ of a trial's log-normal duration (0: all equal)")
 	f.StringVar(&o.at, "at", "10,25,50,100", "trial counts (or budgets, with --by budget) the table reports")
 	f.StringVar(&o.by, "by", "trials", "the table's columns: trials (ended trials) or budget (training spent, in full trial budgets: what stopping searchers save)")
 	f.StringVar(&o.plotDir, "plot", "", "directory for one regret figure per objective")

@@ -3,7 +3,6 @@ package searchbench
 import (
 	"bufio"
 	"bytes"
-	_ "embed"
 	"fmt"
 	"math"
 	"slices"
@@ -14,11 +13,9 @@ import (
 	"github.com/gleaner-hpc/gleaner/hpo"
 )
 
-// goMLPCurves is the learning-curve table gencurves wrote (its header
-// says how): examples/go-mlp on a grid of its parameters.
-//
-//go:embed curves/go-mlp.csv
-var goMLPCurves []byte
+// goMLPFile is the learning-curve table gencurves wrote (its header says
+// how): examples/go-mlp on a grid of its parameters.
+const goMLPFile = "curves/go-mlp.csv"
 
 // curveKey is a configuration of the table.
 type curveKey struct {
@@ -43,7 +40,14 @@ var (
 )
 
 func loadTable() (*curveTable, error) {
-	tableOnce.Do(func() { table, tableErr = parseCurves(goMLPCurves) })
+	tableOnce.Do(func() {
+		b, err := curveFiles.ReadFile(goMLPFile)
+		if err != nil {
+			tableErr = err
+			return
+		}
+		table, tableErr = parseCurves(b)
+	})
 	return table, tableErr
 }
 

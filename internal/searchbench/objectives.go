@@ -130,11 +130,16 @@ func (o Objective) segment(p hpo.Params, from float64, st State, budget float64)
 	return out
 }
 
-// Objectives are the standard test functions, the learning-curve table
-// and the stateful problems (PBT's toy problem, the noisy quadratic
-// model), in a fixed order.
+// Objectives are the standard test functions, the learning-curve table,
+// the stateful problems (PBT's toy problem, the noisy quadratic model)
+// and the tabular NAS benchmark, in a fixed order. The NAS benchmark is
+// left out of a build without its table (LookupObjectives says why).
 func Objectives() []Objective {
-	return []Objective{branin(), hartmann6(), rosenbrock(10), mixed(), goMLP(), pbtToy(), nqm()}
+	objs := []Objective{branin(), hartmann6(), rosenbrock(10), mixed(), goMLP(), pbtToy(), nqm()}
+	if o, err := nasCell(); err == nil {
+		objs = append(objs, o)
+	}
+	return objs
 }
 
 // ObjectiveNames lists Objectives' names.
@@ -152,6 +157,11 @@ func LookupObjectives(names []string) ([]Objective, error) {
 	var out []Objective
 	for _, n := range names {
 		i := slices.IndexFunc(all, func(o Objective) bool { return o.Name == n })
+		if i < 0 && n == NASCell {
+			if _, err := nasCell(); err != nil {
+				return nil, err
+			}
+		}
 		if i < 0 {
 			return nil, fmt.Errorf("objective %q is not one of %s", n, strings.Join(ObjectiveNames(), ", "))
 		}

@@ -1,11 +1,20 @@
 package searchbench
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/gleaner-hpc/gleaner/hpo"
+)
+
+// The bench's defaults (gleaner bench search's flags): trials at once, and
+// the σ of a trial's log-normal duration (Setup.CostSigma).
+const (
+	DefaultWorkers   = 8
+	DefaultCostSigma = 0.3
 )
 
 // Setup is one benchmark run: a method (an algorithm with its settings)
@@ -150,14 +159,40 @@ func algorithmOf(method string) string {
 	return method
 }
 
+// ErrNoGrid: grid search on a space with an architecture parameter,
+// whose values hpo cannot enumerate.
+var ErrNoGrid = errors.New("an architecture parameter has no grid")
+
 // CanRun says why method cannot run on o (nil: it can): PBT creates
-// trials from others' checkpoints, which only a stateful objective has.
+// trials from others' checkpoints, which only a stateful objective has;
+// grid search enumerates the space, which an architecture parameter
+// forbids.
 func CanRun(method string, o Objective) error {
-	if algorithmOf(method) == hpo.AlgorithmPBT && !o.Stateful() {
-		return fmt.Errorf("%s on %s: %w (PBT copies trials' training state)", method, o.Name, ErrFromUnsupported)
+	switch algorithmOf(method) {
+	case hpo.AlgorithmPBT:
+		if !o.Stateful() {
+			return fmt.Errorf("%s on %s: %w (PBT copies trials' training state)", method, o.Name, ErrFromUnsupported)
+		}
+	case hpo.AlgorithmGrid:
+		if slices.ContainsFunc(o.Space, func(d hpo.Param) bool { return d.Type == hpo.ParamArch }) {
+			return fmt.Errorf("%s on %s: %w", method, o.Name, ErrNoGrid)
+		}
 	}
 	return nil
 }
+
+// Regularized evolution's population P and tournament size S in the
+// bench: hpo's defaults, said here so a table can cite them. Real et al.
+// used P = 100, S = 25 over NAS-Bench-101's 423k cells; in a run of 100
+// to 150 trials a population of 100 would hardly evolve. On nas-cell no
+// pair of P ∈ {5, 10, 15, 20, 30, 50} and S ∈ {2, 3, 5, 10, 25} did
+// better than random search (30 seeds apart from the tests', up to 150
+// trials): the table's final losses are too weakly correlated between
+// neighbouring cells (nas_test.go) for mutation to pay.
+const (
+	evolutionPopulation = 20
+	evolutionSampleSize = 5
+)
 
 // DefaultSettings are the settings the benchmark gives method on o when
 // the caller gives none; the budgets follow the objective's full budget R.
@@ -165,7 +200,7 @@ func CanRun(method string, o Objective) error {
 // Hyperband, stopping or promotion: brackets from R/27 to R; median: ten
 // checkpoints; PBT: a member exploits and explores every R/10 up to R,
 // with hpo's defaults otherwise (a population of the workers, truncation
-// at the quarter).
+// at the quarter); evolution: P = 20, S = 5 (evolutionPopulation).
 func DefaultSettings(method string, o Objective) hpo.Settings {
 	r := o.Budget()
 	switch method {
@@ -185,6 +220,8 @@ func DefaultSettings(method string, o Objective) hpo.Settings {
 		return hpo.Settings{Median: &hpo.MedianSettings{Interval: r / 10}}
 	case hpo.AlgorithmPBT:
 		return hpo.Settings{PBT: &hpo.PBTSettings{Interval: r / 10, MaxBudget: r}}
+	case hpo.AlgorithmEvolution:
+		return hpo.Settings{Evolution: &hpo.EvolutionSettings{Population: evolutionPopulation, SampleSize: evolutionSampleSize}}
 	}
 	return hpo.Settings{}
 }

@@ -12,12 +12,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gleaner-hpc/gleaner"
+	"github.com/gleaner-hpc/gleaner/internal/testenv"
 	"github.com/gleaner-hpc/gleaner/trial"
 )
 
@@ -36,37 +36,9 @@ const (
 	stepsPerEpoch = trainImages / batch
 )
 
-// nasPython returns an interpreter that can import torch and sklearn:
-// $GLEANER_PYTHON, then python3 on PATH, then /usr/bin/python3 (Debian's
-// python3-torch and python3-sklearn install for the system interpreter).
-// The search runs once (importing torch takes seconds).
-func nasPython(t *testing.T) string {
-	t.Helper()
-	py := findPython()
-	if py == "" {
-		if os.Getenv("GLEANER_REQUIRE_TORCH") != "" {
-			t.Fatal("GLEANER_REQUIRE_TORCH is set, but there is no python3 that can import torch and sklearn (apt-get install python3-torch python3-sklearn, or set GLEANER_PYTHON)")
-		}
-		t.Skip("no python3 that can import torch and sklearn (apt-get install python3-torch python3-sklearn, or set GLEANER_PYTHON)")
-	}
-	return py
-}
-
-var findPython = sync.OnceValue(func() string {
-	for _, py := range []string{os.Getenv("GLEANER_PYTHON"), "python3", "/usr/bin/python3"} {
-		if py == "" {
-			continue
-		}
-		path, err := exec.LookPath(py)
-		if err != nil {
-			continue
-		}
-		if exec.Command(path, "-c", "import torch, sklearn.datasets").Run() == nil {
-			return path
-		}
-	}
-	return ""
-})
+// nasPython returns an interpreter that can import torch and sklearn
+// (testenv.Python).
+func nasPython(t *testing.T) string { return testenv.Python(t, "torch", "sklearn.datasets") }
 
 // run is one launch of train.py.
 type run struct {

@@ -16,32 +16,13 @@ import (
 	"time"
 
 	"github.com/gleaner-hpc/gleaner"
+	"github.com/gleaner-hpc/gleaner/internal/testenv"
 	"github.com/gleaner-hpc/gleaner/trial"
 )
 
-// torchPython returns an interpreter that can import torch: $GLEANER_PYTHON,
-// then python3 on PATH, then /usr/bin/python3 (Debian's python3-torch
-// installs for the system interpreter, which a pyenv python3 may shadow).
-func torchPython(t *testing.T) string {
-	t.Helper()
-	for _, py := range []string{os.Getenv("GLEANER_PYTHON"), "python3", "/usr/bin/python3"} {
-		if py == "" {
-			continue
-		}
-		path, err := exec.LookPath(py)
-		if err != nil {
-			continue
-		}
-		if exec.Command(path, "-c", "import torch").Run() == nil {
-			return path
-		}
-	}
-	if os.Getenv("GLEANER_REQUIRE_TORCH") != "" {
-		t.Fatal("GLEANER_REQUIRE_TORCH is set, but there is no python3 that can import torch (apt-get install python3-torch, or set GLEANER_PYTHON)")
-	}
-	t.Skip("no python3 that can import torch (apt-get install python3-torch, or set GLEANER_PYTHON)")
-	return ""
-}
+// torchPython returns an interpreter that can import torch
+// (testenv.Python).
+func torchPython(t *testing.T) string { return testenv.Python(t, "torch") }
 
 type launched struct {
 	cmd     *exec.Cmd

@@ -3,12 +3,10 @@ package integration_test
 import (
 	"bufio"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,38 +19,9 @@ import (
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
-// nasPython returns an interpreter that can import torch and sklearn, as
-// examples/pytorch-nas's tests find it: $GLEANER_PYTHON, then python3 on
-// PATH, then /usr/bin/python3 (where Debian's python3-torch and
-// python3-sklearn install). Without one the test skips, or fails when
-// GLEANER_REQUIRE_TORCH is set.
-func nasPython(t *testing.T) string {
-	t.Helper()
-	py := findNASPython()
-	if py == "" {
-		if os.Getenv("GLEANER_REQUIRE_TORCH") != "" {
-			t.Fatal("GLEANER_REQUIRE_TORCH is set, but there is no python3 that can import torch and sklearn (apt-get install python3-torch python3-sklearn, or set GLEANER_PYTHON)")
-		}
-		t.Skip("no python3 that can import torch and sklearn (apt-get install python3-torch python3-sklearn, or set GLEANER_PYTHON)")
-	}
-	return py
-}
-
-var findNASPython = sync.OnceValue(func() string {
-	for _, py := range []string{os.Getenv("GLEANER_PYTHON"), "python3", "/usr/bin/python3"} {
-		if py == "" {
-			continue
-		}
-		path, err := exec.LookPath(py)
-		if err != nil {
-			continue
-		}
-		if exec.Command(path, "-c", "import torch, sklearn.datasets").Run() == nil {
-			return path
-		}
-	}
-	return ""
-})
+// nasPython returns an interpreter that can import torch and sklearn
+// (testenv.Python).
+func nasPython(t *testing.T) string { return testenv.Python(t, "torch", "sklearn.datasets") }
 
 // nasCellSpace is the test's architecture space: NAS-Bench-201's cell
 // without avg_pool_3x3 (4⁶ = 4,096 cells), the network 2 stages of one

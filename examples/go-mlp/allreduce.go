@@ -45,7 +45,7 @@ const helloMagic = 0x676c6e72 // "glnr"
 
 // maxFrame bounds a frame's count: a garbage length fails, it does not
 // allocate gigabytes. The largest network (hidden 4096) has under 30 000
-// weights.
+// weights; an architecture's at most maxWeights.
 const maxFrame = 1 << 24
 
 var errStopped = errors.New("stopped before every host joined")

@@ -1,7 +1,11 @@
 // Command go-mlp is Gleaner's example Go trainer: a small multilayer
 // perceptron classifying interleaved 2-D spirals it generates itself,
 // trained by minibatch SGD with momentum, data-parallel over GLEANER_NODES
-// workers. It speaks the trial protocol (docs/protocol.md) through package
+// workers. The network is one tanh layer of `hidden` units, or, given an
+// `arch` parameter (a layer-stack architecture of kind mlp, docs/nas.md),
+// that stack of dense layers, each with its activation and, where asked,
+// a residual connection; then its reports carry its weight count as the
+// metric params (nas.yaml searches such stacks). It speaks the trial protocol (docs/protocol.md) through package
 // trial: parameters from the params file, progress and metrics to the
 // report file, a checkpoint every checkpoint_every steps and on SIGTERM,
 // exact resumption from GLEANER_RESUME_FROM. With a budget (GLEANER_BUDGET
@@ -43,6 +47,7 @@ const (
 	exitInjected = 3
 	exitPeers    = 4
 
+	dataDim    = 2 // the spirals lie in the plane
 	classes    = 3
 	perClass   = 1000 // spiral points per class
 	valSize    = 600
@@ -83,9 +88,13 @@ func run(env trial.Env, rv trial.Rendezvous, stop <-chan struct{}, log io.Writer
 		return exitParams
 	}
 
-	all := spiral(classes, perClass, 0.2, dataSeed)
+	all := spiral(classes, perClass, 0.2, dataSeed) // dataDim wide
 	train, val := all.splitAt(all.len()-valSize, dataSeed)
-	model := mlp{in: 2, hidden: h.Hidden.Int(), classes: classes}
+	model, err := h.network(dataDim, classes)
+	if err != nil { // validate checked it
+		fmt.Fprintf(log, "go-mlp: %s: %v\n", trial.EnvParamsFile, err)
+		return exitParams
+	}
 	span := allNodes(env.Nodes)
 	if rv.MultiHost() {
 		span = nodeSpan{total: rv.Nodes, first: rv.NodeOffset, count: rv.LocalNodes}
@@ -173,13 +182,16 @@ func run(env trial.Env, rv trial.Rendezvous, stop <-chan struct{}, log io.Writer
 	if budgeted {
 		end, done = fmt.Sprintf("%g %s", env.Budget, env.BudgetUnit), "budget reached"
 	}
-	fmt.Fprintf(log, "go-mlp: trial %q on %d node(s) %v, host %d of %d (%s) with nodes %d..%d: %d hidden, batch %d, lr %g, step %d → %s\n",
+	fmt.Fprintf(log, "go-mlp: trial %q on %d node(s) %v, host %d of %d (%s) with nodes %d..%d: %s, batch %d, lr %g, step %d → %s\n",
 		env.TrialID, env.Nodes, env.Hosts, rv.NodeRank, rv.NumHosts, rv.HostAddr, span.first, span.first+span.count-1,
-		model.hidden, tr.batch, float64(h.LR), step, end)
+		model.describe(), tr.batch, float64(h.LR), step, end)
 
 	progress := func(checkpoint string, trainLoss float64) trial.Report {
 		valLoss, acc := model.evaluate(tr.weights, val)
 		m := map[string]float64{"val_loss": valLoss, "accuracy": acc}
+		if model.arch != "" { // as examples/pytorch-nas does: the leaderboard's size column
+			m["params"] = float64(model.size())
+		}
 		if trainLoss >= 0 {
 			m["loss"] = trainLoss
 		}

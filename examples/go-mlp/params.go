@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
+	"github.com/gleaner-hpc/gleaner/nas"
 	"github.com/gleaner-hpc/gleaner/trial"
 )
 
@@ -14,7 +16,11 @@ type hyper struct {
 	LR       trial.Number `json:"lr"`
 	Momentum trial.Number `json:"momentum"`
 	Hidden   trial.Number `json:"hidden"`
-	Batch    trial.Number `json:"batch"`
+	// Arch, when set, is an architecture of package nas's layer space, kind
+	// mlp (docs/nas.md), as the JSON string the params file holds: the
+	// network trained instead of Hidden's one tanh layer.
+	Arch  string       `json:"arch"`
+	Batch trial.Number `json:"batch"`
 	// Steps is the run's length in optimiser steps; Epochs, when set,
 	// overrides it with ceil(epochs × train size / batch). A campaign's
 	// budget (GLEANER_BUDGET) overrides both.
@@ -69,7 +75,52 @@ func (h hyper) validate() error {
 	case h.FailAtStep < 0 || !isInt(h.FailAtStep):
 		return fmt.Errorf("fail_at_step: %v must be a non-negative integer", h.FailAtStep)
 	}
-	return nil
+	_, err := h.network(dataDim, classes)
+	return err
+}
+
+// maxWeights bounds an architecture's size: its gradient must fit an
+// all-reduce frame (maxFrame), and every worker holds a copy.
+const maxWeights = 1 << 22
+
+// network returns the network the parameters ask for: Arch's when set,
+// else one tanh layer of Hidden units. Errors name the field of arch
+// ("arch: layers.layers[1].activation: …").
+func (h hyper) network(in, classes int) (mlp, error) {
+	if h.Arch == "" {
+		return mlp{in: in, hidden: h.Hidden.Int(), classes: classes}, nil
+	}
+	a, err := nas.Parse(h.Arch)
+	if err != nil {
+		return mlp{}, fmt.Errorf("arch: %w", err)
+	}
+	if a.Layers == nil {
+		return mlp{}, errors.New(`arch: a cell architecture; go-mlp builds a layer stack of kind mlp ({"layers":{"kind":"mlp",…}})`)
+	}
+	if err := a.Layers.Validate(); err != nil {
+		return mlp{}, fmt.Errorf("arch: %w", err)
+	}
+	if a.Layers.Kind != "mlp" {
+		return mlp{}, fmt.Errorf("arch: layers.kind: %q: go-mlp builds mlp layer stacks only", a.Layers.Kind)
+	}
+	// Canonical: skip cleared on the first layer and where the width
+	// changes, so two spellings of one network are one checkpoint shape.
+	canon := a.Layers.Canonical()
+	m := mlp{in: in, classes: classes, arch: nas.Architecture{Layers: &canon}.JSON()}
+	weights, fanIn := int64(0), int64(in)
+	for i, y := range canon.Layers {
+		act, err := parseActivation(y.Activation)
+		if err != nil {
+			return mlp{}, fmt.Errorf("arch: layers.layers[%d].activation: %w", i, err)
+		}
+		m.layers = append(m.layers, layer{width: y.Width, act: act, skip: y.Skip})
+		weights += int64(y.Width)*fanIn + int64(y.Width)
+		fanIn = int64(y.Width)
+	}
+	if weights += int64(classes)*fanIn + int64(classes); weights > maxWeights {
+		return mlp{}, fmt.Errorf("arch: %s has %d weights, more than the %d go-mlp trains", canon, weights, maxWeights)
+	}
+	return m, nil
 }
 
 // budget returns the run's length in steps when the campaign gives no

@@ -10,18 +10,27 @@ import (
 
 // state is everything a checkpoint holds: with it a resumed run continues
 // exactly where the checkpointed one was (same node count ⇒ bit-identical).
+//
+// Version 1 is the network of the hidden parameter (Arch empty): what
+// go-mlp wrote before architectures, and still writes for that network,
+// so checkpoints of either age load both ways. Version 2 is an
+// architecture's network: Arch is its canonical JSON, Hidden 0.
 type state struct {
 	Version  int
 	Step     int64 // optimiser steps taken since the trial first started
 	Samples  int64 // training samples consumed since the trial first started
 	Hidden   int
 	Classes  int
+	Arch     string // the architecture's canonical JSON (version 2)
 	Weights  []float64
 	Velocity []float64 // momentum buffer
 	RNG      []byte    // the batch sampler's PCG state
 }
 
-const stateVersion = 1
+const (
+	stateVersionHidden = 1
+	stateVersionArch   = 2
+)
 
 func (s *state) encode(w io.Writer) error { return gob.NewEncoder(w).Encode(s) }
 
@@ -30,8 +39,11 @@ func decodeState(r io.Reader) (*state, error) {
 	if err := gob.NewDecoder(r).Decode(&s); err != nil {
 		return nil, err
 	}
-	if s.Version != stateVersion {
-		return nil, fmt.Errorf("checkpoint version %d, this trainer reads %d", s.Version, stateVersion)
+	switch {
+	case s.Version != stateVersionHidden && s.Version != stateVersionArch:
+		return nil, fmt.Errorf("checkpoint version %d, this trainer reads %d and %d", s.Version, stateVersionHidden, stateVersionArch)
+	case (s.Version == stateVersionArch) != (s.Arch != ""):
+		return nil, fmt.Errorf("checkpoint version %d with architecture %q: corrupt", s.Version, s.Arch)
 	}
 	return &s, nil
 }
@@ -93,6 +105,10 @@ func newTrainer(model mlp, train dataset, lr, mom float64, batch int, span nodeS
 
 // restore loads a checkpoint's weights, momentum and sampler state.
 func (t *trainer) restore(s *state) error {
+	if s.Arch != t.model.arch {
+		return fmt.Errorf("checkpoint is of %s; the params ask for %s: resume a trial with the network it started with",
+			describeState(s), t.model.describe())
+	}
 	if s.Hidden != t.model.hidden || s.Classes != t.model.classes || len(s.Weights) != t.model.size() || len(s.Velocity) != t.model.size() {
 		return fmt.Errorf("checkpoint is of a %d-hidden, %d-class network with %d weights; the params ask for %d hidden, %d classes (%d weights)",
 			s.Hidden, s.Classes, len(s.Weights), t.model.hidden, t.model.classes, t.model.size())
@@ -107,12 +123,28 @@ func (t *trainer) restore(s *state) error {
 
 func (t *trainer) snapshot(step, samples int64) *state {
 	rng, _ := t.pcg.MarshalBinary() // PCG never fails to marshal
-	return &state{
-		Version: stateVersion, Step: step, Samples: samples,
+	s := &state{
+		Version: stateVersionHidden, Step: step, Samples: samples,
 		Hidden: t.model.hidden, Classes: t.model.classes,
 		Weights: append([]float64(nil), t.weights...), Velocity: append([]float64(nil), t.velocity...),
 		RNG: rng,
 	}
+	if t.model.arch != "" {
+		s.Version, s.Hidden, s.Arch = stateVersionArch, 0, t.model.arch
+	}
+	return s
+}
+
+// describeState says which network a checkpoint holds, as mlp.describe.
+func describeState(s *state) string {
+	if s.Arch == "" {
+		return fmt.Sprintf("%d hidden", s.Hidden)
+	}
+	m, err := hyper{Arch: s.Arch}.network(dataDim, s.Classes)
+	if err != nil {
+		return "architecture " + s.Arch
+	}
+	return m.describe()
 }
 
 // step takes one SGD step and returns the batch's mean loss. reduce, when

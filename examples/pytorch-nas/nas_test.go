@@ -168,12 +168,20 @@ func (r *run) read(t *testing.T) lines {
 		var info struct {
 			Rendezvous *rendezvousInfo `json:"rendezvous"`
 		}
-		switch _, size := rep.Metrics["params"]; {
+		// A run's first report carries only its size; every later one its
+		// metrics, the size again among them (so the trial's last metrics
+		// keep it).
+		_, size := rep.Metrics["params"]
+		_, trained := rep.Metrics["val_loss"]
+		switch {
 		case json.Unmarshal(sc.Bytes(), &info) == nil && info.Rendezvous != nil:
 			ls.rendezvous = append(ls.rendezvous, *info.Rendezvous)
-		case size:
+		case size && !trained:
 			ls.sizes = append(ls.sizes, rep)
 		default:
+			if trained && !size {
+				t.Errorf("report %q: metrics without params and flops", sc.Text())
+			}
 			ls.progress = append(ls.progress, rep)
 		}
 	}

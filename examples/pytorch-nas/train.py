@@ -62,10 +62,9 @@ trial's seed) into 1,437 training and 360 validation images. An epoch is
 a permutation of the training images, drawn from (seed, epoch), in
 floor(1437 / batch) batches (the remainder is dropped).
 
-How it runs (the same approach as examples/pytorch/train.py, of which this
-file keeps a self-contained copy: that script is not importable as a module
-without running its own trainer, and its worker is one function)
-------------------------------------------------------------------------
+How it runs (as examples/pytorch/train.py does: the launching, rendezvous
+and checkpoint writing are python/gleaner_torch.py's, shared by both)
+---------------------------------------------------------------------
 * Data-parallel with torch.distributed over GLEANER_NODES processes (gloo on
   CPU, NCCL when CUDA offers a GPU per local process), DistributedDataParallel
   averaging the gradients. On one host this script spawns them all and they
@@ -115,20 +114,19 @@ python3-sklearn install them.
 
 import json
 import os
-import signal
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
+import gleaner_torch as gtorch  # noqa: E402
 import gleaner_trial as gt  # noqa: E402
 
 # First thing, in the parent and in every spawned rank (which re-imports this
 # module): SIGTERM must set the stop flag, never kill a half-started process.
 gt.install_stop_handler()
 
-EXIT_ENV, EXIT_PARAMS = 1, 2
-REEXEC_GUARD = "GLEANER_TRAIN_REEXEC"
+EXIT_ENV, EXIT_PARAMS = gtorch.EXIT_ENV, 2
 
 OPS = ("none", "skip_connect", "conv_1x1", "conv_3x3", "avg_pool_3x3", "max_pool_3x3")
 IMAGE, CLASSES = 8, 10
@@ -140,22 +138,11 @@ LIMITS = {"nodes": (2, 7), "stacks": (1, 6), "cells": (1, 32), "channels": (1, 4
 
 
 def _import_or_reexec():
-    try:
-        import sklearn  # noqa: F401
-        import torch  # noqa: F401
-        return
-    except ImportError:
-        pass
-    if not os.environ.get(REEXEC_GUARD):
-        for py in (os.environ.get("GLEANER_PYTHON"), "/usr/bin/python3"):
-            if py and os.path.exists(py) and os.path.realpath(py) != os.path.realpath(sys.executable):
-                os.environ[REEXEC_GUARD] = "1"
-                os.execv(py, [py, os.path.abspath(__file__)] + sys.argv[1:])
-    sys.stderr.write(
-        f"train.py: {sys.executable} cannot import torch and sklearn; install python3-torch and "
-        "python3-sklearn, or set GLEANER_PYTHON to an interpreter that has them\n"
+    gtorch.import_or_reexec(
+        __file__, ("sklearn", "torch"),
+        "torch and sklearn; install python3-torch and python3-sklearn, "
+        "or set GLEANER_PYTHON to an interpreter that has them",
     )
-    sys.exit(EXIT_ENV)
 
 
 class ArchError(ValueError):
@@ -400,7 +387,6 @@ def split(torch, x, y):
 
 
 def worker(local_rank, rv, env, h, master_addr, master_port, data):
-    import datetime
     import time
 
     import torch
@@ -408,23 +394,8 @@ def worker(local_rank, rv, env, h, master_addr, master_port, data):
     import torch.nn.functional as F
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    gt.install_stop_handler()
-    torch.manual_seed(h.seed)
-    rank, world = rv.node_offset + local_rank, rv.nodes  # global
-    use_cuda = torch.cuda.is_available() and torch.cuda.device_count() >= rv.local_nodes
-    if use_cuda:
-        device = torch.device("cuda", local_rank)
-        torch.cuda.set_device(device)
-    else:
-        device = torch.device("cpu")
-        if not os.environ.get("OMP_NUM_THREADS"):
-            torch.set_num_threads(max(1, (os.cpu_count() or 1) // rv.local_nodes))
-    os.environ["MASTER_ADDR"] = master_addr
-    os.environ["MASTER_PORT"] = str(master_port)
-    dist.init_process_group(
-        "nccl" if use_cuda else "gloo", rank=rank, world_size=world,
-        timeout=datetime.timedelta(seconds=120),
-    )
+    r = gtorch.init_rank(local_rank, rv, master_addr, master_port, h.seed, keep_omp_threads=True)
+    rank, world, device = r.rank, r.world, r.device
 
     xt, yt, xv, yv = (t.to(device) for t in split(torch, *data))
     arch = h.arch
@@ -458,19 +429,10 @@ def worker(local_rank, rv, env, h, master_addr, master_port, data):
 
     # Every rank has read the checkpoint before this first collective, so
     # rank 0 may prune it once training moves on.
-    met = torch.tensor([rank + 1.0], device=device)
-    dist.all_reduce(met)
-    reporter = gt.Reporter(env.report_file) if rank == 0 else None
-    if local_rank == 0:
-        info = {
-            "node_rank": rv.node_rank, "num_hosts": rv.num_hosts, "host_addr": rv.host_addr, "world_size": world,
-            "local_nodes": rv.local_nodes, "node_offset": rv.node_offset, "allreduce": met.item(),
-        }
-        with gt.Reporter(env.report_file) as r:
-            r.report(samples=samples, step=step, epoch=epoch(), extra={"rendezvous": info})
+    reporter = gtorch.meet(r, local_rank, rv, env.report_file, samples, step, epoch=epoch())
     if rank == 0:
         reporter.report(samples=samples, step=step, epoch=epoch(), metrics={"params": params, "flops": flops})
-    ddp = DDP(model, device_ids=[local_rank] if use_cuda else None)
+    ddp = DDP(model, device_ids=[local_rank] if r.use_cuda else None)
 
     def evaluate():
         model.eval()
@@ -495,19 +457,9 @@ def worker(local_rank, rv, env, h, master_addr, master_port, data):
                 "epoch_index": epoch_index, "position": position, "rng": torch.get_rng_state(),
                 "model": model.state_dict(), "optimizer": opt.state_dict(),
             }
-            path = gt.save_checkpoint(
-                gt.checkpoint_name(step, ".pt"), lambda f: torch.save(state, f), directory=env.checkpoint_dir
-            )
-            report(train_loss, checkpoint=path)  # only once completely written
-            gt.prune_checkpoints("step-*.pt", 2, directory=env.checkpoint_dir)
+            gtorch.write_checkpoint(state, step, env.checkpoint_dir, lambda path: report(train_loss, checkpoint=path))
 
-    loss_sum, loss_n = 0.0, 0
-
-    def mean_loss():
-        nonlocal loss_sum, loss_n
-        m = loss_sum / loss_n if loss_n else float("nan")
-        loss_sum, loss_n = 0.0, 0
-        return m
+    losses = gtorch.MeanLoss()
 
     def ended():
         # The campaign's budget when it gives one (every rank has the same
@@ -545,23 +497,19 @@ def worker(local_rank, rv, env, h, master_addr, master_port, data):
         position += 1
         if position == spe:
             epoch_index, position = epoch_index + 1, 0
-        # One all-reduce carries the batch loss and everyone's stop flag,
-        # so all ranks, on every host, stop after the same step.
-        stats = torch.tensor([loss.item() * len(idx), len(idx), 1.0 if gt.stopping() else 0.0], device=device)
-        dist.all_reduce(stats)
-        loss_sum += (stats[0] / stats[1]).item()
-        loss_n += 1
-        if stats[2].item() > 0:
+        batch_loss, stop = gtorch.step_allreduce(r, loss, len(idx))
+        losses.add(batch_loss)
+        if stop:
             stopped = True
             break
         if step % h.checkpoint_every == 0 and not ended():
-            save(mean_loss())
+            save(losses.take())
         elif step % h.report_every == 0 and not ended() and rank == 0:
-            report(mean_loss())
+            report(losses.take())
         if h.step_ms:
             time.sleep(h.step_ms / 1000)
 
-    save(mean_loss())  # the last report: the final checkpoint and metrics
+    save(losses.take())  # the last report: the final checkpoint and metrics
     if rank == 0:
         what = "stopped" if stopped else "budget reached" if env.budget > 0 else "done"
         val_loss, acc = evaluate()
@@ -570,14 +518,6 @@ def worker(local_rank, rv, env, h, master_addr, master_port, data):
         reporter.close()
     dist.barrier()
     dist.destroy_process_group()
-
-
-def free_port():
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def count_main(archs):
@@ -613,7 +553,6 @@ def main():
         return EXIT_PARAMS if gt.ENV_PARAMS_FILE in str(e) and "parameter" in str(e) else EXIT_ENV
     _import_or_reexec()
     import sklearn.datasets
-    import torch.multiprocessing as mp
 
     digits = sklearn.datasets.load_digits()
     data = (digits.data, digits.target)
@@ -621,38 +560,7 @@ def main():
         print(f"train.py: load_digits returned {len(digits.target)} images, want {IMAGES}", file=sys.stderr)
         return EXIT_ENV
 
-    if rv.multi_host:
-        master_addr, master_port = rv.master_addr, rv.master_port
-    else:  # all ranks here: loopback, the launcher's port if it gave one
-        master_addr, master_port = "127.0.0.1", rv.master_port or free_port()
-    args = (rv, env, h, master_addr, master_port, data)
-    if rv.local_nodes == 1:
-        worker(0, *args)
-        return 0
-    if gt.stopping():
-        return 0  # stopped before any rank started: the last checkpoint stands
-    ctx = mp.spawn(worker, args=args, nprocs=rv.local_nodes, join=False)
-    forwarded = False
-    try:
-        while not ctx.join(timeout=0.2):
-            # The group's SIGTERM reaches the ranks directly; forward it in
-            # case it came while they were still being spawned.
-            if gt.stopping() and not forwarded:
-                forwarded = True
-                for p in ctx.processes:
-                    if p.is_alive():
-                        os.kill(p.pid, signal.SIGTERM)
-    except mp.ProcessExitedException as e:
-        if gt.stopping() and e.exit_code is not None and e.exit_code < 0:
-            # A rank killed by the stop signal before it could handle it.
-            print(f"train.py: stopped while starting: {e}", file=sys.stderr)
-            return 0
-        print(f"train.py: {e}", file=sys.stderr)
-        return e.exit_code if e.exit_code and e.exit_code > 0 else EXIT_ENV
-    except mp.ProcessRaisedException as e:
-        print(f"train.py: {e}", file=sys.stderr)
-        return EXIT_ENV
-    return 0
+    return gtorch.launch(worker, (rv, env, h, *gtorch.master(rv), data), rv.local_nodes)
 
 
 if __name__ == "__main__":

@@ -37,41 +37,26 @@ The interpreter: the campaign runs `python3 examples/pytorch/train.py`. If
 that python3 cannot import torch, the script re-executes itself (same pid,
 so signals still reach it) with $GLEANER_PYTHON, else /usr/bin/python3 —
 where Debian's python3-torch installs it.
+
+The launching (re-exec, rendezvous, spawning, each rank's set-up, the
+per-step all-reduce, checkpoint writing) is python/gleaner_torch.py's,
+shared with examples/pytorch-nas/train.py; the model and loop are here.
 """
 
 import os
-import signal
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
+import gleaner_torch as gtorch  # noqa: E402
 import gleaner_trial as gt  # noqa: E402
 
 # First thing, in the parent and in every spawned rank (which re-imports this
 # module): SIGTERM must set the stop flag, never kill a half-started process.
 gt.install_stop_handler()
 
-EXIT_ENV, EXIT_PARAMS, EXIT_INJECTED = 1, 2, 3
-REEXEC_GUARD = "GLEANER_TRAIN_REEXEC"
-
-
-def _import_torch_or_reexec():
-    try:
-        import torch  # noqa: F401
-        return
-    except ImportError:
-        pass
-    if not os.environ.get(REEXEC_GUARD):
-        for py in (os.environ.get("GLEANER_PYTHON"), "/usr/bin/python3"):
-            if py and os.path.exists(py) and os.path.realpath(py) != os.path.realpath(sys.executable):
-                os.environ[REEXEC_GUARD] = "1"
-                os.execv(py, [py, os.path.abspath(__file__)] + sys.argv[1:])
-    sys.stderr.write(
-        f"train.py: {sys.executable} cannot import torch; install python3-torch "
-        "or set GLEANER_PYTHON to an interpreter that has it\n"
-    )
-    sys.exit(EXIT_ENV)
+EXIT_ENV, EXIT_PARAMS, EXIT_INJECTED = gtorch.EXIT_ENV, 2, 3
 
 
 class Hyper:
@@ -134,29 +119,13 @@ def batch_indices(torch, seed, step, batch):
 
 
 def worker(local_rank, rv, env, h, master_addr, master_port):
-    import datetime
-
     import torch
     import torch.distributed as dist
     import torch.nn.functional as F
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    gt.install_stop_handler()
-    torch.manual_seed(h.seed)
-    rank, world = rv.node_offset + local_rank, rv.nodes  # global
-    use_cuda = torch.cuda.is_available() and torch.cuda.device_count() >= rv.local_nodes
-    if use_cuda:
-        device = torch.device("cuda", local_rank)
-        torch.cuda.set_device(device)
-    else:
-        device = torch.device("cpu")
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // rv.local_nodes))
-    os.environ["MASTER_ADDR"] = master_addr
-    os.environ["MASTER_PORT"] = str(master_port)
-    dist.init_process_group(
-        "nccl" if use_cuda else "gloo", rank=rank, world_size=world,
-        timeout=datetime.timedelta(seconds=120),
-    )
+    r = gtorch.init_rank(local_rank, rv, master_addr, master_port, h.seed)
+    rank, world, device = r.rank, r.world, r.device
 
     xt, yt, xv, yv = (t.to(device) for t in make_data(torch))
     model = make_model(torch, h.hidden).to(device)
@@ -175,17 +144,8 @@ def worker(local_rank, rv, env, h, master_addr, master_port):
         step, samples = int(ck["step"]), int(ck["samples"])
     # Every rank has read the checkpoint before this first collective, so
     # rank 0 may prune it once training moves on.
-    met = torch.tensor([rank + 1.0], device=device)
-    dist.all_reduce(met)
-    reporter = gt.Reporter(env.report_file) if rank == 0 else None
-    if local_rank == 0:
-        info = {
-            "node_rank": rv.node_rank, "num_hosts": rv.num_hosts, "host_addr": rv.host_addr, "world_size": world,
-            "local_nodes": rv.local_nodes, "node_offset": rv.node_offset, "allreduce": met.item(),
-        }
-        with gt.Reporter(env.report_file) as r:
-            r.report(samples=samples, step=step, extra={"rendezvous": info})
-    ddp = DDP(model, device_ids=[local_rank] if use_cuda else None)
+    reporter = gtorch.meet(r, local_rank, rv, env.report_file, samples, step)
+    ddp = DDP(model, device_ids=[local_rank] if r.use_cuda else None)
 
     def evaluate():
         with torch.no_grad():
@@ -205,19 +165,9 @@ def worker(local_rank, rv, env, h, master_addr, master_port):
                 "version": 1, "step": step, "samples": samples, "hidden": h.hidden,
                 "model": model.state_dict(), "optimizer": opt.state_dict(),
             }
-            path = gt.save_checkpoint(
-                gt.checkpoint_name(step, ".pt"), lambda f: torch.save(state, f), directory=env.checkpoint_dir
-            )
-            report(train_loss, checkpoint=path)  # only once completely written
-            gt.prune_checkpoints("step-*.pt", 2, directory=env.checkpoint_dir)
+            gtorch.write_checkpoint(state, step, env.checkpoint_dir, lambda path: report(train_loss, checkpoint=path))
 
-    loss_sum, loss_n = 0.0, 0
-
-    def mean_loss():
-        nonlocal loss_sum, loss_n
-        m = loss_sum / loss_n if loss_n else float("nan")
-        loss_sum, loss_n = 0.0, 0
-        return m
+    losses = gtorch.MeanLoss()
 
     def ended():
         # The campaign's budget when it gives one (every rank has the same
@@ -240,44 +190,32 @@ def worker(local_rank, rv, env, h, master_addr, master_port):
         opt.step()
         step += 1
         samples += h.batch
-        # One all-reduce carries the batch loss and everyone's stop flag,
-        # so all ranks, on every host, stop after the same step.
-        stats = torch.tensor([loss.item() * len(idx), len(idx), 1.0 if gt.stopping() else 0.0], device=device)
-        dist.all_reduce(stats)
-        loss_sum += (stats[0] / stats[1]).item()
-        loss_n += 1
+        batch_loss, stop = gtorch.step_allreduce(r, loss, len(idx))
+        losses.add(batch_loss)
 
         if h.fail_at_step and step == h.fail_at_step and not env.resuming:
             if rank == 0:
                 print(f"train.py: failing at step {step} as fail_at_step asks", file=sys.stderr, flush=True)
             sys.exit(EXIT_INJECTED)
-        if stats[2].item() > 0:
+        if stop:
             stopped = True
             break
         if step % h.checkpoint_every == 0 and not ended():
-            save(mean_loss())
+            save(losses.take())
         elif step % h.report_every == 0 and not ended() and rank == 0:
-            report(mean_loss())
+            report(losses.take())
         if h.step_ms:
             import time
 
             time.sleep(h.step_ms / 1000)
 
-    save(mean_loss())  # the last report: the final checkpoint and metrics
+    save(losses.take())  # the last report: the final checkpoint and metrics
     if rank == 0:
         what = "stopped" if stopped else "budget reached" if env.budget > 0 else "done"
         print(f"train.py: {what} at step {step}, checkpoint written", file=sys.stderr, flush=True)
         reporter.close()
     dist.barrier()
     dist.destroy_process_group()
-
-
-def free_port():
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main():
@@ -288,41 +226,11 @@ def main():
     except gt.EnvError as e:
         print(f"train.py: {e}", file=sys.stderr)
         return EXIT_PARAMS if gt.ENV_PARAMS_FILE in str(e) and "parameter" in str(e) else EXIT_ENV
-    _import_torch_or_reexec()
-    import torch.multiprocessing as mp
-
-    if rv.multi_host:
-        master_addr, master_port = rv.master_addr, rv.master_port
-    else:  # all ranks here: loopback, the launcher's port if it gave one
-        master_addr, master_port = "127.0.0.1", rv.master_port or free_port()
-    args = (rv, env, h, master_addr, master_port)
-    if rv.local_nodes == 1:
-        worker(0, *args)
-        return 0
-    if gt.stopping():
-        return 0  # stopped before any rank started: the last checkpoint stands
-    ctx = mp.spawn(worker, args=args, nprocs=rv.local_nodes, join=False)
-    forwarded = False
-    try:
-        while not ctx.join(timeout=0.2):
-            # The group's SIGTERM reaches the ranks directly; forward it in
-            # case it came while they were still being spawned.
-            if gt.stopping() and not forwarded:
-                forwarded = True
-                for p in ctx.processes:
-                    if p.is_alive():
-                        os.kill(p.pid, signal.SIGTERM)
-    except mp.ProcessExitedException as e:
-        if gt.stopping() and e.exit_code is not None and e.exit_code < 0:
-            # A rank killed by the stop signal before it could handle it.
-            print(f"train.py: stopped while starting: {e}", file=sys.stderr)
-            return 0
-        print(f"train.py: {e}", file=sys.stderr)
-        return e.exit_code if e.exit_code and e.exit_code > 0 else EXIT_ENV
-    except mp.ProcessRaisedException as e:
-        print(f"train.py: {e}", file=sys.stderr)
-        return EXIT_ENV
-    return 0
+    gtorch.import_or_reexec(
+        __file__, ("torch",),
+        "torch; install python3-torch or set GLEANER_PYTHON to an interpreter that has it",
+    )
+    return gtorch.launch(worker, (rv, env, h, *gtorch.master(rv)), rv.local_nodes)
 
 
 if __name__ == "__main__":

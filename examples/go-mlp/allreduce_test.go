@@ -259,10 +259,16 @@ func TestJoinErrors(t *testing.T) {
 // as one host with four nodes: the same shards, summed in the same order,
 // so bit for bit the same weights.
 func TestHostsTrainLikeOneHost(t *testing.T) {
+	checkHostsTrainLikeOne(t, mlp{in: 2, hidden: 8, classes: 3}, 4, []nodeSpan{{4, 0, 2}, {4, 2, 1}, {4, 3, 1}})
+}
+
+// checkHostsTrainLikeOne trains m for 5 steps on one host with all nodes
+// and on hosts holding spans of them, and requires the same losses and
+// weights, bit for bit.
+func checkHostsTrainLikeOne(t *testing.T, m mlp, nodes int, spans []nodeSpan) {
+	t.Helper()
 	data := spiral(3, 100, 0.2, 1)
-	m := mlp{in: 2, hidden: 8, classes: 3}
-	one := newTrainer(m, data, 0.1, 0.9, 30, allNodes(4), 5)
-	spans := []nodeSpan{{4, 0, 2}, {4, 2, 1}, {4, 3, 1}}
+	one := newTrainer(m, data, 0.1, 0.9, 30, allNodes(nodes), 5)
 	hosts := make([]*trainer, len(spans))
 	for r, s := range spans {
 		hosts[r] = newTrainer(m, data, 0.1, 0.9, 30, s, 5)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/gob"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -178,52 +177,9 @@ func TestVersion1CheckpointLoads(t *testing.T) {
 // Data parallelism changes who computes what, not the update: two workers
 // match one, and two hosts one host with two nodes, bit for bit.
 func TestArchAllreduceMatchesOneWorker(t *testing.T) {
-	data := spiral(3, 100, 0.2, 1)
 	m := archNetwork(t, "8 relu", "8 gelu skip", "6 silu")
-	one := newTrainer(m, data, 0.1, 0.9, 30, allNodes(1), 5)
-	two := newTrainer(m, data, 0.1, 0.9, 30, allNodes(2), 5)
-	for range 5 {
-		l1, _ := one.step(nil)
-		l2, _ := two.step(nil)
-		if math.Abs(l1-l2) > 1e-12 {
-			t.Fatalf("loss %v on one worker, %v on two", l1, l2)
-		}
-	}
-	for i := range one.weights {
-		if math.Abs(one.weights[i]-two.weights[i]) > 1e-12 {
-			t.Fatalf("weight %d: %v on one worker, %v on two", i, one.weights[i], two.weights[i])
-		}
-	}
-
-	ref := newTrainer(m, data, 0.1, 0.9, 30, allNodes(2), 5)
-	hosts := []*trainer{
-		newTrainer(m, data, 0.1, 0.9, 30, nodeSpan{2, 0, 1}, 5),
-		newTrainer(m, data, 0.1, 0.9, 30, nodeSpan{2, 1, 1}, 5),
-	}
-	groups := joinLoopback(t, len(hosts), 5*time.Second)
-	for step := range 5 {
-		want, _ := ref.step(nil)
-		losses := make([]float64, len(hosts))
-		errs := eachHost(groups, func(r int, g *hostGroup) (err error) {
-			losses[r], err = hosts[r].step(g.allReduce)
-			return err
-		})
-		if err := errors.Join(errs...); err != nil {
-			t.Fatal(err)
-		}
-		for r, l := range losses {
-			if l != want {
-				t.Fatalf("step %d: host %d's loss %v, one host's %v", step, r, l, want)
-			}
-		}
-	}
-	for r, h := range hosts {
-		for i := range ref.weights {
-			if h.weights[i] != ref.weights[i] {
-				t.Fatalf("host %d, weight %d: %v, one host's %v", r, i, h.weights[i], ref.weights[i])
-			}
-		}
-	}
+	checkWorkersMatch(t, m, 2)
+	checkHostsTrainLikeOne(t, m, 2, []nodeSpan{{2, 0, 1}, {2, 1, 1}})
 }
 
 // A 2-layer architecture learns, reports its size, and resumes exactly.
@@ -251,17 +207,7 @@ func TestArchTrainsAndResumesExactly(t *testing.T) {
 		t.Errorf("loss did not fall: first %v, last %v", first.Metrics, last.Metrics)
 	}
 
-	d := newTrial(t)
-	half := d.launch(params(100), 2, "")
-	if code := half.wait(20 * time.Second); code != 0 {
-		t.Fatalf("exit %d: %s", code, half.stderr)
-	}
-	halfReps, _ := half.read()
-	rest := d.launch(params(200), 2, lastCheckpoint(t, halfReps).Checkpoint)
-	if code := rest.wait(20 * time.Second); code != 0 {
-		t.Fatalf("exit %d: %s", code, rest.stderr)
-	}
-	b, _ := rest.read()
+	b := resumedHalfway(t, params)
 	gotLast := b[len(b)-1]
 	if gotLast.Step != 200 || gotLast.Samples != last.Samples || gotLast.Metrics["val_loss"] != last.Metrics["val_loss"] || gotLast.Metrics["loss"] != last.Metrics["loss"] {
 		t.Errorf("100 + 100 steps ended at %+v; 200 steps at %+v: want identical progress and losses", gotLast, last)

@@ -422,18 +422,8 @@ func TestResumeIsExact(t *testing.T) {
 	if code := whole.wait(20 * time.Second); code != 0 {
 		t.Fatalf("exit %d: %s", code, whole.stderr)
 	}
-	d := newTrial(t)
-	half := d.launch(params(100), 2, "")
-	if code := half.wait(20 * time.Second); code != 0 {
-		t.Fatalf("exit %d: %s", code, half.stderr)
-	}
-	halfReps, _ := half.read()
-	rest := d.launch(params(200), 2, lastCheckpoint(t, halfReps).Checkpoint)
-	if code := rest.wait(20 * time.Second); code != 0 {
-		t.Fatalf("exit %d: %s", code, rest.stderr)
-	}
 	a, _ := whole.read()
-	b, _ := rest.read()
+	b := resumedHalfway(t, params)
 	wantLast, gotLast := a[len(a)-1], b[len(b)-1]
 	if gotLast.Step != 200 || gotLast.Samples != wantLast.Samples || gotLast.Metrics["val_loss"] != wantLast.Metrics["val_loss"] {
 		t.Errorf("100 + 100 steps ended at %+v; 200 steps at %+v: want identical progress and val_loss", gotLast, wantLast)
@@ -594,21 +584,48 @@ func TestGradientMatchesFiniteDifferences(t *testing.T) {
 func TestAllreduceMatchesOneWorker(t *testing.T) {
 	data := spiral(3, 100, 0.2, 1)
 	m := mlp{in: 2, hidden: 8, classes: 3}
+	checkWorkersMatch(t, m, 4)
+	if w := newTrainer(m, data, 0.1, 0.9, 2, allNodes(8), 5).span.count; w != 2 {
+		t.Errorf("%d workers for a batch of 2", w)
+	}
+}
+
+// checkWorkersMatch trains m for 5 steps on one worker and on workers,
+// and requires the same losses and weights (to rounding).
+func checkWorkersMatch(t *testing.T, m mlp, workers int) {
+	t.Helper()
+	data := spiral(3, 100, 0.2, 1)
 	one := newTrainer(m, data, 0.1, 0.9, 30, allNodes(1), 5)
-	many := newTrainer(m, data, 0.1, 0.9, 30, allNodes(4), 5)
+	many := newTrainer(m, data, 0.1, 0.9, 30, allNodes(workers), 5)
 	for range 5 {
 		l1, _ := one.step(nil)
-		l4, _ := many.step(nil)
-		if math.Abs(l1-l4) > 1e-12 {
-			t.Fatalf("loss %v on one worker, %v on four", l1, l4)
+		ln, _ := many.step(nil)
+		if math.Abs(l1-ln) > 1e-12 {
+			t.Fatalf("loss %v on one worker, %v on %d", l1, ln, workers)
 		}
 	}
 	for i := range one.weights {
 		if math.Abs(one.weights[i]-many.weights[i]) > 1e-12 {
-			t.Fatalf("weight %d: %v on one worker, %v on four", i, one.weights[i], many.weights[i])
+			t.Fatalf("weight %d: %v on one worker, %v on %d", i, one.weights[i], many.weights[i], workers)
 		}
 	}
-	if w := newTrainer(m, data, 0.1, 0.9, 2, allNodes(8), 5).span.count; w != 2 {
-		t.Errorf("%d workers for a batch of 2", w)
+}
+
+// resumedHalfway trains params(100) steps on 2 nodes, then resumes from
+// the last checkpoint to params(200), and returns the second run's
+// reports.
+func resumedHalfway(t *testing.T, params func(steps int) map[string]any) []trial.Report {
+	t.Helper()
+	d := newTrial(t)
+	half := d.launch(params(100), 2, "")
+	if code := half.wait(20 * time.Second); code != 0 {
+		t.Fatalf("exit %d: %s", code, half.stderr)
 	}
+	halfReps, _ := half.read()
+	rest := d.launch(params(200), 2, lastCheckpoint(t, halfReps).Checkpoint)
+	if code := rest.wait(20 * time.Second); code != 0 {
+		t.Fatalf("exit %d: %s", code, rest.stderr)
+	}
+	b, _ := rest.read()
+	return b
 }

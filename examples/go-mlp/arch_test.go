@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/gob"
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -301,18 +300,9 @@ func TestNASSpecIsValid(t *testing.T) {
 		spec.Objective.Metric != "val_loss" || spec.Objective.Mode != "min" {
 		t.Errorf("spec: kind %q, search %+v, objective %+v", spec.Kind, spec.Search, spec.Objective)
 	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	for range 200 {
-		raw, _ := json.Marshal(spec.Space.Sample(rng))
-		h := defaultHyper()
-		if err := json.Unmarshal(raw, &h); err != nil {
-			t.Fatalf("params %s: %v", raw, err)
-		}
-		if err := h.validate(); err != nil {
-			t.Fatalf("params %s: %v", raw, err)
-		}
+	for i, h := range sampledParams(t, spec.Space) {
 		if h.Arch == "" {
-			t.Fatalf("params %s: no arch", raw)
+			t.Fatalf("point %d of the space: no arch", i)
 		}
 	}
 }

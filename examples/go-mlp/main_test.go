@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/gleaner-hpc/gleaner"
+	"github.com/gleaner-hpc/gleaner/hpo"
 	"github.com/gleaner-hpc/gleaner/trial"
 )
 
@@ -541,17 +542,7 @@ func TestCampaignSpecIsValid(t *testing.T) {
 		}
 	}
 	// And every point of the space must be a valid set of parameters.
-	rng := rand.New(rand.NewPCG(1, 2))
-	for range 200 {
-		raw, _ := json.Marshal(spec.Space.Sample(rng))
-		h := defaultHyper()
-		if err := json.Unmarshal(raw, &h); err != nil {
-			t.Fatalf("params %s: %v", raw, err)
-		}
-		if err := h.validate(); err != nil {
-			t.Fatalf("params %s: %v", raw, err)
-		}
-	}
+	sampledParams(t, spec.Space)
 }
 
 // Gradients of the hand-written backward pass against central differences.
@@ -628,4 +619,24 @@ func resumedHalfway(t *testing.T, params func(steps int) map[string]any) []trial
 	}
 	b, _ := rest.read()
 	return b
+}
+
+// sampledParams draws 200 points of space and requires each to be a valid
+// set of the trainer's parameters; it returns them.
+func sampledParams(t *testing.T, space hpo.Space) []hyper {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var out []hyper
+	for range 200 {
+		raw, _ := json.Marshal(space.Sample(rng))
+		h := defaultHyper()
+		if err := json.Unmarshal(raw, &h); err != nil {
+			t.Fatalf("params %s: %v", raw, err)
+		}
+		if err := h.validate(); err != nil {
+			t.Fatalf("params %s: %v", raw, err)
+		}
+		out = append(out, h)
+	}
+	return out
 }

@@ -74,7 +74,7 @@ def launch(worker, args, local_nodes):
         return 0
     if gt.stopping():
         return 0  # stopped before any rank started: the last checkpoint stands
-    ctx = mp.spawn(worker, args=args, nprocs=local_nodes, join=False)
+    ctx = mp.spawn(_spawned_rank, args=(worker, args), nprocs=local_nodes, join=False)
     forwarded = False
     try:
         while not ctx.join(timeout=0.2):
@@ -96,6 +96,38 @@ def launch(worker, args, local_nodes):
         print(f"train.py: {e}", file=sys.stderr)
         return EXIT_ENV
     return 0
+
+
+def _spawned_rank(local_rank, worker, args):
+    """A spawned rank: worker(local_rank, *args), then out at once
+    (exit_now) once it returns; an exception or sys.exit still reaches
+    torch's spawn wrapper as before."""
+    worker(local_rank, *args)
+    exit_now(0)
+
+
+def exit_now(status):
+    """Flush stdout and stderr and end the process with status, skipping
+    interpreter teardown. Call it only when every checkpoint and report is
+    written and closed (finish): a process group's and torch's destructors
+    at interpreter exit have hung a finished rank under load (seen in CI
+    as a 2-rank run that never exited after its last checkpoint)."""
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except Exception:
+            pass
+    os._exit(0 if status is None else status)
+
+
+def finish():
+    """Wait for every rank to be done with the process group (a barrier,
+    bounded by the group's timeout), so that none leaves while another
+    still needs it. The group is not destroyed: the process ends next
+    (exit_now)."""
+    import torch.distributed as dist
+
+    dist.barrier()
 
 
 class Rank:

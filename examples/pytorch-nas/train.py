@@ -390,7 +390,6 @@ def worker(local_rank, rv, env, h, master_addr, master_port, data):
     import time
 
     import torch
-    import torch.distributed as dist
     import torch.nn.functional as F
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -516,8 +515,7 @@ def worker(local_rank, rv, env, h, master_addr, master_port, data):
         print(f"train.py: {what} at step {step} (epoch {epoch():g}), val_loss {val_loss:.4f}, "
               f"val_accuracy {acc:.4f}, checkpoint written", file=sys.stderr, flush=True)
         reporter.close()
-    dist.barrier()
-    dist.destroy_process_group()
+    gtorch.finish()
 
 
 def count_main(archs):
@@ -564,4 +562,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    gtorch.exit_now(main())

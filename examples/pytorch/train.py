@@ -120,7 +120,6 @@ def batch_indices(torch, seed, step, batch):
 
 def worker(local_rank, rv, env, h, master_addr, master_port):
     import torch
-    import torch.distributed as dist
     import torch.nn.functional as F
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -214,8 +213,7 @@ def worker(local_rank, rv, env, h, master_addr, master_port):
         what = "stopped" if stopped else "budget reached" if env.budget > 0 else "done"
         print(f"train.py: {what} at step {step}, checkpoint written", file=sys.stderr, flush=True)
         reporter.close()
-    dist.barrier()
-    dist.destroy_process_group()
+    gtorch.finish()
 
 
 def main():
@@ -234,4 +232,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    gtorch.exit_now(main())

@@ -38,7 +38,24 @@ type Query struct {
 	// (a pool's library holds every measured trial): curves named Self or
 	// "Self@…" are skipped, since its measurements are observations.
 	Self string
+	// Prior is an outside prediction of this trial's throughput on the
+	// queried type (samples/s; counts strictly increasing, throughputs
+	// positive), such as nas.ThroughputModel's curve from its
+	// architecture: about this trial itself, where a library curve is
+	// about another. With no observation it is the prediction (before
+	// siblings, which in a NAS campaign train other networks); with
+	// observations it lends its shape like a library curve, weighted
+	// Settings.PriorWeight. Empty: none.
+	Prior []Point
+	// PriorSigma is the Prior's log-uncertainty (its relative error);
+	// 0 means 0.25.
+	PriorSigma float64
 }
+
+// DefaultPriorSigma is Query.PriorSigma's default: the relative error of
+// an architecture-based throughput prediction on held-out networks is
+// about 0.1 at the median with wide tails (docs/nas.md).
+const DefaultPriorSigma = 0.25
 
 func (q Query) isSelf(c PriorCurve) bool {
 	return q.Self != "" && (c.Name == q.Self || strings.HasPrefix(c.Name, q.Self+"@"))
@@ -83,6 +100,11 @@ type Settings struct {
 	// NoiseFloor is the least relative standard deviation of a measured
 	// point; 0 means 0.02.
 	NoiseFloor float64
+	// PriorWeight multiplies the weight of Query.Prior among the shapes
+	// once the trial is measured; 0 means 20,000: ten same-type siblings'
+	// (SameTypeWeight × SameGroupWeight each), so the trial's own
+	// predicted shape outweighs a campaign's other networks.
+	PriorWeight float64
 }
 
 func (s *Settings) withDefaults() Settings {
@@ -104,6 +126,7 @@ func (s *Settings) withDefaults() Settings {
 	}
 	def(&o.Growth, 0.15)
 	def(&o.NoiseFloor, 0.02)
+	def(&o.PriorWeight, 10*o.SameTypeWeight*o.SameGroupWeight)
 	return o
 }
 
@@ -125,6 +148,8 @@ func (s Settings) validate() error {
 		return fmt.Errorf("%w: Growth is %v, want ≥ 0", ErrInvalidSettings, s.Growth)
 	case !(s.NoiseFloor >= 0):
 		return fmt.Errorf("%w: NoiseFloor is %v, want ≥ 0", ErrInvalidSettings, s.NoiseFloor)
+	case !(s.PriorWeight > 0) || math.IsInf(s.PriorWeight, 0):
+		return fmt.Errorf("%w: PriorWeight is %v, want finite > 0", ErrInvalidSettings, s.PriorWeight)
 	}
 	return nil
 }
@@ -241,7 +266,9 @@ func (c *candidate) logAt(n int) (float64, bool) {
 // A query about a node type the trial was not measured on predicts on the
 // measured type, then scales by the single-node throughput ratio of the
 // library (TypeSpeeds.Ratio) and adds its log-uncertainty. A trial with no
-// observation is predicted from its siblings (same Group and node type).
+// observation is its Query.Prior when it has one, else predicted from its
+// siblings (same Group and node type); once measured, its Prior is one
+// more candidate shape, weighted Settings.PriorWeight.
 func Predict(obs []Observation, lib *Library, q Query, s *Settings) (Prediction, error) {
 	set := s.withDefaults()
 	if err := set.validate(); err != nil {
@@ -250,16 +277,32 @@ func Predict(obs []Observation, lib *Library, q Query, s *Settings) (Prediction,
 	if q.MinNodes < 1 || q.MaxNodes < q.MinNodes {
 		return Prediction{}, fmt.Errorf("%w: MinNodes %d, MaxNodes %d: want 1 ≤ MinNodes ≤ MaxNodes", ErrInvalidQuery, q.MinNodes, q.MaxNodes)
 	}
+	prior, err := q.priorCurve()
+	if err != nil {
+		return Prediction{}, err
+	}
 	baseType, pts := pickObservations(obs, q.NodeType)
 	target := q.NodeType
 	if target == "" {
 		target = baseType
 	}
 	if len(pts) == 0 {
+		if prior != nil {
+			return predictFromPrior(prior, q, target, set), nil
+		}
 		return predictFromSiblings(lib, q, target, set)
 	}
 	pred := Prediction{NodeType: target}
 	cands := candidates(pts, lib, q, baseType, set)
+	if prior != nil && (q.NodeType == "" || q.NodeType == baseType) {
+		// The trial's own predicted shape, on the type it was measured on
+		// (across types the library's speed ratios take over as usual).
+		t := newLogTable(prior)
+		c := candidate{name: prior.Name, k: set.PriorWeight, tab: &t}
+		if setResiduals(&c, pts) {
+			cands = append(cands, c)
+		}
+	}
 	sibCounts := alignedSiblingCounts(cands, q, baseType)
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].k > cands[j].k })
 	for _, c := range cands[:min(len(cands), 5)] {
@@ -591,6 +634,52 @@ func predictAt(n int, pts []obsPoint, cands []candidate, sibCounts []int, fallba
 	sl := math.Sqrt(spread*spread + set.Growth*set.Growth*dist*dist + noise*noise)
 	x := math.Exp(mean)
 	return PredictedPoint{Nodes: n, Throughput: x, SigmaLog: sl, Sigma: x * sl, SiblingMeasured: siblingMeasured}, votes
+}
+
+// priorCurve validates q.Prior; nil when there is none.
+func (q Query) priorCurve() (*PriorCurve, error) {
+	if len(q.Prior) == 0 {
+		if q.PriorSigma != 0 {
+			return nil, fmt.Errorf("%w: PriorSigma is %v without a Prior", ErrInvalidQuery, q.PriorSigma)
+		}
+		return nil, nil
+	}
+	if !(q.PriorSigma >= 0) || math.IsInf(q.PriorSigma, 0) {
+		return nil, fmt.Errorf("%w: PriorSigma is %v, want finite ≥ 0", ErrInvalidQuery, q.PriorSigma)
+	}
+	c := &PriorCurve{Name: "prior", NodeType: q.NodeType, Points: q.Prior}
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("%w: Prior: %w", ErrInvalidQuery, err)
+	}
+	return c, nil
+}
+
+// predictFromPrior is the prediction of a trial with no measurement and a
+// Query.Prior: the prior itself, interpolated in ln n between its counts
+// and scaled linearly beyond them, with its own uncertainty plus the
+// growth term of a count nothing was measured at.
+func predictFromPrior(c *PriorCurve, q Query, target string, set Settings) Prediction {
+	sig := q.PriorSigma
+	if sig == 0 {
+		sig = DefaultPriorSigma
+	}
+	pred := Prediction{NodeType: target, Neighbours: []string{c.Name}}
+	first, last := c.Points[0], c.Points[len(c.Points)-1]
+	for n := q.MinNodes; n <= q.MaxNodes; n++ {
+		l, ok := c.logAt(n)
+		if !ok {
+			end := first
+			if n > last.Nodes {
+				end = last
+			}
+			l = math.Log(end.Throughput) + math.Log(float64(n)) - math.Log(float64(end.Nodes))
+		}
+		p := PredictedPoint{Nodes: n, Throughput: math.Exp(l)}
+		p.SigmaLog = math.Sqrt(sig*sig + set.Growth*set.Growth)
+		p.Sigma = p.Throughput * p.SigmaLog
+		pred.Points = append(pred.Points, p)
+	}
+	return pred
 }
 
 // predictFromSiblings predicts a trial with no measurement from curves of

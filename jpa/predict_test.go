@@ -366,3 +366,71 @@ func TestOptimismSkipsCountsAnAlignedSiblingMeasured(t *testing.T) {
 		}
 	}
 }
+
+// A trial's own prior (an architecture's predicted curve) is its
+// prediction before it is measured, ahead of siblings that train other
+// networks; once measured at one count, the prior lends its shape,
+// rescaled to the measurement, outvoting the siblings' shape.
+func TestQueryPriorBeforeAndAfterMeasuring(t *testing.T) {
+	sib := uslCurve("sibling", "x", USL{X1: 10}, 8) // linear
+	sib.Group = "nas"
+	lib, err := NewLibrary([]PriorCurve{sib})
+	require.NoError(t, err)
+	own := USL{X1: 100, Alpha: 0.4} // saturating
+	var prior []Point
+	for _, n := range []int{1, 2, 4, 8} {
+		prior = append(prior, Point{Nodes: n, Throughput: own.At(float64(n))})
+	}
+	q := Query{MinNodes: 1, MaxNodes: 10, NodeType: "x", Group: "nas", Prior: prior, PriorSigma: 0.1}
+
+	pred, err := Predict(nil, lib, q, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"prior"}, pred.Neighbours)
+	for _, n := range []int{1, 2, 4, 8} {
+		p, _ := pred.At(n)
+		assert.InEpsilon(t, own.At(float64(n)), p.Throughput, 1e-9, "at %d nodes", n)
+		assert.InDelta(t, math.Hypot(0.1, 0.15), p.SigmaLog, 1e-12, "σ_log: the prior's and the growth term")
+	}
+	p3, _ := pred.At(3) // between counts: a power law
+	f := math.Log(1.5) / math.Log(2)
+	assert.InEpsilon(t, math.Exp((1-f)*math.Log(own.At(2))+f*math.Log(own.At(4))), p3.Throughput, 1e-9)
+	p10, _ := pred.At(10) // beyond: linear from the last
+	assert.InEpsilon(t, own.At(8)*10/8, p10.Throughput, 1e-9)
+
+	// Measured at 1 node at half the prior's speed: the shape is the
+	// prior's (a saturating curve), weighted 10:1 in log against the one
+	// linear sibling's (PriorWeight against SameTypeWeight ×
+	// SameGroupWeight).
+	obs := []Observation{{Nodes: 1, NodeType: "x", Throughput: 50}}
+	pred, err = Predict(obs, lib, q, &Settings{TrendWeight: -1})
+	require.NoError(t, err)
+	p8, _ := pred.At(8)
+	want := math.Exp((10*math.Log(0.5*own.At(8)) + math.Log(8*50)) / 11)
+	assert.InEpsilon(t, want, p8.Throughput, 1e-6, "8 nodes: the prior's speedup %.2f, the sibling's 8", own.At(8)/own.At(1))
+	assert.Equal(t, "prior", pred.Neighbours[0])
+
+	// Without the prior the sibling's linear shape is all there is.
+	q.Prior, q.PriorSigma = nil, 0
+	pred, err = Predict(obs, lib, q, &Settings{TrendWeight: -1})
+	require.NoError(t, err)
+	p8, _ = pred.At(8)
+	assert.InEpsilon(t, 8*50.0, p8.Throughput, 0.05)
+}
+
+func TestQueryPriorRejectsBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		q    Query
+		want string
+	}{
+		{Query{MinNodes: 1, MaxNodes: 2, PriorSigma: 0.1}, "PriorSigma is 0.1 without a Prior"},
+		{Query{MinNodes: 1, MaxNodes: 2, Prior: []Point{{1, 5}}, PriorSigma: -1}, "PriorSigma is -1"},
+		{Query{MinNodes: 1, MaxNodes: 2, Prior: []Point{{2, 5}, {1, 6}}}, "Prior: prior curve \"prior\": Points[1].Nodes is 1, not above 2"},
+		{Query{MinNodes: 1, MaxNodes: 2, Prior: []Point{{1, math.NaN()}}}, "Points[0].Throughput is NaN"},
+	} {
+		_, err := Predict(nil, nil, tc.q, nil)
+		require.ErrorIs(t, err, ErrInvalidQuery, tc.want)
+		assert.Contains(t, err.Error(), tc.want)
+	}
+	_, err := Predict(nil, nil, Query{MinNodes: 1, MaxNodes: 1, Prior: []Point{{1, 5}}}, &Settings{PriorWeight: -1})
+	assert.ErrorIs(t, err, ErrInvalidSettings)
+}

@@ -14,7 +14,7 @@ import (
 // needs no shared data; the real-trace timings are in docs/benchmarks.md.
 func BenchmarkRun(b *testing.B) {
 	const day = 24 * 3600
-	events := churn(200, 0, day, 1800, 1800, 21)
+	events := Churn(200, 0, day, 1800, 1800, 21)
 	jobs := randomJobs(rand.New(rand.NewPCG(21, 1)), 300, day/2)
 	for _, policy := range []allocator.Formulation{allocator.FormulationCompact, allocator.FormulationGreedy, allocator.FormulationEqual} {
 		for _, curves := range []string{"oracle", "jpa"} {

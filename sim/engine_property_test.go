@@ -11,49 +11,6 @@ import (
 	"github.com/gleaner-hpc/gleaner/allocator"
 )
 
-// churn is a test trace: each of nodes nodes alternates idle and busy
-// spells of exponential length (means idleMean, busyMean seconds), from
-// start for duration seconds; times are whole seconds, so some events
-// coincide and are merged.
-func churn(nodes int, start, duration, idleMean, busyMean float64, seed uint64) []Event {
-	rng := rand.New(rand.NewPCG(seed, 99))
-	type change struct {
-		t    float64
-		id   string
-		idle bool
-	}
-	var all []change
-	for n := range nodes {
-		id := fmt.Sprintf("n%04d", n)
-		idle := rng.IntN(2) == 0
-		t := start
-		for t < start+duration {
-			all = append(all, change{t, id, idle})
-			mean := busyMean
-			if idle {
-				mean = idleMean
-			}
-			t = math.Round(t + 1 + rng.ExpFloat64()*mean)
-			idle = !idle
-		}
-	}
-	sort.SliceStable(all, func(a, b int) bool { return all[a].t < all[b].t })
-	var events []Event
-	for _, c := range all {
-		if len(events) == 0 || events[len(events)-1].Time != c.t {
-			events = append(events, Event{Time: c.t})
-		}
-		ev := &events[len(events)-1]
-		if c.idle {
-			ev.Idle = append(ev.Idle, c.id)
-		} else {
-			ev.Busy = append(ev.Busy, c.id)
-		}
-	}
-	events = append(events, Event{Time: start + duration})
-	return events
-}
-
 // randomJobs have random, not necessarily monotone, curves.
 func randomJobs(rng *rand.Rand, n int, horizon float64) []Job {
 	jobs := make([]Job, n)
@@ -86,7 +43,7 @@ func TestRunInvariantsRandom(t *testing.T) {
 	for seed := range uint64(12) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		const horizon = 20000
-		events := churn(4+rng.IntN(12), 0, horizon, 600, 600, seed)
+		events := Churn(4+rng.IntN(12), 0, horizon, 600, 600, seed)
 		jobs := randomJobs(rng, 2+rng.IntN(8), horizon)
 		for _, policy := range policies {
 			if policy == allocator.FormulationPaper && seed >= 3 {
@@ -196,7 +153,7 @@ func checkInvariants(t *testing.T, events []Event, jobs []Job, cfg Config) *Resu
 
 func TestRunDeterministic(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 1))
-	events := churn(10, 0, 20000, 600, 600, 5)
+	events := Churn(10, 0, 20000, 600, 600, 5)
 	jobs := randomJobs(rng, 8, 20000)
 	a, err := Run(events, jobs, Config{})
 	if err != nil {

@@ -29,7 +29,7 @@ func loadRealCurves(t *testing.T) []dataset.ScalingCurve {
 func TestRunCompactBeatsEqualOnRealCurves(t *testing.T) {
 	curves := loadRealCurves(t)
 	const start, horizon = 0, 12 * 3600
-	events := churn(24, start, horizon, 3600, 1200, 3)
+	events := Churn(24, start, horizon, 3600, 1200, 3)
 	jobs := SyntheticJobs(curves, 40, 3, SyntheticOptions{Start: start, Window: 4 * 3600, NodeHours: 20, NodeHoursSpread: 0.5})
 	results := map[allocator.Formulation]*Result{}
 	for _, policy := range []allocator.Formulation{allocator.FormulationCompact, allocator.FormulationGreedy, allocator.FormulationEqual} {
@@ -55,7 +55,7 @@ func TestRunBFTrainerWorkloadTiming(t *testing.T) {
 	}
 	jobs := loadSharedJobs(t, "jobs-shufflenet-hpo-1000.csv")
 	start := jobs[0].Submit
-	timeRun(t, "100 churning nodes over 5 days", churn(100, start, 5*24*3600, 1800, 1800, 11), jobs)
+	timeRun(t, "100 churning nodes over 5 days", Churn(100, start, 5*24*3600, 1800, 1800, 11), jobs)
 
 	f, err := os.Open(filepath.Join(dataset.SharedDataDir(), "traces", "summit-idle-2021-02-10_14.csv"))
 	if err != nil {

@@ -55,6 +55,13 @@ type JPAOptions struct {
 	// Prior is a library of profiled curves (production's configured
 	// prior, e.g. jpa.PriorFromScaling), added to the jobs' own.
 	Prior []jpa.PriorCurve
+	// JobPrior, if set, predicts a job's own curve before it runs
+	// (jpa.Query.Prior, e.g. from its architecture: nas.ThroughputModel);
+	// nil or an empty result: none, the n^0.9 prior and siblings as
+	// before. JobPriorSigma is its log-uncertainty (0:
+	// jpa.DefaultPriorSigma).
+	JobPrior      func(Job) []jpa.Point
+	JobPriorSigma float64
 	// ProfileChange is the relative move of an estimate that is
 	// published to the allocator (0: DefaultJPAProfileChange; negative:
 	// every move).
@@ -100,6 +107,7 @@ type JPA struct {
 	unmeasured      map[unmeasuredKey]cachedCurve
 	shareUnmeasured bool // no job name holds "@" (see NewJPA)
 	stats           JPAStats
+	priors          [][]jpa.Point // JobPrior's, per job
 	// uncached, set by tests, rebuilds the library and predicts every
 	// job at every call: what the caches must not change.
 	uncached bool
@@ -194,6 +202,19 @@ func NewJPA(jobs []Job, opts JPAOptions) (*JPA, error) {
 			a.groups[i] = j.Model
 		default:
 			a.groups[i] = DefaultJPAGroup
+		}
+	}
+	if opts.JobPrior != nil {
+		a.priors = make([][]jpa.Point, len(jobs))
+		for i, j := range jobs {
+			a.priors[i] = opts.JobPrior(j)
+			q := jpa.Query{MinNodes: 1, MaxNodes: 1, Prior: a.priors[i], PriorSigma: opts.JobPriorSigma}
+			if len(q.Prior) == 0 {
+				continue
+			}
+			if _, err := jpa.Predict(nil, nil, q, opts.Predict); err != nil {
+				return nil, fmt.Errorf("%w: JPAOptions.JobPrior of job %s: %w", ErrInvalidInput, j.Name, err)
+			}
 		}
 	}
 	// Validate the prior once, so Curve cannot fail on it later.
@@ -370,13 +391,11 @@ func (a *JPA) Curve(job int, _ float64) allocator.Curve {
 	a.refreshLibrary()
 	j := a.jobs[job]
 	s := &a.st[job]
-	if len(s.profile) == 0 {
+	if len(s.profile) == 0 && a.shareUnmeasured && a.priors == nil {
 		// Nothing measured: the prediction from the group's siblings,
-		// the same for all the group's unmeasured jobs.
+		// the same for all the group's unmeasured jobs (unless names or
+		// jobs' own priors tell them apart: then each job's own cache).
 		k := unmeasuredKey{a.groups[job], j.MinNodes, j.MaxNodes}
-		if !a.shareUnmeasured {
-			return a.predict(job, nil, 0).curve
-		}
 		c := a.unmeasured[k]
 		if !a.valid(c, 0) {
 			c = a.predict(job, nil, 0)
@@ -402,6 +421,9 @@ func (a *JPA) valid(c cachedCurve, profileGen int) bool {
 func (a *JPA) predict(job int, obs []jpa.Observation, profileGen int) cachedCurve {
 	j := a.jobs[job]
 	q := jpa.Query{MinNodes: j.MinNodes, MaxNodes: j.MaxNodes, Group: a.groups[job], Self: j.Name}
+	if a.priors != nil && len(a.priors[job]) > 0 {
+		q.Prior, q.PriorSigma = a.priors[job], a.opts.JobPriorSigma
+	}
 	pred, err := jpa.Predict(obs, a.lib, q, a.opts.Predict)
 	a.stats.Predictions++
 	c := cachedCurve{libGen: a.libGen, profileGen: profileGen}

@@ -92,7 +92,7 @@ func TestJPAPriorThenSiblings(t *testing.T) {
 func realContest(t *testing.T) ([]Event, []Job) {
 	curves := loadRealCurves(t)
 	const horizon = 12 * 3600
-	events := churn(24, 0, horizon, 3600, 1200, 3)
+	events := Churn(24, 0, horizon, 3600, 1200, 3)
 	jobs := SyntheticJobs(curves, 40, 3, SyntheticOptions{Window: 4 * 3600, NodeHours: 20, NodeHoursSpread: 0.5})
 	return events, jobs
 }

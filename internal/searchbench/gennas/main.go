@@ -21,10 +21,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -59,38 +62,79 @@ func main() {
 	python := flag.String("python", "/usr/bin/python3", "a python3 with torch and sklearn")
 	out := flag.String("out", "internal/searchbench/curves/nas-cell.csv", "the table to write")
 	procs := flag.Int("procs", runtime.NumCPU(), "training processes (one thread each)")
-	limit := flag.Int("limit", 0, "train only the first N architectures (0: all; for a quick look)")
+	sample := flag.Int("sample", 0, "train only N architectures drawn at random, seed 1 (0: all; for a quick look)")
+	seedList := flag.String("seeds", "1,2", "training seeds; each architecture is trained once per seed and the table holds the means")
+	lr := flag.Float64("lr", 0.01, "SGD learning rate (0.05, the trainer's default, leaves the 8-epoch loss to seed noise: docs/nas.md)")
 	flag.Parse()
 
+	seeds, err := parseSeeds(*seedList)
+	if err != nil {
+		fail(err)
+	}
 	archs, err := enumerate()
 	if err != nil {
 		fail(err)
 	}
-	if *limit > 0 && *limit < len(archs) {
-		archs = archs[:*limit]
+	if *sample > 0 && *sample < len(archs) {
+		r := rand.New(rand.NewPCG(1, 0))
+		r.Shuffle(len(archs), func(i, j int) { archs[i], archs[j] = archs[j], archs[i] })
+		archs = archs[:*sample]
+		sort.Strings(archs)
 	}
-	fmt.Fprintf(os.Stderr, "gennas: %d architectures, %d processes\n", len(archs), *procs)
+	fmt.Fprintf(os.Stderr, "gennas: %d architectures × %d seeds, %d processes\n", len(archs), len(seeds), *procs)
 	start := time.Now()
+	runs := make([][]result, len(seeds))
+	for k, seed := range seeds {
+		if runs[k], err = trainAll(*python, archs, seed, *lr, *procs, start); err != nil {
+			fail(err)
+		}
+	}
+	results, err := mean(runs)
+	if err != nil {
+		fail(err)
+	}
+	if err := write(*out, archs, seeds, *lr, results, time.Since(start)); err != nil {
+		fail(err)
+	}
+}
+
+func parseSeeds(list string) ([]int, error) {
+	var seeds []int
+	for _, f := range strings.Split(list, ",") {
+		s, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || s < 1 {
+			return nil, fmt.Errorf("--seeds: %q is not a whole number ≥ 1", f)
+		}
+		if slices.Contains(seeds, s) {
+			return nil, fmt.Errorf("--seeds: %d twice", s)
+		}
+		seeds = append(seeds, s)
+	}
+	return seeds, nil
+}
+
+// trainAll trains every architecture with one seed, procs processes.
+func trainAll(python string, archs []string, seed int, lr float64, procs int, start time.Time) ([]result, error) {
 	results := make([]result, len(archs))
 	var mu sync.Mutex
 	done := 0
 	var wg sync.WaitGroup
-	errs := make(chan error, *procs)
-	for p := 0; p < *procs; p++ {
+	errs := make(chan error, procs)
+	for p := 0; p < procs; p++ {
 		var shard []int
-		for i := p; i < len(archs); i += *procs {
+		for i := p; i < len(archs); i += procs {
 			shard = append(shard, i)
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := train(*python, archs, shard, func(i int, r result) {
+			err := train(python, archs, seed, lr, shard, func(i int, r result) {
 				mu.Lock()
 				defer mu.Unlock()
 				results[i] = r
 				done++
 				if done%50 == 0 || done == len(archs) {
-					fmt.Fprintf(os.Stderr, "gennas: %d/%d trained (%s)\n", done, len(archs), time.Since(start).Round(time.Second))
+					fmt.Fprintf(os.Stderr, "gennas: seed %d: %d/%d trained (%s)\n", seed, done, len(archs), time.Since(start).Round(time.Second))
 				}
 			})
 			if err != nil {
@@ -100,12 +144,33 @@ func main() {
 	}
 	wg.Wait()
 	close(errs)
-	if err := <-errs; err != nil {
-		fail(err)
+	return results, <-errs
+}
+
+// mean averages each architecture's metrics over the seeds' runs.
+func mean(runs [][]result) ([]result, error) {
+	out := slices.Clone(runs[0])
+	for i := range out {
+		out[i].Points = slices.Clone(runs[0][i].Points)
+		for _, run := range runs[1:] {
+			r := run[i]
+			if r.Arch != out[i].Arch || r.Params != out[i].Params || len(r.Points) != len(out[i].Points) {
+				return nil, fmt.Errorf("bench.py: seeds disagree on %s's size or epochs", out[i].Arch)
+			}
+			for j, pt := range r.Points {
+				q := &out[i].Points[j]
+				q.ValLoss += pt.ValLoss
+				q.ValAccuracy += pt.ValAccuracy
+				q.Seconds += pt.Seconds
+			}
+		}
+		n := float64(len(runs))
+		for j := range out[i].Points {
+			q := &out[i].Points[j]
+			q.ValLoss, q.ValAccuracy, q.Seconds = q.ValLoss/n, q.ValAccuracy/n, q.Seconds/n
+		}
 	}
-	if err := write(*out, archs, results, time.Since(start)); err != nil {
-		fail(err)
-	}
+	return out, nil
 }
 
 // enumerate lists the space's canonical architectures, sorted.
@@ -144,8 +209,9 @@ func enumerate() ([]string, error) {
 }
 
 // train runs bench.py on the architectures of shard (indexes into archs).
-func train(python string, archs []string, shard []int, got func(int, result)) error {
-	cmd := exec.Command(python, "examples/pytorch-nas/bench.py", "--epochs", epochs)
+func train(python string, archs []string, seed int, lr float64, shard []int, got func(int, result)) error {
+	cmd := exec.Command(python, "examples/pytorch-nas/bench.py", "--epochs", epochs, "--seed", strconv.Itoa(seed),
+		"--lr", strconv.FormatFloat(lr, 'g', -1, 64))
 	cmd.Stderr = os.Stderr
 	cmd.Env = append(os.Environ(), "OMP_NUM_THREADS=1")
 	in, err := cmd.StdinPipe()
@@ -188,13 +254,14 @@ func train(python string, archs []string, shard []int, got func(int, result)) er
 	return nil
 }
 
-func write(path string, archs []string, results []result, took time.Duration) error {
+func write(path string, archs []string, seeds []int, lr float64, results []result, took time.Duration) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Tabular NAS benchmark: every architecture of a NAS-Bench-201-style cell space (4 nodes; %s;\n", strings.Join(ops, ", "))
 	fmt.Fprintf(&b, "# stacks %d, cells %d, channels %d): %d canonical cells (package nas), each trained by examples/pytorch-nas\n",
 		space.Stacks, space.Cells, space.Channels, len(archs))
 	fmt.Fprintf(&b, "# (bench.py: its network and loop, one thread) on scikit-learn's digits (1,437 train / 360 validation),\n")
-	fmt.Fprintf(&b, "# SGD lr 0.05, momentum 0.9, weight decay 5e-4, batch 64, seed 1; metrics after %s epochs.\n", epochs)
+	fmt.Fprintf(&b, "# SGD lr %g, momentum 0.9, weight decay 5e-4, batch 64; metrics after %s epochs, each the mean over training seeds %s.\n",
+		lr, epochs, strings.Trim(strings.Join(strings.Fields(fmt.Sprint(seeds)), ","), "[]"))
 	fmt.Fprintf(&b, "# arch is the NAS-Bench-201 string; seconds: training time so far on one core (evaluation excluded).\n")
 	fmt.Fprintf(&b, "# Generated by: go run ./internal/searchbench/gennas (%s, %s/%s, %s).\n",
 		time.Now().UTC().Format("2006-01-02"), runtime.GOOS, runtime.GOARCH, took.Round(time.Second))

@@ -34,6 +34,14 @@ type Activities struct {
 	Pool workflows.PoolInput
 	// Library is the JPA's prior of profiled models (may be nil).
 	Library []jpa.PriorCurve
+	// ArchPrior predicts a NAS trial's throughput curve from its
+	// architecture (RegisterTrial.Arch) before anything is measured of it
+	// (jpa.Query.Prior; a *nas.ThroughputModel is one), with
+	// log-uncertainty ArchPriorSigma (0: jpa.DefaultPriorSigma). Nil:
+	// unmeasured trials start from siblings or n^0.9. An architecture it
+	// cannot price (another space than it was fitted on) gets no prior.
+	ArchPrior      ArchPrior
+	ArchPriorSigma float64
 	// ProgressInterval is how often RunTrial forwards progress to its
 	// trial (default 2s); HeartbeatInterval how often it heartbeats
 	// (default 250ms, so a cancellation reaches it quickly).
@@ -198,4 +206,10 @@ func (a *Activities) leaving() bool {
 	default:
 		return false
 	}
+}
+
+// ArchPrior predicts an architecture's training throughput (samples/s)
+// on 1, 2, …, maxNodes nodes: out[n−1] is n nodes'.
+type ArchPrior interface {
+	Curve(arch string, maxNodes int) ([]float64, error)
 }

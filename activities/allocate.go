@@ -130,6 +130,7 @@ func (a *Activities) problemTrial(t workflows.PoolTrial, lib *jpa.Library, types
 	if reg.NodeType != "" {
 		use = []string{reg.NodeType}
 	}
+	prior := a.archPrior(reg)
 	if len(use) == 0 {
 		// No idle node at all: any curve will do, nothing can be given.
 		tr.Curve = priorCurve(reg.MaxNodes)
@@ -137,7 +138,7 @@ func (a *Activities) problemTrial(t workflows.PoolTrial, lib *jpa.Library, types
 	}
 	tr.CurvesByType = map[string]allocator.Curve{}
 	for _, typ := range use {
-		c, err := predictCurve(obs, lib, reg, typ)
+		c, err := predictCurve(obs, lib, reg, typ, prior, a.ArchPriorSigma)
 		if err != nil {
 			return tr, err
 		}
@@ -146,11 +147,35 @@ func (a *Activities) problemTrial(t workflows.PoolTrial, lib *jpa.Library, types
 	return tr, nil
 }
 
+// archPrior is the trial's curve predicted from its architecture, nil
+// without an ArchPrior, an architecture, or a usable prediction.
+func (a *Activities) archPrior(reg workflows.RegisterTrial) []jpa.Point {
+	if a.ArchPrior == nil || reg.Arch == "" {
+		return nil
+	}
+	c, err := a.ArchPrior.Curve(reg.Arch, reg.MaxNodes)
+	if err != nil || len(c) != reg.MaxNodes {
+		return nil
+	}
+	pts := make([]jpa.Point, len(c))
+	for i, x := range c {
+		if !(x > 0) || math.IsInf(x, 0) {
+			return nil
+		}
+		pts[i] = jpa.Point{Nodes: i + 1, Throughput: x}
+	}
+	return pts
+}
+
 // predictCurve is the trial's optimistic curve on one node type: the
-// JPA's prediction, or the prior while nothing is known of it or its
+// JPA's prediction (from prior, its architecture's curve, before it is
+// measured), or the n^0.9 prior while nothing is known of it or its
 // campaign.
-func predictCurve(obs []jpa.Observation, lib *jpa.Library, reg workflows.RegisterTrial, typ string) (allocator.Curve, error) {
+func predictCurve(obs []jpa.Observation, lib *jpa.Library, reg workflows.RegisterTrial, typ string, prior []jpa.Point, priorSigma float64) (allocator.Curve, error) {
 	q := jpa.Query{MinNodes: reg.MinNodes, MaxNodes: reg.MaxNodes, NodeType: typ, Group: reg.CampaignID, Self: reg.TrialID}
+	if len(prior) > 0 {
+		q.Prior, q.PriorSigma = prior, priorSigma
+	}
 	pred, err := jpa.Predict(obs, lib, q, nil)
 	switch {
 	case err == nil:

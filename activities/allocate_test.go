@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -52,4 +53,44 @@ func TestAllocateSharesUnmeasuredAndFavoursScaling(t *testing.T) {
 	require.Greater(t, len(res.Assignments[0].Nodes), len(res.Assignments[1].Nodes))
 	require.Equal(t, "optimal", res.Summary.Status)
 	require.Equal(t, 4, res.Summary.NodesUsed)
+}
+
+// archCurves is an ArchPrior by table: each architecture's curve.
+type archCurves map[string][]float64
+
+func (c archCurves) Curve(arch string, maxNodes int) ([]float64, error) {
+	x, ok := c[arch]
+	if !ok || len(x) < maxNodes {
+		return nil, fmt.Errorf("no curve of %q to %d nodes", arch, maxNodes)
+	}
+	return x[:maxNodes], nil
+}
+
+// Two NAS trials nothing is measured of: without a throughput model both
+// look alike (n^0.9) and share the nodes; with one, the architecture
+// predicted to lose from a second node gets one and the one predicted to
+// scale to three nodes gets three. An architecture the model cannot
+// price falls back to n^0.9.
+func TestAllocateStartsNASTrialsFromTheirArchitecture(t *testing.T) {
+	nodes := []cluster.Node{{ID: "n1"}, {ID: "n2"}, {ID: "n3"}, {ID: "n4"}}
+	small, large := poolTrial("small"), poolTrial("large")
+	small.Registration.Arch, large.Registration.Arch = "small-cell", "large-cell"
+	in := workflows.AllocateInput{Pool: "p", Nodes: nodes, Trials: []workflows.PoolTrial{small, large}}
+	count := func(a *Activities) (int, int) {
+		t.Helper()
+		res, err := a.Allocate(context.Background(), in)
+		require.NoError(t, err)
+		return len(res.Assignments[0].Nodes), len(res.Assignments[1].Nodes)
+	}
+	s, l := count(&Activities{})
+	require.Equal(t, [2]int{2, 2}, [2]int{s, l}, "without a model")
+
+	model := archCurves{"small-cell": {1000, 600, 500, 450}, "large-cell": {100, 195, 285, 290}}
+	s, l = count(&Activities{ArchPrior: model, ArchPriorSigma: 0.1})
+	require.Equal(t, [2]int{1, 3}, [2]int{s, l}, "with the architectures' curves")
+
+	in.Trials[0].Registration.Arch = "unknown-cell"
+	s, l = count(&Activities{ArchPrior: model, ArchPriorSigma: 0.1})
+	require.Equal(t, 4, s+l)
+	require.GreaterOrEqual(t, s, 1, "an architecture the model cannot price is still scheduled")
 }

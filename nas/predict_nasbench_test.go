@@ -1,14 +1,11 @@
 package nas
 
 import (
-	"bufio"
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -24,21 +21,8 @@ const nasBenchFile = "../internal/searchbench/curves/nas-cell.csv"
 // make its 1,408 samples an epoch).
 const nasBenchBatch = 64
 
-// benchArch is one architecture of the table and its measured single-node
-// throughput.
-type benchArch struct {
-	hash, name, arch string
-	// rate is the fastest of the post-warm-up intervals' samples/s
-	// (epochs 1→2, 2→4, 4→8); median their median, spread their
-	// relative range. The table was timed two processes to two cores on
-	// a machine others shared: a process that lost its core for a while
-	// ran slower, never faster, so the fastest interval is the closest
-	// to the architecture's own speed (as timeit reports the minimum).
-	rate, median, spread float64
-	// params and flops are the trainer's counts (flops: convolutions and
-	// the dense layer's multiply–adds).
-	params, flops float64
-}
+// benchArch is one architecture of the table (BenchmarkArch).
+type benchArch = BenchmarkArch
 
 // loadNASBench reads the table; it skips the test if the file is absent,
 // and fails it then if GLEANER_REQUIRE_NASBENCH is set.
@@ -55,94 +39,20 @@ func loadNASBench(t *testing.T) []benchArch {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	type point struct{ samples, seconds float64 }
-	points := map[string][]point{}
-	var order []benchArch
-	sc := bufio.NewScanner(f)
-	header := false
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if !header {
-			header = true
-			continue
-		}
-		fs := strings.Split(line, ",")
-		if len(fs) != 9 {
-			t.Fatalf("%s:%d: %d fields, want 9", nasBenchFile, n, len(fs))
-		}
-		params, err1 := strconv.ParseFloat(fs[2], 64)
-		flops, err2 := strconv.ParseFloat(fs[3], 64)
-		samples, err3 := strconv.ParseFloat(fs[5], 64)
-		seconds, err4 := strconv.ParseFloat(fs[8], 64)
-		if err := errors.Join(err1, err2, err3, err4); err != nil {
-			t.Fatalf("%s:%d: %v", nasBenchFile, n, err)
-		}
-		if _, seen := points[fs[0]]; !seen {
-			c, err := parseNB201(fs[1], DefaultStacks, DefaultCells, DefaultChannels)
-			if err != nil {
-				t.Fatalf("%s:%d: %v", nasBenchFile, n, err)
-			}
-			arch := Architecture{Cell: &c}.JSON()
-			if h := Hash(arch); h != fs[0] {
-				t.Fatalf("%s:%d: %s hashes to %s, the table says %s", nasBenchFile, n, fs[1], h, fs[0])
-			}
-			order = append(order, benchArch{hash: fs[0], name: fs[1], arch: arch, params: params, flops: flops})
-		}
-		points[fs[0]] = append(points[fs[0]], point{samples, seconds})
+	archs, err := ReadBenchmark(f, DefaultStacks, DefaultCells, DefaultChannels)
+	if err != nil {
+		t.Fatalf("%s: %v", nasBenchFile, err)
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	for i := range order {
-		p := points[order[i].hash]
-		var rates []float64
-		for k := 1; k < len(p); k++ {
-			if dt := p[k].seconds - p[k-1].seconds; dt > 0 {
-				rates = append(rates, (p[k].samples-p[k-1].samples)/dt)
-			}
-		}
-		if len(rates) == 0 {
-			t.Fatalf("%s: %s has no timed interval after the first", nasBenchFile, order[i].name)
-		}
-		order[i].rate, order[i].median = slices.Max(rates), quantile(rates, 0.5)
-		order[i].spread = (slices.Max(rates) - slices.Min(rates)) / order[i].median
-	}
-	return order
-}
-
-// parseNB201 reads a cell in NAS-Bench-201's notation
-// (|op~0|+|op~0|op~1|+…, Cell.String) at the given size.
-func parseNB201(s string, stacks, cells, channels int) (Cell, error) {
-	c := Cell{Stacks: stacks, Cells: cells, Channels: channels}
-	for r, node := range strings.Split(s, "+") {
-		node = strings.TrimSuffix(strings.TrimPrefix(node, "|"), "|")
-		var row []string
-		for j, e := range strings.Split(node, "|") {
-			op, from, ok := strings.Cut(e, "~")
-			if !ok || from != strconv.Itoa(j) {
-				return Cell{}, fmt.Errorf("%q: node %d's edge %q, want op~%d", s, r+1, e, j)
-			}
-			row = append(row, op)
-		}
-		if len(row) != r+1 {
-			return Cell{}, fmt.Errorf("%q: node %d has %d edges, want %d", s, r+1, len(row), r+1)
-		}
-		c.Edges = append(c.Edges, row)
-	}
-	c.Nodes = len(c.Edges) + 1
-	return c, c.Validate()
+	return archs
 }
 
 // Work counts what the trainer counts: its parameters, and its
 // multiply–adds (convolutions and the dense layer) are Work's MACFLOPs.
 func TestWorkAgreesWithTrainer(t *testing.T) {
 	for _, a := range loadNASBench(t) {
-		w := cellOf(t, a.arch).Work(Digits, DigitsClasses)
-		if w.Params != a.params || w.MACFLOPs != a.flops {
-			t.Fatalf("%s: Work %g parameters, %g MACs; the trainer counted %g, %g", a.name, w.Params, w.MACFLOPs, a.params, a.flops)
+		w := cellOf(t, a.Arch).Work(Digits, DigitsClasses)
+		if w.Params != a.Params || w.MACFLOPs != a.Flops {
+			t.Fatalf("%s: Work %g parameters, %g MACs; the trainer counted %g, %g", a.Name, w.Params, w.MACFLOPs, a.Params, a.Flops)
 		}
 	}
 }
@@ -151,7 +61,7 @@ func TestWorkAgreesWithTrainer(t *testing.T) {
 // the first 80 % to fit on and the other 20 % to test on.
 func heldOutSplit(archs []benchArch) (fit, test []benchArch) {
 	s := slices.Clone(archs)
-	slices.SortFunc(s, func(a, b benchArch) int { return strings.Compare(a.hash, b.hash) })
+	slices.SortFunc(s, func(a, b benchArch) int { return strings.Compare(a.Hash, b.Hash) })
 	rand.New(rand.NewPCG(2026, 13)).Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] })
 	k := len(s) * 8 / 10
 	return s[:k], s[k:]
@@ -167,7 +77,7 @@ func TestThroughputHeldOut(t *testing.T) {
 	fit, test := heldOutSplit(archs)
 	samples := make([]ThroughputSample, len(fit))
 	for i, a := range fit {
-		samples[i] = ThroughputSample{Arch: a.arch, Batch: nasBenchBatch, SamplesPerSecond: a.rate}
+		samples[i] = ThroughputSample{Arch: a.Arch, Batch: nasBenchBatch, SamplesPerSecond: a.Rate}
 	}
 	m, err := FitThroughput(samples)
 	if err != nil {
@@ -175,7 +85,7 @@ func TestThroughputHeldOut(t *testing.T) {
 	}
 
 	flopsOf := func(a benchArch) float64 {
-		f, _ := cellOf(t, a.arch).Cost(Digits, DigitsClasses)
+		f, _ := cellOf(t, a.Arch).Cost(Digits, DigitsClasses)
 		return f
 	}
 	// The baselines, fitted on the same 80 %: relative least squares, as
@@ -186,8 +96,8 @@ func TestThroughputHeldOut(t *testing.T) {
 	for i, a := range fit {
 		flopsRows[i] = []float64{nasBenchBatch * flopsOf(a)}
 		affineRows[i] = []float64{1, nasBenchBatch * flopsOf(a)}
-		flopsTimes[i] = nasBenchBatch / a.rate
-		mean += a.rate / float64(len(fit))
+		flopsTimes[i] = nasBenchBatch / a.Rate
+		mean += a.Rate / float64(len(fit))
 	}
 	flopsCoef := fitRelative(flopsRows, flopsTimes)
 	affineCoef := fitRelative(affineRows, flopsTimes)
@@ -195,7 +105,7 @@ func TestThroughputHeldOut(t *testing.T) {
 	errs := map[string][]float64{}
 	var spread []float64
 	for _, a := range test {
-		got, err := m.Predict(a.arch)
+		got, err := m.Predict(a.Arch)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -206,13 +116,13 @@ func TestThroughputHeldOut(t *testing.T) {
 			"FLOPs + constant": nasBenchBatch / (affineCoef[0] + affineCoef[1]*f),
 			"constant (mean)":  mean,
 		} {
-			errs[name] = append(errs[name], math.Abs(x/a.rate-1))
+			errs[name] = append(errs[name], math.Abs(x/a.Rate-1))
 		}
-		spread = append(spread, a.spread)
+		spread = append(spread, a.Spread)
 	}
 	t.Logf("%d architectures: fit on %d, held out %d; measured %.0f to %.0f samples/s", len(archs), len(fit), len(test),
-		slices.MinFunc(archs, func(a, b benchArch) int { return cmpFloat(a.rate, b.rate) }).rate,
-		slices.MaxFunc(archs, func(a, b benchArch) int { return cmpFloat(a.rate, b.rate) }).rate)
+		slices.MinFunc(archs, func(a, b benchArch) int { return cmpFloat(a.Rate, b.Rate) }).Rate,
+		slices.MaxFunc(archs, func(a, b benchArch) int { return cmpFloat(a.Rate, b.Rate) }).Rate)
 	for _, name := range []string{"model", "FLOPs + constant", "FLOPs only", "constant (mean)"} {
 		t.Logf("held-out throughput error, %-16s: median %5.1f %%, p90 %5.1f %%", name, 100*quantile(errs[name], 0.5), 100*quantile(errs[name], 0.9))
 	}

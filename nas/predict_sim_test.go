@@ -32,16 +32,16 @@ func nasJobs(t *testing.T, test []benchArch, stepAt func(a benchArch, b int) flo
 	t.Helper()
 	jobs := make([]sim.Job, len(test))
 	for i, a := range test {
-		scale := (nasBenchBatch / a.rate) / stepAt(a, nasBenchBatch) // measured over modelled, at 1 node
+		scale := (nasBenchBatch / a.Rate) / stepAt(a, nasBenchBatch) // measured over modelled, at 1 node
 		var curve allocator.Curve
 		for n := 1; n <= 8; n++ {
 			tn := stepAt(a, (nasBenchBatch+n-1)/n)
-			step := scale*tn + simCluster.Seconds(n, a.params)
+			step := scale*tn + simCluster.Seconds(n, a.Params)
 			curve = append(curve, allocator.Point{Nodes: n, Throughput: nasBenchBatch / step})
 		}
 		jobs[i] = sim.Job{
-			Name: a.hash, Model: a.name, Submit: float64(i) * 240, MinNodes: 1, MaxNodes: 8,
-			RescaleUp: 30, RescaleDown: 10, TotalSamples: 24 * 3600 * a.rate, Curve: curve,
+			Name: a.Hash, Model: a.Name, Submit: float64(i) * 240, MinNodes: 1, MaxNodes: 8,
+			RescaleUp: 30, RescaleDown: 10, TotalSamples: 24 * 3600 * a.Rate, Curve: curve,
 		}
 	}
 	return jobs
@@ -63,7 +63,7 @@ func TestNASCampaignThroughputWithArchitecturePrior(t *testing.T) {
 	fitModel := func(on []benchArch) *ThroughputModel {
 		samples := make([]ThroughputSample, len(on))
 		for i, a := range on {
-			samples[i] = ThroughputSample{Arch: a.arch, Batch: nasBenchBatch, SamplesPerSecond: a.rate}
+			samples[i] = ThroughputSample{Arch: a.Arch, Batch: nasBenchBatch, SamplesPerSecond: a.Rate}
 		}
 		m, err := FitThroughput(samples)
 		if err != nil {
@@ -76,7 +76,7 @@ func TestNASCampaignThroughputWithArchitecturePrior(t *testing.T) {
 	compute := fitModel(archs)
 	compute.AllReduce = AllReduce{}
 	modelSplit := func(a benchArch, b int) float64 {
-		s, err := compute.StepSeconds(a.arch, b, 1)
+		s, err := compute.StepSeconds(a.Arch, b, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,17 +84,17 @@ func TestNASCampaignThroughputWithArchitecturePrior(t *testing.T) {
 	}
 	rows, times := make([][]float64, len(archs)), make([]float64, len(archs))
 	for i, a := range archs {
-		f, _ := cellOf(t, a.arch).Cost(Digits, DigitsClasses)
-		rows[i], times[i] = []float64{1, nasBenchBatch * f}, nasBenchBatch/a.rate
+		f, _ := cellOf(t, a.Arch).Cost(Digits, DigitsClasses)
+		rows[i], times[i] = []float64{1, nasBenchBatch * f}, nasBenchBatch/a.Rate
 	}
 	affine := fitRelative(rows, times)
 	flopsSplit := func(a benchArch, b int) float64 {
-		f, _ := cellOf(t, a.arch).Cost(Digits, DigitsClasses)
+		f, _ := cellOf(t, a.Arch).Cost(Digits, DigitsClasses)
 		return affine[0] + affine[1]*float64(b)*f
 	}
 	byName := map[string]string{}
 	for _, a := range test[:60] {
-		byName[a.hash] = a.arch
+		byName[a.Hash] = a.Arch
 	}
 	prior := func(j sim.Job) []jpa.Point {
 		c, err := held.Curve(byName[j.Name], j.MaxNodes)

@@ -152,7 +152,7 @@ var synthCoef = []float64{2e-3, 30e-6, 5e-6, 1e-9, 1e-9, 0.25e-9, 0.125e-9}
 
 // synthSamples times architectures of several spaces and batches with
 // coef, each throughput multiplied by exp(noise·N(0, 1)).
-func synthSamples(t *testing.T, rng *rand.Rand, coef []float64, n int, noise float64) []ThroughputSample {
+func synthSamples(t testing.TB, rng *rand.Rand, coef []float64, n int, noise float64) []ThroughputSample {
 	t.Helper()
 	var spaces []*CellSpace
 	for _, def := range []hpo.CellSpace{

@@ -14,6 +14,8 @@ import (
 const (
 	EnvDataDir    = "GLEANER_DATA_DIR"
 	EnvNodeSource = "GLEANER_NODE_SOURCE"
+	// EnvThroughputModel is Config.ThroughputModel's variable.
+	EnvThroughputModel = "GLEANER_THROUGHPUT_MODEL"
 )
 
 // Config is how a worker connects to Temporal and what it runs trials on.
@@ -31,6 +33,12 @@ type Config struct {
 	// StopTimeout is how long a stopping worker lets running activities
 	// finish before cancelling them (--stop-timeout).
 	StopTimeout time.Duration
+	// ThroughputModel is a file holding a fitted nas.ThroughputModel
+	// (JSON, nas.FitThroughput's): the pools this worker allocates start
+	// a NAS trial from its architecture's predicted curve
+	// (--throughput-model, GLEANER_THROUGHPUT_MODEL; docs/nas.md). Empty:
+	// none.
+	ThroughputModel string
 }
 
 // Default values of the worker's own settings; the connection's are
@@ -68,6 +76,9 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	errs := []error{c.Connection.LoadEnv(getenv)}
 	if v := getenv(EnvDataDir); v != "" {
 		c.DataDir = v
+	}
+	if v := getenv(EnvThroughputModel); v != "" {
+		c.ThroughputModel = v
 	}
 	if v := getenv(EnvNodeSource); v != "" {
 		n, err := ParseNodeSource(v)

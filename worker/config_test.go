@@ -34,16 +34,17 @@ func TestDefaultConfigIsValid(t *testing.T) {
 func TestLoadEnv(t *testing.T) {
 	c := worker.DefaultConfig()
 	err := c.LoadEnv(env(map[string]string{
-		client.EnvAddress:       "temporal.example.org:7233",
-		client.EnvNamespace:     "science",
-		client.EnvTaskQueue:     "gleaner-gpu",
-		client.EnvAPIKey:        "secret-key",
-		client.EnvTLSCA:         "/ca.pem",
-		client.EnvTLSCert:       "/c.pem",
-		client.EnvTLSKey:        "/k.pem",
-		client.EnvTLSServerName: "temporal.internal",
-		worker.EnvDataDir:       "/scratch/gleaner",
-		worker.EnvNodeSource:    "replay:trace.csv,slots=8,factor=60,offset=1h",
+		client.EnvAddress:         "temporal.example.org:7233",
+		client.EnvNamespace:       "science",
+		client.EnvTaskQueue:       "gleaner-gpu",
+		client.EnvAPIKey:          "secret-key",
+		client.EnvTLSCA:           "/ca.pem",
+		client.EnvTLSCert:         "/c.pem",
+		client.EnvTLSKey:          "/k.pem",
+		client.EnvTLSServerName:   "temporal.internal",
+		worker.EnvDataDir:         "/scratch/gleaner",
+		worker.EnvNodeSource:      "replay:trace.csv,slots=8,factor=60,offset=1h",
+		worker.EnvThroughputModel: "/models/nas.json",
 	}))
 	if err != nil {
 		t.Fatalf("LoadEnv: %v", err)
@@ -58,7 +59,8 @@ func TestLoadEnv(t *testing.T) {
 		DataDir: "/scratch/gleaner",
 		Nodes: worker.NodeSourceConfig{Kind: worker.NodeSourceReplay, Replay: worker.ReplayNodes{
 			File: "trace.csv", Slots: 8, Factor: 60, Offset: time.Hour}},
-		StopTimeout: worker.DefaultStopTimeout,
+		StopTimeout:     worker.DefaultStopTimeout,
+		ThroughputModel: "/models/nas.json",
 	}
 	if c != want {
 		t.Errorf("LoadEnv:\n got %+v\nwant %+v", c, want)
@@ -166,6 +168,33 @@ func checkFieldError(t *testing.T, err error, want ...string) {
 	for _, w := range want {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("err = %q, want it to contain %q", err, w)
+		}
+	}
+}
+
+// The shipped throughput model loads; a missing or bad file is an error
+// naming the flag and its variable; no file is no model.
+func TestLoadThroughputModel(t *testing.T) {
+	m, err := worker.LoadThroughputModel("")
+	if m != nil || err != nil {
+		t.Fatalf("no path: %v, %v; want nil, nil", m, err)
+	}
+	m, err = worker.LoadThroughputModel(filepath.Join("..", "examples", "pytorch-nas", "throughput-model.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := m.Curve(`{"cell":{"nodes":2,"edges":[["conv_3x3"]],"stacks":2,"cells":1,"channels":8}}`, 2); err != nil || !(c[0] > 0) {
+		t.Errorf("the shipped model's curve: %v, %v", c, err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"features":["step"],"coef":[1]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{filepath.Join(t.TempDir(), "missing.json"), bad} {
+		_, err := worker.LoadThroughputModel(path)
+		var fe *client.FieldError
+		if !errors.As(err, &fe) || fe.Field != "throughput-model" || fe.Env != worker.EnvThroughputModel || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: %v; want a field error naming --throughput-model, %s and the file", path, err, worker.EnvThroughputModel)
 		}
 	}
 }

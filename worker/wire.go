@@ -3,12 +3,13 @@ package worker
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/gleaner-hpc/gleaner/activities"
-	"github.com/gleaner-hpc/gleaner/workflows"
-
 	"github.com/gleaner-hpc/gleaner/cluster"
+	"github.com/gleaner-hpc/gleaner/nas"
+	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
 // Resources are what the activities work with, built from a Config: this
@@ -21,15 +22,21 @@ type Resources struct {
 	// DataDir holds checkpoints and run directories (absolute or relative
 	// to the worker's working directory, as configured).
 	DataDir string
+	// ArchPrior is Config.ThroughputModel's model, nil without one.
+	ArchPrior *nas.ThroughputModel
 }
 
 // NewResources resolves the local host (detecting GPUs unless gpus=none),
 // the node source and the local launcher that cfg describes.
 func NewResources(ctx context.Context, cfg Config) (Resources, error) {
+	prior, err := LoadThroughputModel(cfg.ThroughputModel)
+	if err != nil {
+		return Resources{}, err
+	}
 	if cfg.Nodes.Kind == NodeSourceNone || cfg.Nodes.Kind == NodeSourceSlurm {
 		// Agents hold every node (a Slurm source's agents run in its pilot
 		// jobs); trials never run on this worker.
-		return Resources{Nodes: noNodes{}, DataDir: cfg.DataDir}, nil
+		return Resources{Nodes: noNodes{}, DataDir: cfg.DataDir, ArchPrior: prior}, nil
 	}
 	host, err := NewLocalHost(ctx, cfg.Nodes)
 	if err != nil {
@@ -43,7 +50,23 @@ func NewResources(ctx context.Context, cfg Config) (Resources, error) {
 	if err != nil {
 		return Resources{}, fmt.Errorf("local launcher: %w", err)
 	}
-	return Resources{Host: host, Nodes: src, Launcher: launcher, DataDir: cfg.DataDir}, nil
+	return Resources{Host: host, Nodes: src, Launcher: launcher, DataDir: cfg.DataDir, ArchPrior: prior}, nil
+}
+
+// LoadThroughputModel reads a fitted nas.ThroughputModel from path; nil,
+// nil for an empty path. Errors name the flag and its variable.
+func LoadThroughputModel(path string) (*nas.ThroughputModel, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err == nil {
+		var m *nas.ThroughputModel
+		if m, err = nas.ParseThroughputModel(b); err == nil {
+			return m, nil
+		}
+	}
+	return nil, fieldErr("throughput-model", EnvThroughputModel, path, "%v", err)
 }
 
 // NewLocalHost resolves the local slots a node source drives: N for
@@ -122,6 +145,9 @@ func components(res Resources) (Components, func(), error) {
 		Launcher: launcher,
 		Default:  res.Nodes,
 		DataDir:  res.DataDir,
+	}
+	if res.ArchPrior != nil {
+		acts.ArchPrior = res.ArchPrior
 	}
 	return Components{
 		CampaignWorkflow: workflows.CampaignWorkflow,

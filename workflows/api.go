@@ -158,6 +158,10 @@ type TrialInput struct {
 	BudgetUnit string  `json:",omitempty"`
 	// Stage labels the trial for people (a rung, a generation).
 	Stage string `json:",omitempty"`
+	// ArchParam names the architecture parameter of Params (a NAS
+	// campaign's; "" for none): the pool learns the architecture
+	// (RegisterTrial.Arch).
+	ArchParam string `json:",omitempty"`
 	// Segment numbers the trial's workflows: 1 (or 0) for its first, k
 	// for the one its searcher's (k−1)-th Continue started.
 	Segment int `json:",omitempty"`
@@ -297,6 +301,10 @@ type RegisterTrial struct {
 	RescaleUpCost   time.Duration `json:"rescale_up_cost"`
 	RescaleDownCost time.Duration `json:"rescale_down_cost"`
 	Weight          float64       `json:"weight,omitempty"`
+	// Arch is the trial's architecture (its architecture parameter's
+	// canonical JSON; a NAS campaign's), from which a worker with a
+	// throughput model predicts the trial's curve before it runs.
+	Arch string `json:"arch,omitempty"`
 	// GracePeriod is how long the trial's trainer may take to leave its
 	// nodes once stopped: the pool holds a node taken from the trial that
 	// long (plus a margin) before another trial may use it.
@@ -457,4 +465,12 @@ func (r TrialResume) Progress() TrialProgress {
 // ControlRequest is the argument of the pause, resume and stop updates.
 type ControlRequest struct {
 	Reason string `json:"reason,omitempty"`
+}
+
+// Arch is the trial's architecture: the value of its ArchParam, or "".
+func (in TrialInput) Arch() string {
+	if v, ok := in.Params[in.ArchParam]; ok && in.ArchParam != "" && v.IsStr {
+		return v.Str
+	}
+	return ""
 }

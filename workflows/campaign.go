@@ -398,7 +398,7 @@ func (c *campaign) startTrial(ctx workflow.Context, pt PendingTrial) {
 		MinNodes: s.Resources.MinNodes, MaxNodes: s.Resources.MaxNodes, NodeType: s.Resources.NodeType,
 		ObjectiveMetric: s.Objective.Metric, GracePeriod: s.Trial.GracePeriod.Std(), MaxRestarts: s.Trial.MaxRestarts,
 		RescaleUpCost: s.Trial.RescaleUpCost.Std(), RescaleDownCost: s.Trial.RescaleDownCost.Std(),
-		Budget: cr.Budget, Stage: cr.Stage, From: cr.From,
+		Budget: cr.Budget, Stage: cr.Stage, From: cr.From, ArchParam: archParam(s.Space),
 	}
 	if cr.Budget > 0 {
 		input.BudgetUnit = s.Search.BudgetUnit
@@ -713,4 +713,14 @@ func (c *campaign) result() CampaignResult {
 	return CampaignResult{Campaign: c.spec.Name, State: c.phase(), Reason: c.st.Reason,
 		CampaignCounts: c.st.Counts, Best: c.best(), Leaderboard: append([]LeaderboardEntry{}, lb...),
 		Warnings: c.warnings()}
+}
+
+// archParam is the space's first architecture parameter, or "".
+func archParam(space hpo.Space) string {
+	for _, p := range space {
+		if p.Type == hpo.ParamArch {
+			return p.Name
+		}
+	}
+	return ""
 }

@@ -266,6 +266,7 @@ func (t *trial) register(ctx workflow.Context) error {
 		RescaleUpCost:   t.in.RescaleUpCost,
 		RescaleDownCost: t.in.RescaleDownCost,
 		GracePeriod:     t.in.GracePeriod,
+		Arch:            t.in.Arch(),
 	}
 	err := workflow.ExecuteActivity(actx, RegisterTrialActivityName, RegisterTrialInput{Pool: t.in.Pool, Registration: reg}).Get(ctx, nil)
 	if err != nil {

@@ -63,6 +63,7 @@ type trialEnv struct {
 	trainer   *fakeTrainer
 	mu        sync.Mutex
 	registers int
+	lastReg   RegisterTrial
 	poolSigs  []string
 	reports   []TrialReport
 }
@@ -76,6 +77,7 @@ func newTrialEnv(t *testing.T, behaviour func(RunTrialInput, int) (RunTrialResul
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		e.registers++
+		e.lastReg = in.Registration
 		return nil
 	}, activity.RegisterOptions{Name: RegisterTrialActivityName})
 	e.OnSignalExternalWorkflow(mock.Anything, PoolWorkflowID("p"), "", mock.Anything, mock.Anything).Return(
@@ -158,6 +160,26 @@ func TestTrialRunsOnAssignmentAndCompletes(t *testing.T) {
 	require.Contains(t, e.poolSigs, SignalDeregisterTrial, "a finished trial gives its nodes back")
 	require.NotEmpty(t, e.reports)
 	require.True(t, e.reports[len(e.reports)-1].Final)
+}
+
+// A NAS trial tells the pool its architecture (its ArchParam's value),
+// from which a worker's throughput model predicts its curve; a trial of a
+// campaign without one tells none.
+func TestTrialRegistersItsArchitecture(t *testing.T) {
+	const arch = `{"cell":{"nodes":2,"edges":[["conv_3x3"]]}}`
+	for _, tc := range []struct {
+		param, want string
+	}{{"arch", arch}, {"", ""}} {
+		e := newTrialEnv(t, completes(1000))
+		e.assign(time.Second, 1, "n1")
+		in := trialInput()
+		in.Params["arch"], in.ArchParam = hpo.String(arch), tc.param
+		e.ExecuteWorkflow(TrialWorkflowName, in)
+		e.result(t)
+		require.Equal(t, tc.want, e.lastReg.Arch, "ArchParam %q", tc.param)
+	}
+	require.Equal(t, "net", archParam(hpo.Space{{Name: "lr", Type: hpo.ParamFloat}, {Name: "net", Type: hpo.ParamArch}}))
+	require.Empty(t, archParam(hpo.Space{{Name: "lr", Type: hpo.ParamFloat}}))
 }
 
 // A trial waits at 0 nodes until it has at least MinNodes.

@@ -79,6 +79,7 @@ Node sources (--nodes):
 	f.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for checkpoints and run directories ["+worker.EnvDataDir+"]")
 	f.Var(&c.Nodes, "nodes", "node source: static:N, replay:FILE,slots=K,factor=F,offset=S, slurm:partition=P,..., or none (agents hold the nodes) ["+worker.EnvNodeSource+"]")
 	f.DurationVar(&c.StopTimeout, "stop-timeout", c.StopTimeout, "how long running activities may finish after SIGINT/SIGTERM")
+	f.StringVar(&c.ThroughputModel, "throughput-model", c.ThroughputModel, "fitted throughput model (JSON; docs/nas.md): NAS trials start from their architecture's predicted curve ["+worker.EnvThroughputModel+"]")
 	f.StringVar(&o.logLevel, "log-level", "info", "SDK log level: debug, info, warn or error (to stderr)")
 	return cmd
 }
@@ -98,6 +99,8 @@ func (o *workerOptions) config(flags *pflag.FlagSet) (worker.Config, error) {
 			cfg.Nodes = o.cfg.Nodes
 		case "stop-timeout":
 			cfg.StopTimeout = o.cfg.StopTimeout
+		case "throughput-model":
+			cfg.ThroughputModel = o.cfg.ThroughputModel
 		}
 	})
 	return cfg, cfg.Validate()

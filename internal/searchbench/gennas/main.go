@@ -42,6 +42,7 @@ var (
 	ops    = []string{"none", "skip_connect", "conv_1x1", "conv_3x3"}
 	space  = hpo.CellSpace{Nodes: 4, Ops: ops, Stacks: 2, Cells: 1, Channels: 8}
 	epochs = "1,2,4,8"
+	batch  = 64 // bench.py's default
 )
 
 // result is one line of bench.py.
@@ -65,8 +66,19 @@ func main() {
 	sample := flag.Int("sample", 0, "train only N architectures drawn at random, seed 1 (0: all; for a quick look)")
 	seedList := flag.String("seeds", "1,2", "training seeds; each architecture is trained once per seed and the table holds the means")
 	lr := flag.Float64("lr", 0.01, "SGD learning rate (0.05, the trainer's default, leaves the 8-epoch loss to seed noise: docs/nas.md)")
+	model := flag.String("model", "", "also fit the architecture throughput model (nas.FitThroughput) on the table and write it here as JSON (a worker's --throughput-model)")
+	fitOnly := flag.Bool("fit-only", false, "train nothing: fit --model on the existing --out table")
 	flag.Parse()
 
+	if *fitOnly {
+		if *model == "" {
+			fail(fmt.Errorf("--fit-only needs --model"))
+		}
+		if err := fitModel(*out, *model); err != nil {
+			fail(err)
+		}
+		return
+	}
 	seeds, err := parseSeeds(*seedList)
 	if err != nil {
 		fail(err)
@@ -96,6 +108,43 @@ func main() {
 	if err := write(*out, archs, seeds, *lr, results, time.Since(start)); err != nil {
 		fail(err)
 	}
+	if *model != "" {
+		if err := fitModel(*out, *model); err != nil {
+			fail(err)
+		}
+	}
+}
+
+// fitModel fits the throughput model on every architecture of the table
+// (each at its fastest interval, nas.BenchmarkArch.Rate), with the
+// all-reduce measured on this project's VM (nas.DefaultAllReduce), and
+// writes it as JSON.
+func fitModel(table, out string) error {
+	f, err := os.Open(table)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	archs, err := nas.ReadBenchmark(f, space.Stacks, space.Cells, space.Channels)
+	if err != nil {
+		return fmt.Errorf("%s: %w", table, err)
+	}
+	samples := make([]nas.ThroughputSample, len(archs))
+	for i, a := range archs {
+		samples[i] = nas.ThroughputSample{Arch: a.Arch, Batch: batch, SamplesPerSecond: a.Rate}
+	}
+	m, err := nas.FitThroughput(samples)
+	if err != nil {
+		return fmt.Errorf("fitting on %s: %w", table, err)
+	}
+	m.AllReduce = nas.DefaultAllReduce
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "gennas: throughput model fitted on %d architectures (in-sample median error %.1f %%) -> %s\n",
+		len(archs), 100*m.Fit.MedianAPE, out)
+	return os.WriteFile(out, append(b, '\n'), 0o644)
 }
 
 func parseSeeds(list string) ([]int, error) {

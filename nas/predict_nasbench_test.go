@@ -67,6 +67,20 @@ func heldOutSplit(archs []benchArch) (fit, test []benchArch) {
 	return s[:k], s[k:]
 }
 
+// fitOn fits the throughput model on archs at their measured rates.
+func fitOn(t *testing.T, archs []benchArch) *ThroughputModel {
+	t.Helper()
+	samples := make([]ThroughputSample, len(archs))
+	for i, a := range archs {
+		samples[i] = ThroughputSample{Arch: a.Arch, Batch: nasBenchBatch, SamplesPerSecond: a.Rate}
+	}
+	m, err := FitThroughput(samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // TestThroughputHeldOut fits the throughput model on 80 % of the
 // benchmark's architectures and measures its error on the other 20 %,
 // against two baselines: a FLOPs-only model (t = c·FLOPs, Cost's) and
@@ -75,14 +89,7 @@ func heldOutSplit(archs []benchArch) (fit, test []benchArch) {
 func TestThroughputHeldOut(t *testing.T) {
 	archs := loadNASBench(t)
 	fit, test := heldOutSplit(archs)
-	samples := make([]ThroughputSample, len(fit))
-	for i, a := range fit {
-		samples[i] = ThroughputSample{Arch: a.Arch, Batch: nasBenchBatch, SamplesPerSecond: a.Rate}
-	}
-	m, err := FitThroughput(samples)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := fitOn(t, fit)
 
 	flopsOf := func(a benchArch) float64 {
 		f, _ := cellOf(t, a.Arch).Cost(Digits, DigitsClasses)

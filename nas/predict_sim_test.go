@@ -60,20 +60,9 @@ func nasJobs(t *testing.T, test []benchArch, stepAt func(a benchArch, b int) flo
 func TestNASCampaignThroughputWithArchitecturePrior(t *testing.T) {
 	archs := loadNASBench(t)
 	fit, test := heldOutSplit(archs)
-	fitModel := func(on []benchArch) *ThroughputModel {
-		samples := make([]ThroughputSample, len(on))
-		for i, a := range on {
-			samples[i] = ThroughputSample{Arch: a.Arch, Batch: nasBenchBatch, SamplesPerSecond: a.Rate}
-		}
-		m, err := FitThroughput(samples)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
-	held := fitModel(fit)
+	held := fitOn(t, fit)
 	held.AllReduce = simCluster
-	compute := fitModel(archs)
+	compute := fitOn(t, archs)
 	compute.AllReduce = AllReduce{}
 	modelSplit := func(a benchArch, b int) float64 {
 		s, err := compute.StepSeconds(a.Arch, b, 1)

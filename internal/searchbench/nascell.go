@@ -36,7 +36,8 @@ const nasCellFile = "curves/nas-cell.csv"
 // 1,948 after package nas's canonical form.
 var nasCellSpace = hpo.CellSpace{Nodes: 4, Ops: []string{"none", "skip_connect", "conv_1x1", "conv_3x3"}, Stacks: 2, Cells: 1, Channels: 8}
 
-const nasCellHeader = "hash,arch,params,flops,epochs,samples,val_loss,val_accuracy,seconds"
+// nasCellHeader is the table's header (gennas writes it).
+const nasCellHeader = nas.BenchmarkHeader
 
 // nasTable is the parsed NAS table, by architecture hash (nas.Hash).
 type nasTable struct {

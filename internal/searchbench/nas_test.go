@@ -116,29 +116,27 @@ func TestParseNASCurvesRejects(t *testing.T) {
 // in the manner of Real et al.'s comparison on NAS-Bench-101 (E. Real et
 // al., "Regularized Evolution for Image Classifier Architecture Search",
 // AAAI 2019, figure 8): the median over 30 seeds of the best validation
-// loss after N trials, with the quartiles, for N = 25, 50 and 100. The
-// runs use the bench's defaults (DefaultWorkers trials at once,
+// loss after N trials, with the quartiles, for N = 25, 50, 100 and 150.
+// The runs use the bench's defaults (DefaultWorkers trials at once,
 // DefaultCostSigma, DefaultSettings), as `gleaner bench search
 // --objectives nas-cell` does. Local search and TPE are reported beside
 // them: TPE does not model an architecture parameter, so it samples at
 // random and matches random search.
 //
-// The test asserts that evolution is no worse than random search, not
-// that it is better, because on this table it is not: every method's
-// median is the same cell's loss from N = 25 on. That cell class (one
-// conv_3x3 from the input to the output, 248 of the 4,096 raw cells, so
-// 6% of random samples) is the 9th best loss of the table, and the 8
-// better cells are isolated: the final loss of a cell and of its
-// neighbours are hardly correlated (the logged rank correlation, about
-// 0.16; NAS-Bench-101's and -201's landscapes are far smoother), so
-// mutating good cells is no better than sampling new ones.
+// Issue 13's target, asserted (the runs are seeded simulations, no
+// timing): evolution's median best is below random search's after 100
+// and after 150 trials. It needs the table's two training seeds and lr
+// 0.01 (gennas's defaults): at lr 0.05 and one seed the 8-epoch loss was
+// mostly seed noise (rank correlation 0.40 between two seeds' losses on
+// 50 cells, 0.90 at lr 0.01), a good cell said little about its
+// neighbours, and every method tied (docs/nas.md).
 func TestEvolutionVsRandomOnNASCell(t *testing.T) {
 	o, err := nasCell()
 	if err != nil {
 		t.Fatal(err)
 	}
-	const seeds, trials = 30, 100
-	at := []int{25, 50, 100}
+	const seeds, trials = 30, 150
+	at := []int{25, 50, 100, 150}
 	curves := map[string]Curve{}
 	var b strings.Builder
 	fmt.Fprintf(&b, "nas-cell, optimum %.4g: best validation loss after N trials, median [q1, q3] over %d seeds, %d workers\n", o.Optimum, seeds, DefaultWorkers)
@@ -158,9 +156,11 @@ func TestEvolutionVsRandomOnNASCell(t *testing.T) {
 	}
 	fmt.Fprintf(&b, "rank correlation of the final loss between neighbouring cells: %.3f", neighbourRankCorrelation(t, o))
 	t.Log(b.String())
-	evo, rnd := curves[hpo.AlgorithmEvolution].At(trials), curves[hpo.AlgorithmRandom].At(trials)
-	if evo.Median > rnd.Median {
-		t.Errorf("after %d trials evolution's median best %.4f > random's %.4f", trials, evo.Median, rnd.Median)
+	for _, n := range []int{100, trials} {
+		evo, rnd := curves[hpo.AlgorithmEvolution].At(n), curves[hpo.AlgorithmRandom].At(n)
+		if evo.Median >= rnd.Median {
+			t.Errorf("after %d trials evolution's median best %.4f, random's %.4f: want evolution's lower", n, evo.Median, rnd.Median)
+		}
 	}
 }
 

@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -15,9 +14,10 @@ import (
 // Allocate predicts every trial's curve with the JPA and decides the
 // allocation with the allocator. Pools mix models whose samples are not
 // comparable (an ImageNet sample is not a CIFAR one), so it maximises
-// total speedup (allocator.ObjectiveEfficiency), which is also what makes
-// a trial's unmeasured prior (priorCurve) comparable with measured ones. Curves carry the JPA's optimism on uncertain counts (bounded per
-// trial), so the allocator sometimes tries them.
+// total speedup (allocator.ObjectiveEfficiency). The curves are
+// jpa.Advisor's, the policy the simulator follows too: optimistic on
+// uncertain counts (bounded per trial), so the allocator sometimes tries
+// them, and the scaled n^0.9 prior for a trial nothing is known of.
 func (a *Activities) Allocate(ctx context.Context, in workflows.AllocateInput) (workflows.AllocateResult, error) {
 	start := a.now()
 	p := allocator.Problem{Lookahead: in.Lookahead, Objective: allocator.ObjectiveEfficiency}
@@ -27,17 +27,19 @@ func (a *Activities) Allocate(ctx context.Context, in workflows.AllocateInput) (
 	for _, n := range in.Nodes {
 		p.Nodes = append(p.Nodes, allocator.Node{ID: n.ID, Type: n.Type, IdleUntil: n.IdleUntil, Host: n.Host})
 	}
-	lib, err := a.library(in.Trials)
-	if err != nil {
-		return workflows.AllocateResult{}, err
+	adv := a.advisor()
+	views := make([]jpa.TrialView, len(in.Trials))
+	for i, t := range in.Trials {
+		views[i] = a.trialView(t)
 	}
+	lib, err := adv.Library(views)
+	if err != nil {
+		return workflows.AllocateResult{}, fmt.Errorf("building the JPA library: %w", err)
+	}
+	scale := jpa.PriorScale(views)
 	types := nodeTypes(in)
-	for _, t := range in.Trials {
-		tr, err := a.problemTrial(t, lib, types)
-		if err != nil {
-			return workflows.AllocateResult{}, err
-		}
-		p.Trials = append(p.Trials, tr)
+	for i, t := range in.Trials {
+		p.Trials = append(p.Trials, problemTrial(t, views[i], adv, lib, scale, types))
 	}
 	res, err := allocator.Solve(&p, &allocator.Settings{Formulation: allocator.Formulation(in.Formulation), TimeLimit: 10 * time.Second})
 	if err != nil {
@@ -73,40 +75,30 @@ func nodeTypes(in workflows.AllocateInput) []string {
 	return out
 }
 
-// library is the configured prior plus the measured trials of the pool
-// as curves of their campaigns (siblings share a model), at most
-// jpa.DefaultSiblingsPerGroup per campaign and node type.
-func (a *Activities) library(trials []workflows.PoolTrial) (*jpa.Library, error) {
-	var curves []jpa.PriorCurve
-	for _, t := range trials {
-		byType := map[string][]jpa.Point{}
-		var order []string
-		for _, pt := range t.Profile {
-			if _, ok := byType[pt.NodeType]; !ok {
-				order = append(order, pt.NodeType)
-			}
-			byType[pt.NodeType] = append(byType[pt.NodeType], jpa.Point{Nodes: pt.Nodes, Throughput: pt.Throughput})
-		}
-		for _, typ := range order {
-			curves = append(curves, jpa.PriorCurve{
-				Name:     t.Registration.TrialID + "@" + typ,
-				NodeType: typ,
-				Group:    t.Registration.CampaignID,
-				Points:   byType[typ],
-			})
-		}
+// advisor is the JPA policy with this worker's library of profiled
+// models.
+func (a *Activities) advisor() jpa.Advisor {
+	return jpa.Advisor{Base: a.Library}
+}
+
+// trialView is what the JPA knows of a registered trial: its profile and
+// its architecture's predicted curve, if the worker has a throughput
+// model.
+func (a *Activities) trialView(t workflows.PoolTrial) jpa.TrialView {
+	reg := t.Registration
+	v := jpa.TrialView{ID: reg.TrialID, Group: reg.CampaignID, MinNodes: reg.MinNodes, MaxNodes: reg.MaxNodes}
+	for _, pt := range t.Profile {
+		v.Observations = append(v.Observations, jpa.Observation{Nodes: pt.Nodes, NodeType: pt.NodeType, Throughput: pt.Throughput, Sigma: pt.Spread})
 	}
-	curves = append(append([]jpa.PriorCurve(nil), a.Library...), jpa.Representatives(curves, jpa.DefaultSiblingsPerGroup)...)
-	lib, err := jpa.NewLibrary(curves)
-	if err != nil {
-		return nil, fmt.Errorf("building the JPA library: %w", err)
+	if v.Prior = a.archPrior(reg); v.Prior != nil {
+		v.PriorSigma = a.ArchPriorSigma
 	}
-	return lib, nil
+	return v
 }
 
 // problemTrial turns a registered trial into the allocator's view, with a
 // curve per node type it may use.
-func (a *Activities) problemTrial(t workflows.PoolTrial, lib *jpa.Library, types []string) (allocator.Trial, error) {
+func problemTrial(t workflows.PoolTrial, v jpa.TrialView, adv jpa.Advisor, lib *jpa.Library, scale float64, types []string) allocator.Trial {
 	reg := t.Registration
 	tr := allocator.Trial{
 		ID:              reg.TrialID,
@@ -122,29 +114,20 @@ func (a *Activities) problemTrial(t workflows.PoolTrial, lib *jpa.Library, types
 	if t.RescaleDownCost > 0 {
 		tr.RescaleDownCost = t.RescaleDownCost
 	}
-	var obs []jpa.Observation
-	for _, pt := range t.Profile {
-		obs = append(obs, jpa.Observation{Nodes: pt.Nodes, NodeType: pt.NodeType, Throughput: pt.Throughput, Sigma: pt.Spread})
-	}
 	use := types
 	if reg.NodeType != "" {
 		use = []string{reg.NodeType}
 	}
-	prior := a.archPrior(reg)
 	if len(use) == 0 {
 		// No idle node at all: any curve will do, nothing can be given.
-		tr.Curve = priorCurve(reg.MaxNodes)
-		return tr, nil
+		tr.Curve = jpa.PriorAllocatorCurve(reg.MaxNodes, scale)
+		return tr
 	}
 	tr.CurvesByType = map[string]allocator.Curve{}
 	for _, typ := range use {
-		c, err := predictCurve(obs, lib, reg, typ, prior, a.ArchPriorSigma)
-		if err != nil {
-			return tr, err
-		}
-		tr.CurvesByType[typ] = c
+		tr.CurvesByType[typ], _ = adv.Curve(v, lib, typ, scale)
 	}
-	return tr, nil
+	return tr
 }
 
 // archPrior is the trial's curve predicted from its architecture, nil
@@ -165,37 +148,4 @@ func (a *Activities) archPrior(reg workflows.RegisterTrial) []jpa.Point {
 		pts[i] = jpa.Point{Nodes: i + 1, Throughput: x}
 	}
 	return pts
-}
-
-// predictCurve is the trial's optimistic curve on one node type: the
-// JPA's prediction (from prior, its architecture's curve, before it is
-// measured), or the n^0.9 prior while nothing is known of it or its
-// campaign.
-func predictCurve(obs []jpa.Observation, lib *jpa.Library, reg workflows.RegisterTrial, typ string, prior []jpa.Point, priorSigma float64) (allocator.Curve, error) {
-	q := jpa.Query{MinNodes: reg.MinNodes, MaxNodes: reg.MaxNodes, NodeType: typ, Group: reg.CampaignID, Self: reg.TrialID}
-	if len(prior) > 0 {
-		q.Prior, q.PriorSigma = prior, priorSigma
-	}
-	pred, err := jpa.Predict(obs, lib, q, nil)
-	switch {
-	case err == nil:
-		// AllocatorCurve(true) applies the JPA's bounded optimism once.
-		return pred.AllocatorCurve(true), nil
-	case errors.Is(err, jpa.ErrNoData), errors.Is(err, jpa.ErrNoTypeRatio):
-		return priorCurve(reg.MaxNodes), nil
-	default:
-		return nil, fmt.Errorf("trial %s: predicting its curve on %q: %w", reg.TrialID, typ, err)
-	}
-}
-
-// priorCurve is what a trial is assumed to do before anything is measured:
-// speedup n^0.9, mildly sublinear as most data-parallel training is, so
-// that unmeasured trials share nodes (and all get measured) rather than
-// tie.
-func priorCurve(maxNodes int) allocator.Curve {
-	c := make(allocator.Curve, 0, maxNodes)
-	for n := 1; n <= maxNodes; n++ {
-		c = append(c, allocator.Point{Nodes: n, Throughput: math.Pow(float64(n), 0.9)})
-	}
-	return c
 }

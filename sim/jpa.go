@@ -30,10 +30,6 @@ const (
 	DefaultJPAProfileChange = 0.05
 )
 
-// priorExponent is production's speedup n^0.9 for a job nothing is known
-// of (activities.priorCurve).
-const priorExponent = 0.9
-
 // JPAOptions shape the JPA mode (JPACurves). Zero fields take the
 // documented defaults.
 type JPAOptions struct {
@@ -240,6 +236,12 @@ func (a *JPA) Profiler() *jpa.Profiler { return a.prof }
 // Stats counts the JPA's work so far.
 func (a *JPA) Stats() JPAStats { return a.stats }
 
+// Published is what the allocator knows of job: its published estimates,
+// one per count (what production's pool holds as the trial's profile).
+func (a *JPA) Published(job int) []jpa.Observation {
+	return slices.Clone(a.st[job].profile)
+}
+
 func (a *JPA) at(t float64) time.Time {
 	return a.epoch.Add(time.Duration(math.Round(t * float64(time.Second))))
 }
@@ -331,39 +333,22 @@ func (a *JPA) finished(j int) bool {
 
 // refreshLibrary rebuilds the library after a profile changed: the prior
 // plus every unfinished measured job as a curve of its group (siblings
-// share a model), capped per group, as activities.Allocate's library is.
+// share a model), capped per group: jpa.Advisor's library, as
+// activities.Allocate's is.
 func (a *JPA) refreshLibrary() {
 	if a.lib != nil && !a.dirty && !a.uncached {
 		return
 	}
-	var curves []jpa.PriorCurve
-	var scales []float64
+	var views []jpa.TrialView
 	for j := range a.jobs {
-		if a.finished(j) {
+		if a.finished(j) || len(a.st[j].profile) == 0 {
 			continue
 		}
-		var pts []jpa.Point
-		for _, o := range a.st[j].profile {
-			if o.Throughput > 0 && !math.IsInf(o.Throughput, 0) {
-				pts = append(pts, jpa.Point{Nodes: o.Nodes, Throughput: o.Throughput})
-				scales = append(scales, o.Throughput/math.Pow(float64(o.Nodes), priorExponent))
-			}
-		}
-		if len(pts) == 0 {
-			continue
-		}
-		sort.Slice(pts, func(x, y int) bool { return pts[x].Nodes < pts[y].Nodes })
-		curves = append(curves, jpa.PriorCurve{Name: a.jobs[j].Name, Group: a.groups[j], Points: pts})
+		views = append(views, jpa.TrialView{ID: a.jobs[j].Name, Group: a.groups[j], Observations: a.st[j].profile})
 	}
-	curves = jpa.Representatives(curves, a.opts.SiblingsPerGroup)
-	top := a.priorTop
-	if len(scales) > 0 {
-		sort.Float64s(scales)
-		top = scales[len(scales)/2]
-	} else if top == 0 {
-		top = 1
-	}
-	a.dirty, a.priorTop = false, top
+	adv := a.advisor()
+	curves := adv.Curves(views)
+	a.dirty, a.priorTop = false, jpa.PriorScale(views)
 	if a.lib != nil && !a.uncached && sameCurves(curves, a.libCurves) {
 		// The changes were outside the library (jobs it does not keep):
 		// every prediction made with it stands.
@@ -378,6 +363,11 @@ func (a *JPA) refreshLibrary() {
 	a.lib, a.libCurves = lib, curves
 	a.libGen++
 	a.stats.LibraryBuilds++
+}
+
+// advisor is the JPA policy with the options' tuning and prior.
+func (a *JPA) advisor() jpa.Advisor {
+	return jpa.Advisor{Settings: a.opts.Predict, Explore: a.opts.Explore, Base: a.opts.Prior, SiblingsPerGroup: a.opts.SiblingsPerGroup}
 }
 
 func sameCurves(a, b []jpa.PriorCurve) bool {
@@ -416,46 +406,19 @@ func (a *JPA) valid(c cachedCurve, profileGen int) bool {
 		(c.prior == 0 || c.prior == a.priorTop)
 }
 
-// predict is job's optimistic JPA curve from obs (its profile of
-// generation profileGen) and the current library, or the scaled prior.
+// predict is job's curve from obs (its profile of generation profileGen)
+// and the current library: jpa.Advisor's.
 func (a *JPA) predict(job int, obs []jpa.Observation, profileGen int) cachedCurve {
 	j := a.jobs[job]
-	q := jpa.Query{MinNodes: j.MinNodes, MaxNodes: j.MaxNodes, Group: a.groups[job], Self: j.Name}
+	v := jpa.TrialView{ID: j.Name, Group: a.groups[job], MinNodes: j.MinNodes, MaxNodes: j.MaxNodes, Observations: obs}
 	if a.priors != nil && len(a.priors[job]) > 0 {
-		q.Prior, q.PriorSigma = a.priors[job], a.opts.JobPriorSigma
+		v.Prior, v.PriorSigma = a.priors[job], a.opts.JobPriorSigma
 	}
-	pred, err := jpa.Predict(obs, a.lib, q, a.opts.Predict)
 	a.stats.Predictions++
 	c := cachedCurve{libGen: a.libGen, profileGen: profileGen}
-	if err == nil {
-		opt, _ := pred.Optimistic(a.opts.Explore)
-		c.curve = opt.AllocatorCurve(false)
-	}
-	if !usableCurve(c.curve, j.MaxNodes) {
-		// Nothing known (jpa.ErrNoData), or any other failure: the prior
-		// keeps the job schedulable, as production does.
-		c.curve, c.prior = scaledPrior(j.MaxNodes, a.priorTop), a.priorTop
-	}
-	return c
-}
-
-func usableCurve(c allocator.Curve, maxNodes int) bool {
-	if len(c) == 0 || c[len(c)-1].Nodes < maxNodes {
-		return false
-	}
-	for _, p := range c {
-		if !(p.Throughput >= 0) || math.IsInf(p.Throughput, 0) {
-			return false
-		}
-	}
-	return true
-}
-
-// scaledPrior is n^0.9 × top over [1, maxNodes].
-func scaledPrior(maxNodes int, top float64) allocator.Curve {
-	c := make(allocator.Curve, 0, maxNodes)
-	for n := 1; n <= maxNodes; n++ {
-		c = append(c, allocator.Point{Nodes: n, Throughput: top * math.Pow(float64(n), priorExponent)})
+	var fromPrior bool
+	if c.curve, fromPrior = a.advisor().Curve(v, a.lib, "", a.priorTop); fromPrior {
+		c.prior = a.priorTop
 	}
 	return c
 }

@@ -1,0 +1,48 @@
+package jpa
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The advisor's library names each trial's measured curve ID@type, keeps
+// only valid points, one per count, sorted, and caps a campaign's curves;
+// the prior's scale is the median measured throughput / n^0.9; a trial
+// nothing is known of gets the scaled prior, a measured one its
+// prediction, exact at its measured counts.
+func TestAdvisor(t *testing.T) {
+	trials := []TrialView{
+		{ID: "a", Group: "c", MinNodes: 1, MaxNodes: 4, Observations: []Observation{
+			{Nodes: 2, Throughput: 180}, {Nodes: 1, Throughput: 100}, {Nodes: 3, Throughput: math.NaN()}, {Nodes: 2, Throughput: 181},
+		}},
+		{ID: "b", Group: "c", MinNodes: 1, MaxNodes: 4, Observations: []Observation{{Nodes: 1, NodeType: "v100", Throughput: 300}}},
+		{ID: "new", Group: "other", MinNodes: 1, MaxNodes: 3},
+	}
+	adv := Advisor{SiblingsPerGroup: 1}
+	curves := adv.Curves(trials)
+	require.Len(t, curves, 2, "one per (group, type): a@ and b@v100")
+	assert.Equal(t, "a@", curves[0].Name)
+	assert.Equal(t, []Point{{1, 100}, {2, 180}}, curves[0].Points)
+	assert.Equal(t, "b@v100", curves[1].Name)
+	assert.Len(t, Advisor{SiblingsPerGroup: 1}.Curves([]TrialView{trials[0], {ID: "a2", Group: "c", Observations: []Observation{{Nodes: 1, Throughput: 5}}}}), 1,
+		"capped per campaign and type")
+
+	scale := PriorScale(trials)
+	// Scales 180/2^0.9 = 96.5, 181/2^0.9 = 97.0, 100, 300: the (upper)
+	// median is 100.
+	assert.InDelta(t, 100, scale, 1e-9)
+	assert.Equal(t, 1.0, PriorScale(trials[2:]))
+
+	lib, err := adv.Library(trials)
+	require.NoError(t, err)
+	c, fromPrior := adv.Curve(trials[2], lib, "", scale)
+	require.True(t, fromPrior)
+	assert.Equal(t, PriorAllocatorCurve(3, scale), c)
+	c, fromPrior = adv.Curve(trials[0], lib, "", scale)
+	require.False(t, fromPrior)
+	require.Len(t, c, 4)
+	assert.InDelta(t, 100, c.At(1), 1e-9)
+}

@@ -26,7 +26,8 @@ const maxLine = 16 << 20
 // Event. A node said busy while not idle, or idle while already idle, is
 // ignored and counted in Report.Inconsistent rather than failing.
 func ReadIdleEvents(r io.Reader, opts SourceOptions) (*Trace, error) {
-	sc := bufio.NewScanner(r)
+	tail := &lastByte{r: r}
+	sc := bufio.NewScanner(tail)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
 	var (
 		rep    TraceReport
@@ -35,6 +36,10 @@ func ReadIdleEvents(r io.Reader, opts SourceOptions) (*Trace, error) {
 		names  []string
 		prev   = math.Inf(-1)
 		header = true // a header line may come before the first event
+		// lastNew is the last node of the last record line if that line
+		// named it first (on line lastLine).
+		lastNew  string
+		lastLine int
 	)
 	for sc.Scan() {
 		rep.Lines++
@@ -80,6 +85,7 @@ func ReadIdleEvents(r io.Reader, opts SourceOptions) (*Trace, error) {
 			return nil, fmt.Errorf("line %d: field 3 (nodes): no node", ln)
 		}
 		rep.Records++
+		lastNew = ""
 		for _, name := range nodes {
 			x, ok := index[name]
 			if !ok {
@@ -87,6 +93,10 @@ func ReadIdleEvents(r io.Reader, opts SourceOptions) (*Trace, error) {
 				index[name] = x
 				names = append(names, name)
 				b.grow(len(names))
+				if rep.DeclaredNodes > 0 && len(names) > rep.DeclaredNodes {
+					return nil, fmt.Errorf("line %d: field 3 (nodes): %q makes %d nodes; the header declares %d", ln, name, len(names), rep.DeclaredNodes)
+				}
+				lastNew, lastLine = name, ln
 			}
 			if b.idle[x] == idle {
 				rep.Inconsistent++
@@ -97,6 +107,16 @@ func ReadIdleEvents(r io.Reader, opts SourceOptions) (*Trace, error) {
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("line %d: %w", rep.Lines+1, err)
+	}
+	if lastNew != "" && lastLine == rep.Lines && tail.n > 0 && tail.last != '\n' {
+		// The last line has no newline and ends in a name first seen
+		// there: if that name begins another one, the file was cut
+		// inside it.
+		for _, other := range names {
+			if len(other) > len(lastNew) && strings.HasPrefix(other, lastNew) {
+				return nil, fmt.Errorf("line %d: field 3 (nodes): the file ends inside a node name (%q, a prefix of %q and more): is it cut short?", lastLine, lastNew, other)
+			}
+		}
 	}
 	b.flush()
 	evs, nodes := sortNodes(b.evs, names)
@@ -147,4 +167,21 @@ func sortNodes(evs []rawEvent, names []string) ([]rawEvent, []string) {
 		}
 	}
 	return evs, sorted
+}
+
+// lastByte reads through r, remembering the last byte read (n counts
+// them): whether the input ended with a newline.
+type lastByte struct {
+	r    io.Reader
+	n    int64
+	last byte
+}
+
+func (l *lastByte) Read(p []byte) (int, error) {
+	k, err := l.r.Read(p)
+	if k > 0 {
+		l.n += int64(k)
+		l.last = p[k-1]
+	}
+	return k, err
 }

@@ -105,3 +105,22 @@ func TestReadIdleEventsErrors(t *testing.T) {
 		}
 	}
 }
+
+// A file cut inside a node name (a copy that stopped short) used to be
+// read with the fragment as a phantom node; it is an error naming the
+// line, as is a node beyond the size the header declares.
+func TestReadIdleEventsCutShort(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"1,idle,a01n01 a01n02\n2,busy,a01n01 a01n0", `line 2: field 3 (nodes): the file ends inside a node name ("a01n0", a prefix of "a01n01" and more): is it cut short?`},
+		{"# 2 nodes\n1,idle,a01n01 a01n02\n2,idle,a01n03\n", `line 3: field 3 (nodes): "a01n03" makes 3 nodes; the header declares 2`},
+	} {
+		_, err := ReadIdleEvents(strings.NewReader(tc.in), SourceOptions{})
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%q: err %v, want %q", tc.in, err, tc.want)
+		}
+	}
+	// A last line without a newline whose names are whole is fine.
+	if _, err := ReadIdleEvents(strings.NewReader("1,idle,a01n01 a01n02\n2,busy,a01n01"), SourceOptions{}); err != nil {
+		t.Errorf("a whole last line without a newline: %v", err)
+	}
+}

@@ -29,8 +29,11 @@ type swfJob struct {
 // UnixStartTime (added to submit times). Every other line has 18
 // whitespace-separated numeric fields, -1 meaning unknown, on lines of at
 // most swf.MaxLineBytes; processor counts are node counts. A job occupies field 5 nodes (field 8 if field 5
-// is -1) over [submit+wait, submit+wait+run); jobs with an unknown start,
-// run time or size, or a zero run time or size, are skipped and counted.
+// is -1) over [submit+wait, submit+wait+run); a wait time of -1 (a model's
+// log: the standard calls it relevant to real logs only) means the job
+// started when submitted, counted in Report.UnknownWaits; jobs with an
+// unknown submit time, run time or size, or a zero run time or size, are
+// skipped and counted.
 //
 // Jobs are replayed at their recorded start times: at each instant the
 // jobs ending there free their nodes first, then the jobs starting there,
@@ -76,9 +79,15 @@ func ReadSWF(r io.Reader, opts SourceOptions) (*Trace, error) {
 		if nodes == swf.Unknown {
 			nodes = vals[swf.ReqProcs]
 		}
-		if submit == swf.Unknown || wait == swf.Unknown || run == swf.Unknown || nodes == swf.Unknown || run == 0 || nodes == 0 {
+		if submit == swf.Unknown || run == swf.Unknown || nodes == swf.Unknown || run == 0 || nodes == 0 {
 			rep.SkippedJobs++
 			continue
+		}
+		if wait == swf.Unknown {
+			// The standard's "only relevant to real logs": a model's job
+			// starts when it is submitted.
+			wait = 0
+			rep.UnknownWaits++
 		}
 		start := rd.Header().UnixStartTime + submit + wait
 		end := start + run

@@ -27,7 +27,7 @@ func TestReadSWFTiny(t *testing.T) {
 	// Jobs 1 and 2 start at 1010 and take all 4 nodes (job 2 asked for 3
 	// through field 8, got 2: 1 node × 50 s clipped), so there is no event
 	// then. At 1060 job 2 frees n0002 n0003 and job 3 takes n0002 back;
-	// job 4 has no wait time and is skipped; job 5 takes the machine.
+	// job 4 has no submit time and is skipped; job 5 takes the machine.
 	wantEvents(t, tr.Events, ""+
 		"1060 idle=[n0003] busy=[]\n"+
 		"1100 idle=[n0002] busy=[]\n"+
@@ -103,5 +103,29 @@ func TestReadSWFErrors(t *testing.T) {
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("%q: err %v, want %q", tc.in, err, tc.want)
 		}
+	}
+}
+
+// A log whose wait times are all -1 (a model's, which the SWF standard
+// allows: a job then starts at its submit time) replays its jobs from
+// their submit times; it used to skip every job and leave nothing to
+// replay.
+func TestReadSWFUnknownWaitStartsAtSubmit(t *testing.T) {
+	log := "; MaxNodes: 2\n" +
+		"1 0 -1 100 1 -1 -1 1 100 -1 1 -1 -1 -1 -1 -1 -1 -1\n" +
+		"2 50 -1 100 2 -1 -1 2 100 -1 1 -1 -1 -1 -1 -1 -1 -1\n"
+	tr, err := ReadSWF(strings.NewReader(log), SourceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Job 1 holds n0000 over [0, 100); job 2 wants both nodes from 50
+	// and gets the free one, n0001, until 150 (one node clipped).
+	wantEvents(t, tr.Events, ""+
+		"0 idle=[n0001] busy=[]\n"+
+		"50 idle=[] busy=[n0001]\n"+
+		"100 idle=[n0000] busy=[]\n"+
+		"150 idle=[n0001] busy=[]\n")
+	if tr.Report.SkippedJobs != 0 || tr.Report.UnknownWaits != 2 || tr.Start != 0 || tr.End != 150 {
+		t.Errorf("report %+v, [%v, %v]; want no job skipped, 2 unknown waits, [0, 150]", tr.Report, tr.Start, tr.End)
 	}
 }

@@ -58,7 +58,8 @@ type TraceReport struct {
 	Records int // data lines: events (idle files) or jobs (SWF)
 	// SWF only.
 	Jobs               int     // job lines parsed
-	SkippedJobs        int     // jobs not replayed: unknown start, run time or size, or zero run time or size
+	SkippedJobs        int     // jobs not replayed: unknown submit time, run time or size, or zero run time or size
+	UnknownWaits       int     // jobs whose wait time is -1, started at their submit time (a model's log)
 	ClippedJobs        int     // jobs that asked for more nodes than were free when they started
 	ClippedNodeSeconds float64 // node-seconds those jobs asked for beyond the free nodes
 	// Idle event files only: node mentions ignored because they contradict

@@ -68,6 +68,7 @@ type simTraceReport struct {
 	Records            int     `json:"records"`
 	SWFJobs            int     `json:"swf_jobs"`
 	SkippedJobs        int     `json:"skipped_jobs"`
+	UnknownWaits       int     `json:"unknown_waits"`
 	ClippedJobs        int     `json:"clipped_jobs"`
 	ClippedNodeSeconds float64 `json:"clipped_node_s"`
 	Inconsistent       int     `json:"inconsistent"`
@@ -310,11 +311,22 @@ func (o *simOptions) run(stdout, stderr io.Writer) error {
 		return err
 	}
 	if !(tr.End > tr.Start) {
-		return usageErrorf("%s: the trace spans [%v, %v]: nothing to replay (check --window)", o.traceFlag(), tr.Start, tr.End)
+		why := "check --window"
+		if r := tr.Report; r.Jobs > 0 && r.SkippedJobs == r.Jobs {
+			why = fmt.Sprintf("all %d jobs skipped: unknown submit time, run time or size, or zero run time or size", r.Jobs)
+		}
+		return usageErrorf("%s %s: the trace spans [%v, %v]: nothing to replay (%s)", o.traceFlag(), rep.File, tr.Start, tr.End, why)
 	}
 	jobs, wrep, err := o.readWorkload(tr)
 	if err != nil {
 		return err
+	}
+	if late := lateJobs(jobs, tr.End); late == len(jobs) {
+		first := slices.MinFunc(jobs, func(a, b sim.Job) int { return cmp.Compare(a.Submit, b.Submit) }).Submit
+		return usageErrorf("--jobs %s: every job arrives at or after the trace's end (first at %v, the trace spans [%v, %v]): nothing would run (check the workload's submit times against the trace and --window)",
+			o.jobs, first, tr.Start, tr.End)
+	} else if late > 0 {
+		fmt.Fprintf(stderr, "sim: %d of %d jobs arrive at or after the trace's end (%v): they cannot run\n", late, len(jobs), tr.End)
 	}
 	fmt.Fprintf(stderr, "sim: %s: %d nodes, %d events over %s; %d jobs\n",
 		rep.File, rep.Nodes, rep.Events, time.Duration((tr.End-tr.Start)*float64(time.Second)).Round(time.Second), len(jobs))
@@ -415,7 +427,7 @@ func (o *simOptions) readTrace(opts sim.SourceOptions) (*sim.Trace, simTraceRepo
 	return tr, simTraceReport{
 		File: path, Format: format, Nodes: tr.Size, NodeIDs: len(tr.Nodes), Events: len(tr.Events),
 		Start: tr.Start, End: tr.End, Lines: r.Lines, Records: r.Records,
-		SWFJobs: r.Jobs, SkippedJobs: r.SkippedJobs, ClippedJobs: r.ClippedJobs, ClippedNodeSeconds: r.ClippedNodeSeconds,
+		SWFJobs: r.Jobs, SkippedJobs: r.SkippedJobs, UnknownWaits: r.UnknownWaits, ClippedJobs: r.ClippedJobs, ClippedNodeSeconds: r.ClippedNodeSeconds,
 		Inconsistent: r.Inconsistent, DroppedHoles: r.DroppedHoles, DroppedNodeSeconds: r.DroppedNodeSeconds,
 		Holes: tr.HoleStats(),
 	}, nil
@@ -482,8 +494,8 @@ func printSimReport(w io.Writer, r simReport) error {
 		t.File, t.Format, t.Nodes, t.NodeIDs, t.Events, t.Start, t.End, (t.End-t.Start)/3600)
 	switch t.Format {
 	case "swf":
-		fmt.Fprintf(w, "          %d SWF jobs, %d skipped, %d clipped (%.0f node-s beyond the free nodes)\n",
-			t.SWFJobs, t.SkippedJobs, t.ClippedJobs, t.ClippedNodeSeconds)
+		fmt.Fprintf(w, "          %d SWF jobs, %d skipped, %d clipped (%.0f node-s beyond the free nodes), %d without a wait time (started at submit)\n",
+			t.SWFJobs, t.SkippedJobs, t.ClippedJobs, t.ClippedNodeSeconds, t.UnknownWaits)
 	default:
 		fmt.Fprintf(w, "          %d inconsistent node mentions ignored\n", t.Inconsistent)
 	}
@@ -538,4 +550,15 @@ func simProgress(w io.Writer, prefix string, now func() time.Time) func(t, start
 		lastDecile, last = decile, now()
 		fmt.Fprintf(w, "%s %3d%% of the trace replayed, %s elapsed\n", prefix, 10*decile, last.Sub(began).Round(time.Second))
 	}
+}
+
+// lateJobs counts the jobs submitted at or after end.
+func lateJobs(jobs []sim.Job, end float64) int {
+	n := 0
+	for _, j := range jobs {
+		if j.Submit >= end {
+			n++
+		}
+	}
+	return n
 }

@@ -318,3 +318,18 @@ func TestSimIdleEstimates(t *testing.T) {
 		require.Contains(t, out, s)
 	}
 }
+
+// A workload that arrives after the trace ends used to print efficiency
+// 0.000 and exit 0: nothing could run. It is a usage error naming the
+// file and both spans.
+func TestSimWorkloadAfterTheTrace(t *testing.T) {
+	late := filepath.Join(t.TempDir(), "late.csv")
+	require.NoError(t, os.WriteFile(late, []byte("name,submit_unix,min_nodes,max_nodes,rescale_up_s,rescale_down_s,total_samples,nodes,samples_per_s\n"+
+		"J0,5000,1,2,8,5,3000,0 1 2,0 10 20\nJ1,6000,1,2,8,5,3000,0 1 2,0 10 20\n"), 0o644))
+	_, stderr, err := runCLI(t, "sim", "--events", simEvents, "--jobs", late)
+	require.Error(t, err)
+	require.Equal(t, ExitUsage, ExitCode(err), err.Error())
+	want := "--jobs " + late + ": every job arrives at or after the trace's end (first at 5000, the trace spans [100, 300])"
+	require.Contains(t, err.Error(), want)
+	require.Contains(t, stderr, want)
+}

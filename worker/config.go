@@ -6,7 +6,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/gleaner-hpc/gleaner/allocator"
 	"github.com/gleaner-hpc/gleaner/client"
+	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
 // Environment variables of the worker's own settings (Config.LoadEnv); those of
@@ -16,6 +18,12 @@ const (
 	EnvNodeSource = "GLEANER_NODE_SOURCE"
 	// EnvThroughputModel is Config.ThroughputModel's variable.
 	EnvThroughputModel = "GLEANER_THROUGHPUT_MODEL"
+	// The pool settings' variables (Config.Pool).
+	EnvPoolPoll         = "GLEANER_POOL_POLL"
+	EnvAllocatePeriod   = "GLEANER_ALLOCATE_PERIOD"
+	EnvAllocateDebounce = "GLEANER_ALLOCATE_DEBOUNCE"
+	EnvLookahead        = "GLEANER_LOOKAHEAD"
+	EnvFormulation      = "GLEANER_FORMULATION"
 )
 
 // Config is how a worker connects to Temporal and what it runs trials on.
@@ -39,6 +47,59 @@ type Config struct {
 	// (--throughput-model, GLEANER_THROUGHPUT_MODEL; docs/nas.md). Empty:
 	// none.
 	ThroughputModel string
+	// Pool is how the pools this worker starts decide (docs/worker.md,
+	// "Pool settings"); zero fields take workflows' defaults.
+	Pool PoolSettings
+}
+
+// PoolSettings are the pool workflow's timing and the allocator's
+// formulation, for the pools a worker starts (workflows.PoolInput).
+type PoolSettings struct {
+	// Poll is how often the node source is asked which nodes are idle
+	// (--pool-poll, GLEANER_POOL_POLL; default workflows.DefaultPollInterval).
+	Poll time.Duration
+	// AllocatePeriod is the longest time between two allocations
+	// (--allocate-period, GLEANER_ALLOCATE_PERIOD; default
+	// workflows.DefaultAllocatePeriod).
+	AllocatePeriod time.Duration
+	// Debounce is how long after a node or trial event the pool waits for
+	// more before it allocates (--allocate-debounce,
+	// GLEANER_ALLOCATE_DEBOUNCE; default workflows.DefaultDebounce).
+	Debounce time.Duration
+	// Lookahead is the allocator's T_fwd, the horizon over which a
+	// rescale's cost is weighed against its gain (--lookahead,
+	// GLEANER_LOOKAHEAD; default workflows.DefaultLookahead).
+	Lookahead time.Duration
+	// Formulation is the allocator's: compact (default), paper, greedy or
+	// equal (--formulation, GLEANER_FORMULATION; docs/allocator.md).
+	Formulation string
+}
+
+// InteractivePool is the pool settings of an interactive deployment
+// (`gleaner dev`, the benchmarks): nodes polled every second, decisions
+// 200 ms after an event and at least every 10 s.
+var InteractivePool = PoolSettings{Poll: time.Second, Debounce: 200 * time.Millisecond, AllocatePeriod: 10 * time.Second}
+
+// Input is the pool input these settings give (the rest default).
+func (p PoolSettings) Input() workflows.PoolInput {
+	return workflows.PoolInput{PollInterval: p.Poll, AllocatePeriod: p.AllocatePeriod, Debounce: p.Debounce,
+		Lookahead: p.Lookahead, Formulation: p.Formulation}
+}
+
+// poolFields are the pool settings' flags, variables and fields.
+func (c *Config) poolFields() []struct {
+	flag, env string
+	d         *time.Duration
+} {
+	return []struct {
+		flag, env string
+		d         *time.Duration
+	}{
+		{"pool-poll", EnvPoolPoll, &c.Pool.Poll},
+		{"allocate-period", EnvAllocatePeriod, &c.Pool.AllocatePeriod},
+		{"allocate-debounce", EnvAllocateDebounce, &c.Pool.Debounce},
+		{"lookahead", EnvLookahead, &c.Pool.Lookahead},
+	}
 }
 
 // Default values of the worker's own settings; the connection's are
@@ -80,6 +141,19 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	if v := getenv(EnvThroughputModel); v != "" {
 		c.ThroughputModel = v
 	}
+	for _, f := range c.poolFields() {
+		if v := getenv(f.env); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				errs = append(errs, fieldErr(f.flag, f.env, v, "not a duration (30s, 5m)"))
+				continue
+			}
+			*f.d = d
+		}
+	}
+	if v := getenv(EnvFormulation); v != "" {
+		c.Pool.Formulation = v
+	}
 	if v := getenv(EnvNodeSource); v != "" {
 		n, err := ParseNodeSource(v)
 		if err != nil {
@@ -117,6 +191,16 @@ func (c Config) Validate() error {
 	}
 	if c.StopTimeout < 0 {
 		add(fieldErr("stop-timeout", "", c.StopTimeout.String(), "must not be negative"))
+	}
+	for _, f := range c.poolFields() {
+		if *f.d < 0 {
+			add(fieldErr(f.flag, f.env, f.d.String(), "must not be negative"))
+		}
+	}
+	switch allocator.Formulation(c.Pool.Formulation) {
+	case "", allocator.FormulationCompact, allocator.FormulationPaper, allocator.FormulationGreedy, allocator.FormulationEqual:
+	default:
+		add(fieldErr("formulation", EnvFormulation, c.Pool.Formulation, "want compact, paper, greedy or equal"))
 	}
 	return errors.Join(errs...)
 }

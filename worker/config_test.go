@@ -198,3 +198,42 @@ func TestLoadThroughputModel(t *testing.T) {
 		}
 	}
 }
+
+// The pool settings come from the environment, reach the pools' input,
+// and bad values are errors naming the flag and the variable.
+func TestPoolSettings(t *testing.T) {
+	c := worker.DefaultConfig()
+	c.DataDir = t.TempDir()
+	err := c.LoadEnv(env(map[string]string{
+		worker.EnvPoolPoll: "2s", worker.EnvAllocatePeriod: "1m", worker.EnvAllocateDebounce: "300ms",
+		worker.EnvLookahead: "10m", worker.EnvFormulation: "greedy",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := worker.PoolSettings{Poll: 2 * time.Second, AllocatePeriod: time.Minute, Debounce: 300 * time.Millisecond, Lookahead: 10 * time.Minute, Formulation: "greedy"}
+	if c.Pool != want {
+		t.Fatalf("Pool %+v, want %+v", c.Pool, want)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	in := c.Pool.Input()
+	if in.PollInterval != 2*time.Second || in.AllocatePeriod != time.Minute || in.Debounce != 300*time.Millisecond || in.Lookahead != 10*time.Minute || in.Formulation != "greedy" {
+		t.Errorf("Input() = %+v", in)
+	}
+
+	bad := worker.DefaultConfig()
+	err = bad.LoadEnv(env(map[string]string{worker.EnvLookahead: "soon"}))
+	var fe *client.FieldError
+	if !errors.As(err, &fe) || fe.Field != "lookahead" || fe.Env != worker.EnvLookahead {
+		t.Errorf("lookahead soon: %v; want a field error naming --lookahead and %s", err, worker.EnvLookahead)
+	}
+	c.Pool.Formulation, c.Pool.Debounce = "optimal", -time.Second
+	err = c.Validate()
+	for _, want := range []string{"formulation", worker.EnvFormulation, "allocate-debounce", worker.EnvAllocateDebounce} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v; want it to name %s", err, want)
+		}
+	}
+}

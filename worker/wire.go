@@ -24,6 +24,8 @@ type Resources struct {
 	DataDir string
 	// ArchPrior is Config.ThroughputModel's model, nil without one.
 	ArchPrior *nas.ThroughputModel
+	// Pool configures the pools the activities start (Config.Pool).
+	Pool workflows.PoolInput
 }
 
 // NewResources resolves the local host (detecting GPUs unless gpus=none),
@@ -36,7 +38,7 @@ func NewResources(ctx context.Context, cfg Config) (Resources, error) {
 	if cfg.Nodes.Kind == NodeSourceNone || cfg.Nodes.Kind == NodeSourceSlurm {
 		// Agents hold every node (a Slurm source's agents run in its pilot
 		// jobs); trials never run on this worker.
-		return Resources{Nodes: noNodes{}, DataDir: cfg.DataDir, ArchPrior: prior}, nil
+		return Resources{Nodes: noNodes{}, DataDir: cfg.DataDir, ArchPrior: prior, Pool: cfg.Pool.Input()}, nil
 	}
 	host, err := NewLocalHost(ctx, cfg.Nodes)
 	if err != nil {
@@ -50,7 +52,7 @@ func NewResources(ctx context.Context, cfg Config) (Resources, error) {
 	if err != nil {
 		return Resources{}, fmt.Errorf("local launcher: %w", err)
 	}
-	return Resources{Host: host, Nodes: src, Launcher: launcher, DataDir: cfg.DataDir, ArchPrior: prior}, nil
+	return Resources{Host: host, Nodes: src, Launcher: launcher, DataDir: cfg.DataDir, ArchPrior: prior, Pool: cfg.Pool.Input()}, nil
 }
 
 // LoadThroughputModel reads a fitted nas.ThroughputModel from path; nil,
@@ -145,6 +147,7 @@ func components(res Resources) (Components, func(), error) {
 		Launcher: launcher,
 		Default:  res.Nodes,
 		DataDir:  res.DataDir,
+		Pool:     res.Pool,
 	}
 	if res.ArchPrior != nil {
 		acts.ArchPrior = res.ArchPrior

@@ -19,7 +19,6 @@ import (
 	"github.com/gleaner-hpc/gleaner/activities"
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
 	"github.com/gleaner-hpc/gleaner/worker"
-	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
 // ModulePath is the module whose go-mlp example the benchmarks build.
@@ -30,7 +29,7 @@ const TaskQueue = "gleaner-bench"
 
 // FastPool is the pool configuration of the benchmarks: quick polls and
 // decisions, as an interactive deployment would use.
-var FastPool = workflows.PoolInput{PollInterval: time.Second, Debounce: 200 * time.Millisecond, AllocatePeriod: 10 * time.Second}
+var FastPool = worker.InteractivePool
 
 // envOptions configure a benchmark environment.
 type envOptions struct {
@@ -113,12 +112,12 @@ func setup(ctx context.Context, o envOptions) (_ *env, err error) {
 	cfg.DataDir = e.dataDir
 	cfg.Nodes = worker.NodeSourceConfig{Kind: worker.NodeSourceStatic, Static: worker.StaticNodes{Nodes: o.Slots}, NoGPUs: true}
 	cfg.StopTimeout = 5 * time.Second
+	cfg.Pool = FastPool
 	comps, cleanup, err := worker.Build(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("worker.Build: %w", err)
 	}
 	e.cleanup = cleanup
-	comps.ActivityDeps.Pool = FastPool
 	if o.Source != nil {
 		comps.ActivityDeps.Default = o.Source
 	}

@@ -53,10 +53,6 @@ const (
 // devCampaignFiles are tried in order when --campaign is not given.
 var devCampaignFiles = []string{"examples/go-mlp/campaign.yaml", "examples/go-mlp/campaign.json"}
 
-// devPool makes the pools this worker starts see nodes come and go within
-// a second (the defaults poll every 5 s).
-var devPool = workflows.PoolInput{PollInterval: time.Second, Debounce: 200 * time.Millisecond, AllocatePeriod: 10 * time.Second}
-
 type devOptions struct {
 	ip           string
 	port, uiPort int
@@ -257,6 +253,7 @@ func (o *devOptions) run(parent context.Context, nodesGiven bool, stdout, stderr
 	cfg.DataDir = o.dataDir
 	cfg.Nodes = nodes
 	cfg.StopTimeout = o.stopTimeout
+	cfg.Pool = worker.InteractivePool // nodes come and go within a second (the defaults poll every 5 s)
 	cfg.Logger = logger
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("worker configuration:\n%w", err)
@@ -271,7 +268,6 @@ func (o *devOptions) run(parent context.Context, nodesGiven bool, stdout, stderr
 	defer cleanup()
 	gate := newDevTrainerGate()
 	if a := comps.ActivityDeps; a != nil {
-		a.Pool = devPool
 		comps.RunTrial = gate.wrap(a.RunTrial)
 	}
 	w, err := worker.New(srv.Client(), cfg, comps)

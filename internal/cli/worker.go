@@ -79,6 +79,11 @@ Node sources (--nodes):
 	f.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for checkpoints and run directories ["+worker.EnvDataDir+"]")
 	f.Var(&c.Nodes, "nodes", "node source: static:N, replay:FILE,slots=K,factor=F,offset=S, slurm:partition=P,..., or none (agents hold the nodes) ["+worker.EnvNodeSource+"]")
 	f.DurationVar(&c.StopTimeout, "stop-timeout", c.StopTimeout, "how long running activities may finish after SIGINT/SIGTERM")
+	f.DurationVar(&c.Pool.Poll, "pool-poll", c.Pool.Poll, "how often pools ask the node source which nodes are idle (0: 5s) ["+worker.EnvPoolPoll+"]")
+	f.DurationVar(&c.Pool.AllocatePeriod, "allocate-period", c.Pool.AllocatePeriod, "longest time between two allocations of a pool (0: 30s) ["+worker.EnvAllocatePeriod+"]")
+	f.DurationVar(&c.Pool.Debounce, "allocate-debounce", c.Pool.Debounce, "how long a pool waits after an event for more before it allocates (0: 500ms) ["+worker.EnvAllocateDebounce+"]")
+	f.DurationVar(&c.Pool.Lookahead, "lookahead", c.Pool.Lookahead, "the allocator's T_fwd: the horizon a rescale's cost is weighed over (0: 5m) ["+worker.EnvLookahead+"]")
+	f.StringVar(&c.Pool.Formulation, "formulation", c.Pool.Formulation, "the allocator's formulation: compact, paper, greedy or equal (empty: compact) ["+worker.EnvFormulation+"]")
 	f.StringVar(&c.ThroughputModel, "throughput-model", c.ThroughputModel, "fitted throughput model (JSON; docs/nas.md): NAS trials start from their architecture's predicted curve ["+worker.EnvThroughputModel+"]")
 	f.StringVar(&o.logLevel, "log-level", "info", "SDK log level: debug, info, warn or error (to stderr)")
 	return cmd
@@ -101,6 +106,16 @@ func (o *workerOptions) config(flags *pflag.FlagSet) (worker.Config, error) {
 			cfg.StopTimeout = o.cfg.StopTimeout
 		case "throughput-model":
 			cfg.ThroughputModel = o.cfg.ThroughputModel
+		case "pool-poll":
+			cfg.Pool.Poll = o.cfg.Pool.Poll
+		case "allocate-period":
+			cfg.Pool.AllocatePeriod = o.cfg.Pool.AllocatePeriod
+		case "allocate-debounce":
+			cfg.Pool.Debounce = o.cfg.Pool.Debounce
+		case "lookahead":
+			cfg.Pool.Lookahead = o.cfg.Pool.Lookahead
+		case "formulation":
+			cfg.Pool.Formulation = o.cfg.Pool.Formulation
 		}
 	})
 	return cfg, cfg.Validate()

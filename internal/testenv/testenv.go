@@ -15,7 +15,6 @@ import (
 	"github.com/gleaner-hpc/gleaner/hpo"
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
 	"github.com/gleaner-hpc/gleaner/worker"
-	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
 var (
@@ -101,7 +100,7 @@ func MLPSpec(t testing.TB, name string, trials, concurrent, steps, stepMS int, e
 }
 
 // FastPool makes the pools a Worker starts poll and decide quickly.
-var FastPool = workflows.PoolInput{PollInterval: 500 * time.Millisecond, Debounce: 200 * time.Millisecond, AllocatePeriod: 5 * time.Second}
+var FastPool = worker.PoolSettings{Poll: 500 * time.Millisecond, Debounce: 200 * time.Millisecond, AllocatePeriod: 5 * time.Second}
 
 // Worker runs, in the test process, the worker `gleaner worker` would run
 // on srv's taskQueue (worker.Build's components), with four CPU slots
@@ -115,6 +114,7 @@ func Worker(t testing.TB, srv *devserver.Server, taskQueue string, nodes activit
 	cfg.DataDir = filepath.Join(t.TempDir(), "data")
 	cfg.Nodes = worker.NodeSourceConfig{Kind: worker.NodeSourceStatic, Static: worker.StaticNodes{Nodes: 4}, NoGPUs: true}
 	cfg.StopTimeout = 5 * time.Second
+	cfg.Pool = FastPool
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,6 @@ func Worker(t testing.TB, srv *devserver.Server, taskQueue string, nodes activit
 		t.Fatalf("worker.Build: %v", err)
 	}
 	t.Cleanup(cleanup) // runs after the worker's Stop (cleanups are LIFO)
-	comps.ActivityDeps.Pool = FastPool
 	if nodes != nil {
 		comps.ActivityDeps.Default = nodes
 	}

@@ -32,8 +32,13 @@ type Activities struct {
 	TaskQueue string
 	// Pool is the configuration of pools started by RegisterTrial.
 	Pool workflows.PoolInput
-	// Library is the JPA's prior of profiled models (may be nil).
+	// Library is the JPA's prior of profiled models (may be nil): a
+	// worker's --prior-curves.
 	Library []jpa.PriorCurve
+	// Speeds are single-node throughputs per model and node type (a
+	// worker's --gpu-ratios, Gavel's table; may be nil): a trial measured
+	// on one type is predicted on another by their median ratio.
+	Speeds *jpa.TypeSpeeds
 	// ArchPrior predicts a NAS trial's throughput curve from its
 	// architecture (RegisterTrial.Arch) before anything is measured of it
 	// (jpa.Query.Prior; a *nas.ThroughputModel is one), with

@@ -78,7 +78,7 @@ func nodeTypes(in workflows.AllocateInput) []string {
 // advisor is the JPA policy with this worker's library of profiled
 // models.
 func (a *Activities) advisor() jpa.Advisor {
-	return jpa.Advisor{Base: a.Library}
+	return jpa.Advisor{Base: a.Library, Speeds: a.Speeds}
 }
 
 // trialView is what the JPA knows of a registered trial: its profile and

@@ -37,6 +37,10 @@ type Advisor struct {
 	// Base is the library of profiled models (a site's file); validated
 	// by NewLibrary.
 	Base []PriorCurve
+	// Speeds are single-node throughputs of models on node types beyond
+	// Base's (a GPU-ratio table: ParseGavel), for predicting a trial on a
+	// type it was not measured on; nil: Base's alone.
+	Speeds *TypeSpeeds
 	// SiblingsPerGroup caps the library's curves per campaign and node
 	// type (0: DefaultSiblingsPerGroup; negative: no cap).
 	SiblingsPerGroup int
@@ -62,9 +66,13 @@ type TrialView struct {
 	PriorSigma float64
 }
 
-// Library is Base plus the trials' measured curves (Curves).
+// Library is Base plus the trials' measured curves (Curves), with Speeds.
 func (a Advisor) Library(trials []TrialView) (*Library, error) {
-	return NewLibrary(append(slices.Clone(a.Base), a.Curves(trials)...))
+	lib, err := NewLibrary(append(slices.Clone(a.Base), a.Curves(trials)...))
+	if err == nil && a.Speeds != nil {
+		lib.Speeds().Merge(a.Speeds)
+	}
+	return lib, err
 }
 
 // Curves are the trials' measured curves the library keeps: one per

@@ -2,6 +2,7 @@ package jpa
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -45,4 +46,28 @@ func TestAdvisor(t *testing.T) {
 	require.False(t, fromPrior)
 	require.Len(t, c, 4)
 	assert.InDelta(t, 100, c.At(1), 1e-9)
+}
+
+// With a GPU-ratio table, a trial measured on one type is predicted on
+// another (scaled by the models' median ratio); without one it gets the
+// prior there.
+func TestAdvisorSpeedsPredictAcrossTypes(t *testing.T) {
+	tr := TrialView{ID: "a", Group: "c", MinNodes: 1, MaxNodes: 2, Observations: []Observation{
+		{Nodes: 1, NodeType: "k80", Throughput: 100}, {Nodes: 2, NodeType: "k80", Throughput: 190},
+	}}
+	gavel, err := ParseGavel(strings.NewReader("job_type,scale_factor,k80,v100\nA,1,1.0,3.0\nB,1,1.0,3.0\n"))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		speeds    *TypeSpeeds
+		fromPrior bool
+	}{{nil, true}, {gavel, false}} {
+		adv := Advisor{Speeds: tc.speeds}
+		lib, err := adv.Library([]TrialView{tr})
+		require.NoError(t, err)
+		c, fromPrior := adv.Curve(tr, lib, "v100", 1)
+		require.Equal(t, tc.fromPrior, fromPrior)
+		if !fromPrior {
+			assert.InEpsilon(t, 300, c.At(1), 1e-6, "3× the k80's 100 samples/s")
+		}
+	}
 }

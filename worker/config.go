@@ -18,6 +18,10 @@ const (
 	EnvNodeSource = "GLEANER_NODE_SOURCE"
 	// EnvThroughputModel is Config.ThroughputModel's variable.
 	EnvThroughputModel = "GLEANER_THROUGHPUT_MODEL"
+	// EnvPriorCurves and EnvGPURatios are Config.PriorCurves' and
+	// Config.GPURatios' variables.
+	EnvPriorCurves = "GLEANER_PRIOR_CURVES"
+	EnvGPURatios   = "GLEANER_GPU_RATIOS"
 	// The pool settings' variables (Config.Pool).
 	EnvPoolPoll         = "GLEANER_POOL_POLL"
 	EnvAllocatePeriod   = "GLEANER_ALLOCATE_PERIOD"
@@ -47,6 +51,16 @@ type Config struct {
 	// (--throughput-model, GLEANER_THROUGHPUT_MODEL; docs/nas.md). Empty:
 	// none.
 	ThroughputModel string
+	// PriorCurves is a directory of profiled scaling curves (CSV files in
+	// the format of the project's scaling data: docs/jpa.md) that the JPA
+	// borrows shapes from (--prior-curves, GLEANER_PRIOR_CURVES); empty:
+	// none.
+	PriorCurves string
+	// GPURatios is a table of single-GPU throughputs per model and GPU
+	// type in Gavel's format, from which the JPA predicts a trial on a
+	// node type it was not measured on (--gpu-ratios,
+	// GLEANER_GPU_RATIOS); empty: none.
+	GPURatios string
 	// Pool is how the pools this worker starts decide (docs/worker.md,
 	// "Pool settings"); zero fields take workflows' defaults.
 	Pool PoolSettings
@@ -140,6 +154,12 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	}
 	if v := getenv(EnvThroughputModel); v != "" {
 		c.ThroughputModel = v
+	}
+	if v := getenv(EnvPriorCurves); v != "" {
+		c.PriorCurves = v
+	}
+	if v := getenv(EnvGPURatios); v != "" {
+		c.GPURatios = v
 	}
 	for _, f := range c.poolFields() {
 		if v := getenv(f.env); v != "" {

@@ -237,3 +237,44 @@ func TestPoolSettings(t *testing.T) {
 		}
 	}
 }
+
+// A site's profiled curves and GPU-ratio table load into the worker's
+// JPA; a missing or malformed file is an error naming the flag and the
+// variable.
+func TestLoadPriorCurvesAndGPURatios(t *testing.T) {
+	dir := t.TempDir()
+	csv := "nodes,gpus_per_node,local_bsz,step_time_s,samples_per_s\n1,4,32,0.05,2000\n2,4,32,0.055,3600\n4,4,32,0.06,6400\n"
+	if err := os.WriteFile(filepath.Join(dir, "resnet__site.csv"), []byte(csv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lib, err := worker.LoadPriorCurves(dir)
+	if err != nil || len(lib) != 1 || len(lib[0].Points) != 3 {
+		t.Fatalf("LoadPriorCurves: %+v, %v; want one curve of 3 points", lib, err)
+	}
+	gavel := filepath.Join(dir, "gavel.csv")
+	if err := os.WriteFile(gavel, []byte("job_type,scale_factor,k80,v100\nA,1,1.0,4.0\nB,1,2.0,4.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := worker.LoadGPURatios(gavel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _, ok := sp.Ratio("", "k80", "v100"); !ok || r < 2 || r > 4 {
+		t.Errorf("v100/k80 ratio %v, %v; want the models' median, between 2 and 4", r, ok)
+	}
+	for _, tc := range []struct {
+		load      func(string) error
+		path      string
+		field, ev string
+	}{
+		{func(p string) error { _, err := worker.LoadPriorCurves(p); return err }, filepath.Join(dir, "none"), "prior-curves", worker.EnvPriorCurves},
+		{func(p string) error { _, err := worker.LoadGPURatios(p); return err }, filepath.Join(dir, "none.csv"), "gpu-ratios", worker.EnvGPURatios},
+		{func(p string) error { _, err := worker.LoadGPURatios(p); return err }, filepath.Join(dir, "resnet__site.csv"), "gpu-ratios", worker.EnvGPURatios},
+	} {
+		err := tc.load(tc.path)
+		var fe *client.FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field || fe.Env != tc.ev {
+			t.Errorf("%s: %v; want a field error naming --%s and %s", tc.path, err, tc.field, tc.ev)
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/gleaner-hpc/gleaner/activities"
 	"github.com/gleaner-hpc/gleaner/cluster"
+	"github.com/gleaner-hpc/gleaner/internal/dataset"
+	"github.com/gleaner-hpc/gleaner/jpa"
 	"github.com/gleaner-hpc/gleaner/nas"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
@@ -26,6 +28,9 @@ type Resources struct {
 	ArchPrior *nas.ThroughputModel
 	// Pool configures the pools the activities start (Config.Pool).
 	Pool workflows.PoolInput
+	// Library and Speeds are Config.PriorCurves' and Config.GPURatios'.
+	Library []jpa.PriorCurve
+	Speeds  *jpa.TypeSpeeds
 }
 
 // NewResources resolves the local host (detecting GPUs unless gpus=none),
@@ -35,10 +40,20 @@ func NewResources(ctx context.Context, cfg Config) (Resources, error) {
 	if err != nil {
 		return Resources{}, err
 	}
+	lib, err := LoadPriorCurves(cfg.PriorCurves)
+	if err != nil {
+		return Resources{}, err
+	}
+	speeds, err := LoadGPURatios(cfg.GPURatios)
+	if err != nil {
+		return Resources{}, err
+	}
+	jpaRes := Resources{ArchPrior: prior, Pool: cfg.Pool.Input(), Library: lib, Speeds: speeds, DataDir: cfg.DataDir}
 	if cfg.Nodes.Kind == NodeSourceNone || cfg.Nodes.Kind == NodeSourceSlurm {
 		// Agents hold every node (a Slurm source's agents run in its pilot
 		// jobs); trials never run on this worker.
-		return Resources{Nodes: noNodes{}, DataDir: cfg.DataDir, ArchPrior: prior, Pool: cfg.Pool.Input()}, nil
+		jpaRes.Nodes = noNodes{}
+		return jpaRes, nil
 	}
 	host, err := NewLocalHost(ctx, cfg.Nodes)
 	if err != nil {
@@ -52,7 +67,47 @@ func NewResources(ctx context.Context, cfg Config) (Resources, error) {
 	if err != nil {
 		return Resources{}, fmt.Errorf("local launcher: %w", err)
 	}
-	return Resources{Host: host, Nodes: src, Launcher: launcher, DataDir: cfg.DataDir, ArchPrior: prior, Pool: cfg.Pool.Input()}, nil
+	jpaRes.Host, jpaRes.Nodes, jpaRes.Launcher = host, src, launcher
+	return jpaRes, nil
+}
+
+// LoadPriorCurves reads a directory of profiled scaling curves
+// (dataset.LoadScalingDir) as the JPA's library; nil, nil for an empty
+// path. Errors name the flag and its variable.
+func LoadPriorCurves(dir string) ([]jpa.PriorCurve, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	curves, err := dataset.LoadScalingDir(dir)
+	if err != nil {
+		return nil, fieldErr("prior-curves", EnvPriorCurves, dir, "%v", err)
+	}
+	out := make([]jpa.PriorCurve, 0, len(curves))
+	for _, c := range curves {
+		out = append(out, jpa.PriorFromScaling(c))
+	}
+	if _, err := jpa.NewLibrary(out); err != nil {
+		return nil, fieldErr("prior-curves", EnvPriorCurves, dir, "%v", err)
+	}
+	return out, nil
+}
+
+// LoadGPURatios reads a Gavel-format throughput table (jpa.ParseGavel);
+// nil, nil for an empty path. Errors name the flag and its variable.
+func LoadGPURatios(path string) (*jpa.TypeSpeeds, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fieldErr("gpu-ratios", EnvGPURatios, path, "%v", err)
+	}
+	defer f.Close()
+	s, err := jpa.ParseGavel(f)
+	if err != nil {
+		return nil, fieldErr("gpu-ratios", EnvGPURatios, path, "%v", err)
+	}
+	return s, nil
 }
 
 // LoadThroughputModel reads a fitted nas.ThroughputModel from path; nil,
@@ -148,6 +203,8 @@ func components(res Resources) (Components, func(), error) {
 		Default:  res.Nodes,
 		DataDir:  res.DataDir,
 		Pool:     res.Pool,
+		Library:  res.Library,
+		Speeds:   res.Speeds,
 	}
 	if res.ArchPrior != nil {
 		acts.ArchPrior = res.ArchPrior

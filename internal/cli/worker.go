@@ -84,6 +84,8 @@ Node sources (--nodes):
 	f.DurationVar(&c.Pool.Debounce, "allocate-debounce", c.Pool.Debounce, "how long a pool waits after an event for more before it allocates (0: 500ms) ["+worker.EnvAllocateDebounce+"]")
 	f.DurationVar(&c.Pool.Lookahead, "lookahead", c.Pool.Lookahead, "the allocator's T_fwd: the horizon a rescale's cost is weighed over (0: 5m) ["+worker.EnvLookahead+"]")
 	f.StringVar(&c.Pool.Formulation, "formulation", c.Pool.Formulation, "the allocator's formulation: compact, paper, greedy or equal (empty: compact) ["+worker.EnvFormulation+"]")
+	f.StringVar(&c.PriorCurves, "prior-curves", c.PriorCurves, "directory of profiled scaling curves (CSV, the format of the project's scaling data) the JPA borrows shapes from ["+worker.EnvPriorCurves+"]")
+	f.StringVar(&c.GPURatios, "gpu-ratios", c.GPURatios, "single-GPU throughputs per model and GPU type in Gavel's format: predicts trials on node types they were not measured on ["+worker.EnvGPURatios+"]")
 	f.StringVar(&c.ThroughputModel, "throughput-model", c.ThroughputModel, "fitted throughput model (JSON; docs/nas.md): NAS trials start from their architecture's predicted curve ["+worker.EnvThroughputModel+"]")
 	f.StringVar(&o.logLevel, "log-level", "info", "SDK log level: debug, info, warn or error (to stderr)")
 	return cmd
@@ -106,6 +108,10 @@ func (o *workerOptions) config(flags *pflag.FlagSet) (worker.Config, error) {
 			cfg.StopTimeout = o.cfg.StopTimeout
 		case "throughput-model":
 			cfg.ThroughputModel = o.cfg.ThroughputModel
+		case "prior-curves":
+			cfg.PriorCurves = o.cfg.PriorCurves
+		case "gpu-ratios":
+			cfg.GPURatios = o.cfg.GPURatios
 		case "pool-poll":
 			cfg.Pool.Poll = o.cfg.Pool.Poll
 		case "allocate-period":

@@ -18,7 +18,6 @@ import (
 
 	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/cluster"
-	"github.com/gleaner-hpc/gleaner/jpa"
 	"github.com/gleaner-hpc/gleaner/trial"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
@@ -150,7 +149,6 @@ type runner struct {
 
 	tail   *cluster.ReportTailer
 	last   trial.Report // merged: newest samples, step, metrics; checkpoint = resume point
-	prof   *jpa.Profiler
 	sentAt time.Time
 	unsent bool
 	// crossed is the progress of the first report seen at the budget, and
@@ -332,9 +330,6 @@ func (r *runner) follow(ctx context.Context, proc cluster.Process) (workflows.Ru
 		proc.Stop(r.in.Trial.GracePeriod)
 		return workflows.RunTrialResult{}, fmt.Errorf("trial %s: %w", r.in.Trial.TrialID, err)
 	}
-	if r.prof, err = jpa.NewProfiler(nil); err != nil {
-		return workflows.RunTrialResult{}, err
-	}
 	beat := time.NewTicker(r.a.heartbeatInterval())
 	defer beat.Stop()
 	stop := r.stopping(ctx)
@@ -425,18 +420,12 @@ func (r *runner) poll() {
 	if err != nil {
 		r.log.Warn("reading reports", "trial", r.in.Trial.TrialID, "error", err)
 	}
-	now := r.a.now()
 	ledgerDirty := r.ledger.record(reports, r.ckptDir, r.workDir) > 0
 	if len(r.ledger.Checkpoints) > 0 {
 		r.last.Checkpoint = r.ledger.Checkpoints[0].Path
 	}
 	mergeReports(&r.last, reports)
-	for _, rep := range reports {
-		at := now
-		if rep.Time > 0 {
-			at = time.Unix(0, int64(rep.Time*1e9))
-		}
-		r.prof.Ingest(jpa.Report{TrialID: r.in.Trial.TrialID, Nodes: len(r.in.Nodes), NodeType: r.in.NodeType, Samples: rep.Samples, Time: at})
+	if len(reports) > 0 {
 		r.unsent = true
 	}
 	if ledgerDirty {
@@ -451,20 +440,7 @@ func (r *runner) heartbeat(ctx context.Context) {
 	activity.RecordHeartbeat(ctx, r.st)
 }
 
-func (r *runner) throughput() (float64, float64) {
-	if r.prof == nil {
-		return 0, 0 // nothing launched (a finished run's retry)
-	}
-	for _, e := range r.prof.Estimates(r.in.Trial.TrialID) {
-		if e.Nodes == len(r.in.Nodes) {
-			return e.Throughput, e.Spread
-		}
-	}
-	return 0, 0
-}
-
 func (r *runner) progress() workflows.Progress {
-	tp, spread := r.throughput()
 	return workflows.Progress{
 		Run:        r.in.Run,
 		Attempt:    r.attempt,
@@ -475,8 +451,6 @@ func (r *runner) progress() workflows.Progress {
 		Epoch:      r.last.Epoch,
 		Metrics:    r.last.Metrics,
 		Checkpoint: r.last.Checkpoint,
-		Throughput: tp,
-		Spread:     spread,
 		Malformed:  r.malformedCount(),
 		Failures:   r.runLog.Failures,
 

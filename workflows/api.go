@@ -353,9 +353,6 @@ type Progress struct {
 	Epoch      float64            `json:"epoch,omitempty"`
 	Metrics    map[string]float64 `json:"metrics,omitempty"`
 	Checkpoint string             `json:"checkpoint,omitempty"`
-	// Throughput is the run's robust samples/s (0 until past warm-up).
-	Throughput float64 `json:"throughput,omitempty"`
-	Spread     float64 `json:"spread,omitempty"`
 	Malformed  int     `json:"malformed,omitempty"`
 	// Failures counts the trainer's failures in this run so far (a retry
 	// after a lost worker or server is not one).

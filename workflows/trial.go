@@ -41,7 +41,8 @@ const (
 	// other point is dropped, so it spans the whole run at lower density.
 	metricHistoryLen = 256
 	// profileChange is the relative change of a throughput estimate that
-	// is worth telling the pool.
+	// is worth telling the pool. Part of the trial's JPA tuning: see
+	// trialProfiler.
 	profileChange = 0.05
 	// ErrTypeInvalidTrial marks a trial that can never run.
 	ErrTypeInvalidTrial = "InvalidTrial"
@@ -171,8 +172,22 @@ type activeRun struct {
 	queues     []string // the task queue of each host's part (nil: the worker's own)
 }
 
+// trialProfiler is the JPA tuning a trial workflow measures its
+// throughput with (jpa.Profiler runs in workflow code: which estimates it
+// makes decides which profile signals the trial sends, so a different
+// tuning replays a running trial's history differently). It is spelled
+// out here rather than taken from jpa's defaults, so that retuning jpa
+// (the simulator, `gleaner jpa eval`) cannot change running trials. To
+// change it: keep this value, add the new one under a workflow.GetVersion
+// branch in newTrial, and record a history that exercises it
+// (internal/integration/record_test.go); TestReplayRecordedHistories
+// replays the recorded profiled trial, and TestReplayDetectsProfilerTuning
+// shows that history fails to replay under another tuning.
+var trialProfiler = jpa.Config{WarmupIntervals: 2, Window: 20}
+
 func newTrial(ctx workflow.Context, in TrialInput) (*trial, error) {
-	prof, err := jpa.NewProfiler(nil)
+	cfg := trialProfiler
+	prof, err := jpa.NewProfiler(&cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,6 +57,39 @@ func TestRecordHistories(t *testing.T) {
 		"pool.json":     workflows.PoolWorkflowID(spec.Pool),
 	} {
 		writeHistory(t, srv.Client(), id, filepath.Join(dir, name))
+	}
+}
+
+// TestRecordProfiledTrial records one trial that trains long enough on 2
+// and then 1 node for its JPA to estimate its throughput and send the
+// pool profiles (the history TestRecordHistories records ends before
+// that), as workflows/testdata/histories/trial-profiled.json: replaying
+// it checks that the trial's JPA tuning (workflows' trialProfiler) has
+// not changed under running trials. GLEANER_RECORD_HISTORIES=1 only.
+func TestRecordProfiledTrial(t *testing.T) {
+	if os.Getenv("GLEANER_RECORD_HISTORIES") != "1" {
+		t.Skip("set GLEANER_RECORD_HISTORIES=1 to record workflows/testdata/histories")
+	}
+	srv := startServer(t, devserver.Options{})
+	nodes := newNodeSet(2)
+	testenv.Worker(t, srv, "record-profiled", nodes)
+	spec := testenv.MLPSpec(t, "profiled", 1, 1, 1200, 20)
+	spec.Resources.MaxNodes = 2
+	run := startCampaign(t, srv.Client(), "record-profiled", spec)
+	trial := workflows.TrialWorkflowID(run.GetID(), 1)
+	waitTrial(t, srv.Client(), trial, time.Minute, "the trial to train 500 steps on 2 nodes", func(s workflows.TrialStatus) bool {
+		return s.State == workflows.TrialRunning && s.Step >= 500
+	})
+	nodes.set(1)
+	campaignResult(t, run, 3*time.Minute)
+	path := filepath.Join("..", "..", "workflows", "testdata", "histories", "trial-profiled.json")
+	writeHistory(t, srv.Client(), trial, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), workflows.SignalProfile); n < 2 {
+		t.Errorf("the recorded trial sent %d profile signals; want some on each count", n)
 	}
 }
 

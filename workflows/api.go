@@ -353,7 +353,7 @@ type Progress struct {
 	Epoch      float64            `json:"epoch,omitempty"`
 	Metrics    map[string]float64 `json:"metrics,omitempty"`
 	Checkpoint string             `json:"checkpoint,omitempty"`
-	Malformed  int     `json:"malformed,omitempty"`
+	Malformed  int                `json:"malformed,omitempty"`
 	// Failures counts the trainer's failures in this run so far (a retry
 	// after a lost worker or server is not one).
 	Failures int `json:"failures,omitempty"`

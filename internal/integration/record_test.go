@@ -27,12 +27,7 @@ import (
 // GLEANER_RECORD_HISTORIES=1 (after an intended, versioned change to the
 // workflows).
 func TestRecordHistories(t *testing.T) {
-	if os.Getenv("GLEANER_RECORD_HISTORIES") != "1" {
-		t.Skip("set GLEANER_RECORD_HISTORIES=1 to record workflows/testdata/histories")
-	}
-	srv := startServer(t, devserver.Options{})
-	nodes := newNodeSet(2)
-	testenv.Worker(t, srv, "record", nodes)
+	srv, nodes := startRecording(t, "record")
 	spec := testenv.MLPSpec(t, "recorded", 3, 2, 300, 20)
 	spec.Resources.MaxNodes = 4
 	run := startCampaign(t, srv.Client(), "record", spec)
@@ -67,12 +62,7 @@ func TestRecordHistories(t *testing.T) {
 // it checks that the trial's JPA tuning (workflows' trialProfiler) has
 // not changed under running trials. GLEANER_RECORD_HISTORIES=1 only.
 func TestRecordProfiledTrial(t *testing.T) {
-	if os.Getenv("GLEANER_RECORD_HISTORIES") != "1" {
-		t.Skip("set GLEANER_RECORD_HISTORIES=1 to record workflows/testdata/histories")
-	}
-	srv := startServer(t, devserver.Options{})
-	nodes := newNodeSet(2)
-	testenv.Worker(t, srv, "record-profiled", nodes)
+	srv, nodes := startRecording(t, "record-profiled")
 	spec := testenv.MLPSpec(t, "profiled", 1, 1, 1200, 20)
 	spec.Resources.MaxNodes = 2
 	run := startCampaign(t, srv.Client(), "record-profiled", spec)
@@ -91,6 +81,19 @@ func TestRecordProfiledTrial(t *testing.T) {
 	if n := strings.Count(string(b), workflows.SignalProfile); n < 2 {
 		t.Errorf("the recorded trial sent %d profile signals; want some on each count", n)
 	}
+}
+
+// startRecording skips unless GLEANER_RECORD_HISTORIES=1, else starts a
+// dev server and a worker on queue with two nodes that the test sets.
+func startRecording(t *testing.T, queue string) (*devserver.Server, *nodeSet) {
+	t.Helper()
+	if os.Getenv("GLEANER_RECORD_HISTORIES") != "1" {
+		t.Skip("set GLEANER_RECORD_HISTORIES=1 to record workflows/testdata/histories")
+	}
+	srv := startServer(t, devserver.Options{})
+	nodes := newNodeSet(2)
+	testenv.Worker(t, srv, queue, nodes)
+	return srv, nodes
 }
 
 func writeHistory(t *testing.T, c client.Client, wfID, path string) {

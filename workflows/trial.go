@@ -147,7 +147,7 @@ type trial struct {
 	atZero bool
 
 	profiler    *jpa.Profiler
-	sent        map[int]float64 // throughput last sent to the pool, per count
+	sent        map[profileKey]float64 // throughput last sent to the pool, per count and node type
 	sentUp      float64
 	sentDown    float64
 	reportDirty bool
@@ -198,7 +198,7 @@ func newTrial(ctx workflow.Context, in TrialInput) (*trial, error) {
 		failures: map[int]int{},
 		atZero:   true,
 		profiler: prof,
-		sent:     map[int]float64{},
+		sent:     map[profileKey]float64{},
 		wake:     workflow.NewBufferedChannel(ctx, 1),
 	}
 	if in.State != nil {
@@ -618,20 +618,31 @@ func appendBounded(h []MetricPoint, p MetricPoint) []MetricPoint {
 	return append(h, p)
 }
 
-// sendProfile tells the pool what the trial measured at n nodes when the
-// estimate is new or moved by more than profileChange.
+// profileKey is a count and node type a profile was sent for: the pool
+// keeps one per both.
+type profileKey struct {
+	nodes    int
+	nodeType string
+}
+
+// sendProfile tells the pool what the trial measured at n nodes of its
+// node type when the estimate is new or moved by more than profileChange.
 func (t *trial) sendProfile(ctx workflow.Context, n int) {
 	est, found := t.profiler.Estimate(t.wfID, n, t.assignedType)
 	up, down := t.profiler.RescaleCosts(t.wfID)
 	if !found || est.Throughput <= 0 {
 		return
 	}
-	old, had := t.sent[n]
+	key := profileKey{n, t.assignedType}
+	if workflow.GetVersion(ctx, "profile-sent-per-type", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		key.nodeType = "" // as recorded before: by count alone
+	}
+	old, had := t.sent[key]
 	costsMoved := up.Seconds != t.sentUp || down.Seconds != t.sentDown
 	if had && math.Abs(est.Throughput-old) <= profileChange*old && !costsMoved {
 		return
 	}
-	t.sent[n], t.sentUp, t.sentDown = est.Throughput, up.Seconds, down.Seconds
+	t.sent[key], t.sentUp, t.sentDown = est.Throughput, up.Seconds, down.Seconds
 	t.out.send(ctx, PoolWorkflowID(t.in.Pool), SignalProfile, ProfileReport{
 		TrialID:         t.wfID,
 		Nodes:           n,

@@ -65,6 +65,7 @@ type trialEnv struct {
 	registers int
 	lastReg   RegisterTrial
 	poolSigs  []string
+	profiles  []ProfileReport
 	reports   []TrialReport
 }
 
@@ -81,10 +82,13 @@ func newTrialEnv(t *testing.T, behaviour func(RunTrialInput, int) (RunTrialResul
 		return nil
 	}, activity.RegisterOptions{Name: RegisterTrialActivityName})
 	e.OnSignalExternalWorkflow(mock.Anything, PoolWorkflowID("p"), "", mock.Anything, mock.Anything).Return(
-		func(_, _, _, name string, _ interface{}) error {
+		func(_, _, _, name string, arg interface{}) error {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			e.poolSigs = append(e.poolSigs, name)
+			if p, ok := arg.(ProfileReport); ok {
+				e.profiles = append(e.profiles, p)
+			}
 			return nil
 		})
 	e.OnSignalExternalWorkflow(mock.Anything, "campaign-wf", "", SignalTrialReport, mock.Anything).Return(
@@ -180,6 +184,38 @@ func TestTrialRegistersItsArchitecture(t *testing.T) {
 	}
 	require.Equal(t, "net", archParam(hpo.Space{{Name: "lr", Type: hpo.ParamFloat}, {Name: "net", Type: hpo.ParamArch}}))
 	require.Empty(t, archParam(hpo.Space{{Name: "lr", Type: hpo.ParamFloat}}))
+}
+
+// A trial moved to another node type at the same count tells the pool
+// what it measures there, even when the rate is within profileChange of
+// the other type's: the pool keeps a profile per count and type. (The
+// sent estimates were keyed by count alone, so the pool never learnt the
+// second type.)
+func TestTrialSendsProfilePerNodeType(t *testing.T) {
+	e := newTrialEnv(t, func(RunTrialInput, int) (RunTrialResult, error, bool) { return RunTrialResult{}, nil, true })
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	progress := func(run int, from time.Duration) {
+		for i := 0; i < 8; i++ {
+			i := i
+			e.RegisterDelayedCallback(func() {
+				e.SignalWorkflow(SignalProgress, Progress{Run: run, Attempt: 1, Nodes: 1, Samples: float64(1000*run + 200*i),
+					Time: base.Add(from + time.Duration(i)*time.Second)})
+			}, from+time.Duration(i+1)*100*time.Millisecond)
+		}
+	}
+	e.RegisterDelayedCallback(func() { e.SignalWorkflow(SignalAssignment, Assignment{Epoch: 1, Nodes: []string{"k1"}, NodeType: "k80"}) }, time.Second)
+	progress(1, time.Second)
+	e.RegisterDelayedCallback(func() { e.SignalWorkflow(SignalAssignment, Assignment{Epoch: 2, Nodes: []string{"v1"}, NodeType: "v100"}) }, 3*time.Second)
+	progress(2, 5*time.Second)
+	e.RegisterDelayedCallback(func() { e.SignalWorkflow(SignalControl, Control{Action: ControlStop}) }, 8*time.Second)
+	e.ExecuteWorkflow(TrialWorkflowName, trialInput())
+	require.Equal(t, TrialStopped, e.result(t).State)
+	types := map[string]bool{}
+	for _, p := range e.profiles {
+		require.Equal(t, 1, p.Nodes)
+		types[p.NodeType] = true
+	}
+	require.Equal(t, map[string]bool{"k80": true, "v100": true}, types, "profiles sent: %+v", e.profiles)
 }
 
 // A trial waits at 0 nodes until it has at least MinNodes.

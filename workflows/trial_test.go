@@ -203,9 +203,13 @@ func TestTrialSendsProfilePerNodeType(t *testing.T) {
 			}, from+time.Duration(i+1)*100*time.Millisecond)
 		}
 	}
-	e.RegisterDelayedCallback(func() { e.SignalWorkflow(SignalAssignment, Assignment{Epoch: 1, Nodes: []string{"k1"}, NodeType: "k80"}) }, time.Second)
+	e.RegisterDelayedCallback(func() {
+		e.SignalWorkflow(SignalAssignment, Assignment{Epoch: 1, Nodes: []string{"k1"}, NodeType: "k80"})
+	}, time.Second)
 	progress(1, time.Second)
-	e.RegisterDelayedCallback(func() { e.SignalWorkflow(SignalAssignment, Assignment{Epoch: 2, Nodes: []string{"v1"}, NodeType: "v100"}) }, 3*time.Second)
+	e.RegisterDelayedCallback(func() {
+		e.SignalWorkflow(SignalAssignment, Assignment{Epoch: 2, Nodes: []string{"v1"}, NodeType: "v100"})
+	}, 3*time.Second)
 	progress(2, 5*time.Second)
 	e.RegisterDelayedCallback(func() { e.SignalWorkflow(SignalControl, Control{Action: ControlStop}) }, 8*time.Second)
 	e.ExecuteWorkflow(TrialWorkflowName, trialInput())

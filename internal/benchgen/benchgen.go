@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/gleaner-hpc/gleaner/allocator"
@@ -31,6 +32,12 @@ type Config struct {
 	// nodes were g times smaller), its bounds scaled alike and throughput
 	// interpolated in between. Negative: no stretching (g = 1).
 	Scarcity float64
+	// Types is the number of node types (0 or 1: one, untyped). With K ≥ 2
+	// the types are the first K clusters of Curves (sorted by name), node
+	// i is of type i mod K, and a trial has a curve on every type: its
+	// application's curve measured on that cluster, at the local batch
+	// nearest its own, so per-type throughputs and scaling are real.
+	Types int
 }
 
 // Demand returns Σ_j max_j / |N| of a problem: above 1, trials compete.
@@ -65,30 +72,54 @@ func Problem(cfg Config, seed uint64) (*allocator.Problem, error) {
 	if lookahead <= 0 {
 		lookahead = 5 * time.Minute
 	}
+	types, err := nodeTypes(curves, cfg.Types)
+	if err != nil {
+		return nil, err
+	}
 	rng := rand.New(rand.NewPCG(seed, uint64(cfg.Trials)<<32|uint64(cfg.Nodes)))
 	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	p := &allocator.Problem{Lookahead: lookahead, Objective: allocator.ObjectiveThroughput}
 	p.Nodes = make([]allocator.Node, cfg.Nodes)
 	for i := range p.Nodes {
 		n := allocator.Node{ID: fmt.Sprintf("n%05d", i)}
+		if len(types) > 0 {
+			n.Type = types[i%len(types)]
+		}
 		if rng.Float64() >= 0.2 {
 			n.IdleUntil = epoch.Add(time.Duration(rng.IntN(3600)) * time.Second)
 		}
 		p.Nodes[i] = n
 	}
 	free := rng.Perm(cfg.Nodes)
+	freeByType := make([][]int, len(types)) // free, split by type, same order
+	for _, i := range free {
+		if len(types) > 0 {
+			freeByType[i%len(types)] = append(freeByType[i%len(types)], i)
+		}
+	}
 	p.Trials = make([]allocator.Trial, cfg.Trials)
-	drawn := make([]dataset.ScalingCurve, cfg.Trials)
+	drawn := make([][]dataset.ScalingCurve, cfg.Trials) // one per type (one if untyped)
 	sumMax := 0
 	for j := range p.Trials {
 		c := curves[rng.IntN(len(curves))]
+		drawn[j] = []dataset.ScalingCurve{c}
 		top := c.MaxNodes()
+		if len(types) > 0 {
+			drawn[j] = drawn[j][:0]
+			for _, typ := range types {
+				ct, ok := sibling(curves, c, typ)
+				if !ok {
+					return nil, fmt.Errorf("benchgen: %s has no curve on cluster %s", c.App, typ)
+				}
+				drawn[j] = append(drawn[j], ct)
+				top = min(top, ct.MaxNodes())
+			}
+		}
 		lo := 1
 		if rng.IntN(2) == 0 {
 			lo = 1 + rng.IntN(top)
 		}
 		hi := lo + rng.IntN(top-lo+1)
-		drawn[j] = c
 		sumMax += hi
 		p.Trials[j] = allocator.Trial{
 			ID:              fmt.Sprintf("t%04d", j),
@@ -102,23 +133,72 @@ func Problem(cfg Config, seed uint64) (*allocator.Problem, error) {
 	for j := range p.Trials {
 		t := p.Trials[j]
 		t.MinNodes, t.MaxNodes = g*t.MinNodes, g*t.MaxNodes
-		t.Curve = toCurve(drawn[j], g)
+		if len(types) == 0 {
+			t.Curve = toCurve(drawn[j][0], g)
+		} else {
+			t.CurvesByType = make(map[string]allocator.Curve, len(types))
+			for k, typ := range types {
+				t.CurvesByType[typ] = toCurve(drawn[j][k], g)
+			}
+		}
 		lo, hi := t.MinNodes, t.MaxNodes
 		if rng.Float64() < running {
 			k := lo + rng.IntN(hi-lo+1)
-			for ; k > 0 && len(free) > 0; k-- {
+			pool := &free // a running trial holds nodes of one type
+			if len(types) > 0 {
+				pool = &freeByType[rng.IntN(len(types))]
+			}
+			for ; k > 0 && len(*pool) > 0; k-- {
 				if rng.Float64() < departed {
 					t.Nodes = append(t.Nodes, fmt.Sprintf("gone-%d-%d", j, k))
 					continue
 				}
-				t.Nodes = append(t.Nodes, p.Nodes[free[0]].ID)
-				free = free[1:]
+				t.Nodes = append(t.Nodes, p.Nodes[(*pool)[0]].ID)
+				*pool = (*pool)[1:]
 			}
 		}
 		p.Trials[j] = t
 	}
 	return p, nil
 }
+
+// nodeTypes are the first k clusters of curves, sorted (nil for k ≤ 1).
+func nodeTypes(curves []dataset.ScalingCurve, k int) ([]string, error) {
+	if k <= 1 {
+		return nil, nil
+	}
+	seen := map[string]bool{}
+	var all []string
+	for _, c := range curves {
+		if !seen[c.Cluster] {
+			seen[c.Cluster] = true
+			all = append(all, c.Cluster)
+		}
+	}
+	slices.Sort(all)
+	if k > len(all) {
+		return nil, fmt.Errorf("benchgen: %d node types asked, the curves cover %d clusters (%v)", k, len(all), all)
+	}
+	return all[:k], nil
+}
+
+// sibling is c's application measured on cluster, at the local batch
+// nearest c's (the smaller on ties).
+func sibling(curves []dataset.ScalingCurve, c dataset.ScalingCurve, cluster string) (dataset.ScalingCurve, bool) {
+	best, found := dataset.ScalingCurve{}, false
+	for _, o := range curves {
+		if o.App != c.App || o.Cluster != cluster {
+			continue
+		}
+		d, bd := abs(o.LocalBatch-c.LocalBatch), abs(best.LocalBatch-c.LocalBatch)
+		if !found || d < bd || (d == bd && o.LocalBatch < best.LocalBatch) {
+			best, found = o, true
+		}
+	}
+	return best, found
+}
+
+func abs(x int) int { return max(x, -x) }
 
 func usable(curves []dataset.ScalingCurve) []dataset.ScalingCurve {
 	var out []dataset.ScalingCurve

@@ -26,6 +26,7 @@ type benchAllocatorOptions struct {
 	timeLimit                   time.Duration
 	paperMaxBinaries            int
 	scarcity                    float64
+	types                       int
 	dataDir                     string
 	json                        bool
 }
@@ -34,6 +35,7 @@ type benchAllocatorOptions struct {
 type benchRow struct {
 	Trials      int     `json:"trials"`
 	Nodes       int     `json:"nodes"`
+	Types       int     `json:"types,omitempty"`
 	Formulation string  `json:"formulation"`
 	SolveMsP50  float64 `json:"solve_ms_p50"`
 	SolveMsP95  float64 `json:"solve_ms_p95"`
@@ -70,6 +72,7 @@ is skipped (status "skipped") above --paper-max-binaries.`,
 	f.IntVar(&o.instances, "instances", 11, "instances per size")
 	f.DurationVar(&o.timeLimit, "time-limit", 10*time.Second, "MILP time limit per solve")
 	f.IntVar(&o.paperMaxBinaries, "paper-max-binaries", 300_000, "skip the paper formulation above trials×nodes binaries")
+	f.IntVar(&o.types, "types", 1, "node types: K ≥ 2 makes the first K clusters of DATA/scaling node types (node i of type i mod K), each trial with its application's curve measured on each")
 	f.Float64Var(&o.scarcity, "scarcity", 2, "target Σ max_nodes / idle nodes: real curves are stretched so trials compete (negative: unstretched)")
 	f.StringVar(&o.dataDir, "data", "", "reference data directory holding scaling/ (default: ../shared/data found from the working directory)")
 	f.BoolVar(&o.json, "json", false, "print one JSON array of rows")
@@ -94,6 +97,9 @@ func (o *benchAllocatorOptions) run(stdout, stderr io.Writer) error {
 	}
 	if o.timeLimit <= 0 {
 		return fmt.Errorf("--time-limit: %v must be positive", o.timeLimit)
+	}
+	if o.types < 1 {
+		return fmt.Errorf("--types: %d must be at least 1", o.types)
 	}
 	curves, err := loadScaling(o.dataDir)
 	if err != nil {
@@ -122,7 +128,7 @@ func (o *benchAllocatorOptions) run(stdout, stderr io.Writer) error {
 // Sizes that take long (the paper MILP) report every instance on stderr.
 func (o *benchAllocatorOptions) benchSize(curves []dataset.ScalingCurve, nt, nn int, forms []allocator.Formulation, progress io.Writer) ([]benchRow, error) {
 	start := time.Now()
-	cfg := benchgen.Config{Trials: nt, Nodes: nn, Curves: curves, Scarcity: o.scarcity}
+	cfg := benchgen.Config{Trials: nt, Nodes: nn, Curves: curves, Scarcity: o.scarcity, Types: o.types}
 	demand := 0.0
 	times := make([][]float64, len(forms))
 	objs := make([][]float64, len(forms))
@@ -152,6 +158,9 @@ func (o *benchAllocatorOptions) benchSize(curves []dataset.ScalingCurve, nt, nn 
 	rows := make([]benchRow, len(forms))
 	for fi, f := range forms {
 		row := benchRow{Trials: nt, Nodes: nn, Formulation: string(f), Demand: demand, Status: string(status[fi])}
+		if o.types > 1 {
+			row.Types = o.types
+		}
 		if len(times[fi]) == 0 {
 			row.Status = "skipped"
 			rows[fi] = row

@@ -2,6 +2,7 @@ package gleaner
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -100,6 +101,12 @@ type Resources struct {
 	MaxNodes int `json:"max_nodes,omitempty"` // default MinNodes
 	// NodeType restricts trials to one node type (default: any).
 	NodeType string `json:"node_type,omitempty"`
+	// Weight is the campaign's share of a contested pool against the
+	// other campaigns in it: the allocator maximises Σ weight × speedup,
+	// so a node goes to a trial of a weight-2 campaign unless it would
+	// add less than half as much speedup anywhere else (default 1;
+	// docs/campaign-spec.md).
+	Weight float64 `json:"weight,omitempty"`
 }
 
 // TrialPolicy sets how trials are run and stopped.
@@ -210,6 +217,8 @@ func (s CampaignSpec) Validate() error {
 		return fmt.Errorf("resources.min_nodes: %d must be at least 1", s.Resources.MinNodes)
 	case s.Resources.MaxNodes < s.Resources.MinNodes:
 		return fmt.Errorf("resources: min_nodes %d > max_nodes %d", s.Resources.MinNodes, s.Resources.MaxNodes)
+	case s.Resources.Weight < 0 || math.IsNaN(s.Resources.Weight) || math.IsInf(s.Resources.Weight, 0):
+		return fmt.Errorf("resources.weight: %v must be a finite number ≥ 0 (0: the default, 1)", s.Resources.Weight)
 	case s.Trial.GracePeriod < 0:
 		return fmt.Errorf("trial.grace_period: %v must not be negative", s.Trial.GracePeriod.Std())
 	case s.Trial.MaxRestarts < 0:

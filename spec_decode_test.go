@@ -3,6 +3,7 @@ package gleaner_test
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -393,4 +394,24 @@ func TestGridOverAnArchitectureIsInvalid(t *testing.T) {
 		t.Fatalf("grid over an architecture: %v", err)
 	}
 	t.Log(err)
+}
+
+// resources.weight is decoded and validated: finite and not negative.
+func TestResourcesWeight(t *testing.T) {
+	spec, err := gleaner.DecodeSpec([]byte("name: w\ncommand: [t]\nobjective: {metric: m}\nbudget: {max_trials: 2}\nresources: {weight: 2.5}\n"), gleaner.FormatYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Resources.Weight != 2.5 {
+		t.Fatalf("weight %v, want 2.5", spec.Resources.Weight)
+	}
+	if err := spec.WithDefaults().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []float64{-1, math.Inf(1), math.NaN()} {
+		spec.Resources.Weight = w
+		if err := spec.WithDefaults().Validate(); err == nil || !strings.Contains(err.Error(), "resources.weight") {
+			t.Errorf("weight %v: %v, want an error naming resources.weight", w, err)
+		}
+	}
 }

@@ -107,6 +107,7 @@ func problemTrial(t workflows.PoolTrial, v jpa.TrialView, adv jpa.Advisor, lib *
 		MaxNodes:        reg.MaxNodes,
 		RescaleUpCost:   reg.RescaleUpCost.Seconds(),
 		RescaleDownCost: reg.RescaleDownCost.Seconds(),
+		Weight:          reg.Weight,
 	}
 	if t.RescaleUpCost > 0 {
 		tr.RescaleUpCost = t.RescaleUpCost

@@ -94,3 +94,29 @@ func TestAllocateStartsNASTrialsFromTheirArchitecture(t *testing.T) {
 	require.Equal(t, 4, s+l)
 	require.GreaterOrEqual(t, s, 1, "an architecture the model cannot price is still scheduled")
 }
+
+// Two campaigns share a pool: with equal weights their trials (the same
+// measured curve) split the nodes evenly; a campaign of weight 3 gets
+// the nodes where 3× its speedup gain beats the other's.
+func TestAllocateHonoursCampaignWeights(t *testing.T) {
+	nodes := []cluster.Node{{ID: "n1"}, {ID: "n2"}, {ID: "n3"}, {ID: "n4"}}
+	trial := func(id, campaign string, weight float64) workflows.PoolTrial {
+		pt := poolTrial(id)
+		pt.Registration.CampaignID, pt.Registration.Weight = campaign, weight
+		for n, x := range []float64{100, 170, 220, 250} {
+			pt.Profile = append(pt.Profile, workflows.ProfilePoint{Nodes: n + 1, Throughput: x})
+		}
+		return pt
+	}
+	counts := func(wHeavy float64) (int, int) {
+		t.Helper()
+		res, err := (&Activities{}).Allocate(context.Background(), workflows.AllocateInput{Pool: "p", Nodes: nodes,
+			Trials: []workflows.PoolTrial{trial("heavy", "a", wHeavy), trial("light", "b", 0)}})
+		require.NoError(t, err)
+		return len(res.Assignments[0].Nodes), len(res.Assignments[1].Nodes)
+	}
+	h, l := counts(0)
+	require.Equal(t, [2]int{2, 2}, [2]int{h, l}, "equal weights")
+	h, l = counts(3)
+	require.Equal(t, [2]int{3, 1}, [2]int{h, l}, "weight 3 against 1: 3·(2.2−1.7) > 1.7−1")
+}

@@ -143,7 +143,11 @@ func (in *instance) weight(t *Trial, c Curve) float64 {
 		if perNode <= 0 {
 			return 0
 		}
-		return 1 / perNode
+		w := t.Weight
+		if w == 0 {
+			w = 1
+		}
+		return w / perNode
 	default:
 		return 1
 	}

@@ -52,7 +52,8 @@ type Trial struct {
 	// the trial grows or shrinks (including being preempted to 0).
 	RescaleUpCost   float64 `json:"rescale_up_s"`
 	RescaleDownCost float64 `json:"rescale_down_s"`
-	// Weight scales the trial's value under ObjectiveWeighted; 0 means 1.
+	// Weight scales the trial's value under ObjectiveWeighted and
+	// ObjectiveEfficiency (its campaign's share of the pool); 0 means 1.
 	Weight float64 `json:"weight,omitempty"`
 }
 
@@ -65,7 +66,8 @@ const (
 	// ObjectiveEfficiency maximises total speedup: each trial's throughput
 	// is divided by its per-node throughput at MinNodes, so the objective
 	// counts node-equivalents of useful work and trials of very different
-	// speeds compete on scaling efficiency, not raw samples/s.
+	// speeds compete on scaling efficiency, not raw samples/s; each also
+	// multiplied by the trial's Weight.
 	ObjectiveEfficiency Objective = "efficiency"
 	// ObjectiveWeighted maximises Σ Weight_j × throughput_j.
 	ObjectiveWeighted Objective = "weighted"

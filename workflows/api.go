@@ -158,6 +158,9 @@ type TrialInput struct {
 	BudgetUnit string  `json:",omitempty"`
 	// Stage labels the trial for people (a rung, a generation).
 	Stage string `json:",omitempty"`
+	// Weight is the campaign's share of the pool (resources.weight; 0:
+	// 1), told to the pool at registration.
+	Weight float64 `json:",omitempty"`
 	// ArchParam names the architecture parameter of Params (a NAS
 	// campaign's; "" for none): the pool learns the architecture
 	// (RegisterTrial.Arch).

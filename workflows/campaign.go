@@ -398,7 +398,7 @@ func (c *campaign) startTrial(ctx workflow.Context, pt PendingTrial) {
 		MinNodes: s.Resources.MinNodes, MaxNodes: s.Resources.MaxNodes, NodeType: s.Resources.NodeType,
 		ObjectiveMetric: s.Objective.Metric, GracePeriod: s.Trial.GracePeriod.Std(), MaxRestarts: s.Trial.MaxRestarts,
 		RescaleUpCost: s.Trial.RescaleUpCost.Std(), RescaleDownCost: s.Trial.RescaleDownCost.Std(),
-		Budget: cr.Budget, Stage: cr.Stage, From: cr.From, ArchParam: archParam(s.Space),
+		Budget: cr.Budget, Stage: cr.Stage, From: cr.From, ArchParam: archParam(s.Space), Weight: s.Resources.Weight,
 	}
 	if cr.Budget > 0 {
 		input.BudgetUnit = s.Search.BudgetUnit

@@ -282,6 +282,7 @@ func (t *trial) register(ctx workflow.Context) error {
 		RescaleDownCost: t.in.RescaleDownCost,
 		GracePeriod:     t.in.GracePeriod,
 		Arch:            t.in.Arch(),
+		Weight:          t.in.Weight,
 	}
 	err := workflow.ExecuteActivity(actx, RegisterTrialActivityName, RegisterTrialInput{Pool: t.in.Pool, Registration: reg}).Get(ctx, nil)
 	if err != nil {

@@ -119,7 +119,7 @@ func writePoolStatus(w io.Writer, s workflows.PoolStatus) {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TRIAL\tCAMPAIGN\tNODES\tRANGE\tTYPE\tREASON\tASSIGNED")
+	fmt.Fprintln(tw, "TRIAL\tCAMPAIGN\tWEIGHT\tNODES\tRANGE\tTYPE\tREASON\tASSIGNED")
 	for _, t := range s.Trials {
 		r := t.Registration
 		reason := t.Reason
@@ -130,8 +130,12 @@ func writePoolStatus(w io.Writer, s workflows.PoolStatus) {
 		if typ == "" {
 			typ = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d-%d\t%s\t%s\t%s\n",
-			r.TrialID, r.CampaignID, len(t.Nodes), r.MinNodes, r.MaxNodes, typ, reason, compactList(t.Nodes, 6))
+		weight := r.Weight
+		if weight == 0 {
+			weight = 1
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%g\t%d\t%d-%d\t%s\t%s\t%s\n",
+			r.TrialID, r.CampaignID, weight, len(t.Nodes), r.MinNodes, r.MaxNodes, typ, reason, compactList(t.Nodes, 6))
 	}
 	_ = tw.Flush()
 }

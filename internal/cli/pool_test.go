@@ -17,7 +17,7 @@ func TestWritePoolStatus(t *testing.T) {
 		Nodes: []cluster.Node{{ID: "g1", Type: "gpu"}, {ID: "g2", Type: "gpu"}, {ID: "c1", Type: "cpu"}},
 		Trials: []workflows.PoolTrial{
 			{Registration: workflows.RegisterTrial{TrialID: "wf-1", CampaignID: "c", MinNodes: 1, MaxNodes: 2}, Nodes: []string{"g1", "g2"}, NodeType: "gpu"},
-			{Registration: workflows.RegisterTrial{TrialID: "wf-2", CampaignID: "c", MinNodes: 2, MaxNodes: 4}, Reason: "no-capacity"},
+			{Registration: workflows.RegisterTrial{TrialID: "wf-2", CampaignID: "d", MinNodes: 2, MaxNodes: 4, Weight: 2.5}, Reason: "no-capacity"},
 		},
 		Solves: 3, Epoch: 5,
 		Last: workflows.SolveSummary{At: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Formulation: "compact", Status: "optimal",
@@ -32,8 +32,8 @@ func TestWritePoolStatus(t *testing.T) {
 	require.Contains(t, out, "compact optimal in 1.2 ms")
 	require.Contains(t, out, "2/3 nodes used, 2 trials, 1 changed (3 solves, epoch 5)")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Equal(t, []string{"wf-1", "c", "2", "1-2", "gpu", "-", "g1,g2"}, strings.Fields(lines[len(lines)-2]))
-	require.Equal(t, []string{"wf-2", "c", "0", "2-4", "-", "no-capacity", "-"}, strings.Fields(lines[len(lines)-1]))
+	require.Equal(t, []string{"wf-1", "c", "1", "2", "1-2", "gpu", "-", "g1,g2"}, strings.Fields(lines[len(lines)-2]))
+	require.Equal(t, []string{"wf-2", "d", "2.5", "0", "2-4", "-", "no-capacity", "-"}, strings.Fields(lines[len(lines)-1]), "the campaign's weight")
 
 	b.Reset()
 	writePoolStatus(&b, workflows.PoolStatus{Name: "empty"})

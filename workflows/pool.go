@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -645,13 +646,14 @@ func (p *pool) details(now time.Time) string {
 	l := p.st.Last
 	fmt.Fprintf(&b, "**Pool %s** — %d idle nodes (%d agents), %d trials; last solve: %s %s in %.1f ms, %d nodes used, %d trials changed\n\n",
 		p.in.Name, len(p.st.Nodes), len(p.st.Agents), len(p.st.Trials), l.Formulation, l.Status, l.SolveMillis, l.NodesUsed, l.Changed)
-	b.WriteString("| trial | nodes | reason |\n|---|---|---|\n")
+	b.WriteString("| trial | campaign | weight | nodes | reason |\n|---|---|---|---|---|\n")
 	for i, t := range p.st.Trials {
 		if i == 50 {
-			fmt.Fprintf(&b, "| … %d more | | |\n", len(p.st.Trials)-50)
+			fmt.Fprintf(&b, "| … %d more | | | | |\n", len(p.st.Trials)-50)
 			break
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s |\n", t.Registration.TrialID, len(t.Nodes), t.Reason)
+		r := t.Registration
+		fmt.Fprintf(&b, "| %s | %s | %g | %d | %s |\n", r.TrialID, r.CampaignID, cmp.Or(r.Weight, 1), len(t.Nodes), t.Reason)
 	}
 	p.agentSummary(&b, now)
 	return b.String()

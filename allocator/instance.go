@@ -139,7 +139,7 @@ func (in *instance) weight(t *Trial, c Curve) float64 {
 		}
 		return t.Weight
 	case ObjectiveEfficiency:
-		perNode := c.At(t.MinNodes) / float64(t.MinNodes)
+		perNode := referenceRate(t, c)
 		if perNode <= 0 {
 			return 0
 		}
@@ -151,6 +151,24 @@ func (in *instance) weight(t *Trial, c Curve) float64 {
 	default:
 		return 1
 	}
+}
+
+// referenceRate is the per-node throughput at MinNodes on the trial's
+// reference type, the one of its curves where that is lowest (c alone
+// without CurvesByType): every type's curve is valued in units of it, so
+// a type the trial runs faster on is worth more to it (heterogeneity-
+// aware placement), while a one-type trial's value is its speedup.
+func referenceRate(t *Trial, c Curve) float64 {
+	if len(t.CurvesByType) == 0 {
+		return c.At(t.MinNodes) / float64(t.MinNodes)
+	}
+	ref := 0.0
+	for _, cv := range t.CurvesByType {
+		if r := cv.At(t.MinNodes) / float64(t.MinNodes); r > 0 && (ref == 0 || r < ref) {
+			ref = r
+		}
+	}
+	return ref
 }
 
 // choice returns the trial's choice for type typ, or nil.

@@ -64,9 +64,11 @@ const (
 	// ObjectiveThroughput maximises total samples/s (all weights 1).
 	ObjectiveThroughput Objective = "throughput"
 	// ObjectiveEfficiency maximises total speedup: each trial's throughput
-	// is divided by its per-node throughput at MinNodes, so the objective
-	// counts node-equivalents of useful work and trials of very different
-	// speeds compete on scaling efficiency, not raw samples/s; each also
+	// is divided by its per-node throughput at MinNodes on its reference
+	// type (of its curves, the one where that is lowest), so the objective
+	// counts node-equivalents of useful work, trials of very different
+	// speeds compete on scaling efficiency, not raw samples/s, and a node
+	// type that runs a trial k× faster is worth k× to it; each also
 	// multiplied by the trial's Weight.
 	ObjectiveEfficiency Objective = "efficiency"
 	// ObjectiveWeighted maximises Σ Weight_j × throughput_j.

@@ -107,6 +107,13 @@ type Resources struct {
 	// add less than half as much speedup anywhere else (default 1;
 	// docs/campaign-spec.md).
 	Weight float64 `json:"weight,omitempty"`
+	// Model and Batch name what the trials train and their per-node batch
+	// (optional): the JPA then borrows the shape and the node-type speeds
+	// of that model's profiled curves (a worker's --prior-curves, named
+	// model__cluster.csv, and --gpu-ratios job types) before a trial is
+	// measured (docs/jpa.md).
+	Model string `json:"model,omitempty"`
+	Batch int    `json:"batch,omitempty"`
 }
 
 // TrialPolicy sets how trials are run and stopped.
@@ -217,6 +224,8 @@ func (s CampaignSpec) Validate() error {
 		return fmt.Errorf("resources.min_nodes: %d must be at least 1", s.Resources.MinNodes)
 	case s.Resources.MaxNodes < s.Resources.MinNodes:
 		return fmt.Errorf("resources: min_nodes %d > max_nodes %d", s.Resources.MinNodes, s.Resources.MaxNodes)
+	case s.Resources.Batch < 0:
+		return fmt.Errorf("resources.batch: %d must not be negative (0: unknown)", s.Resources.Batch)
 	case s.Resources.Weight < 0 || math.IsNaN(s.Resources.Weight) || math.IsInf(s.Resources.Weight, 0):
 		return fmt.Errorf("resources.weight: %v must be a finite number ≥ 0 (0: the default, 1)", s.Resources.Weight)
 	case s.Trial.GracePeriod < 0:

@@ -86,7 +86,7 @@ func (a *Activities) advisor() jpa.Advisor {
 // model.
 func (a *Activities) trialView(t workflows.PoolTrial) jpa.TrialView {
 	reg := t.Registration
-	v := jpa.TrialView{ID: reg.TrialID, Group: reg.CampaignID, MinNodes: reg.MinNodes, MaxNodes: reg.MaxNodes}
+	v := jpa.TrialView{ID: reg.TrialID, Group: reg.CampaignID, MinNodes: reg.MinNodes, MaxNodes: reg.MaxNodes, Model: reg.Model, Batch: reg.Batch}
 	for _, pt := range t.Profile {
 		v.Observations = append(v.Observations, jpa.Observation{Nodes: pt.Nodes, NodeType: pt.NodeType, Throughput: pt.Throughput, Sigma: pt.Spread})
 	}

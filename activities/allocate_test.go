@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gleaner-hpc/gleaner/cluster"
+	"github.com/gleaner-hpc/gleaner/jpa"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
@@ -119,4 +120,30 @@ func TestAllocateHonoursCampaignWeights(t *testing.T) {
 	require.Equal(t, [2]int{2, 2}, [2]int{h, l}, "equal weights")
 	h, l = counts(3)
 	require.Equal(t, [2]int{3, 1}, [2]int{h, l}, "weight 3 against 1: 3·(2.2−1.7) > 1.7−1")
+}
+
+// A campaign that names its model (resources.model) has its trials
+// predicted from that model's profiled curve before they are measured:
+// a flat profiled curve keeps the unmeasured trial on one node where the
+// n^0.9 prior would spread it.
+func TestAllocateUsesTheCampaignsModel(t *testing.T) {
+	nodes := []cluster.Node{{ID: "n1"}, {ID: "n2"}, {ID: "n3"}, {ID: "n4"}}
+	flat := jpa.PriorCurve{Name: "flatnet__site.csv@bsz=32", Model: "flatnet", Batch: 32,
+		Points: []jpa.Point{{Nodes: 1, Throughput: 100}, {Nodes: 2, Throughput: 101}, {Nodes: 4, Throughput: 102}}}
+	a := &Activities{Library: []jpa.PriorCurve{flat}}
+	count := func(model string) int {
+		t.Helper()
+		tr := poolTrial("x")
+		tr.Registration.Model, tr.Registration.Batch = model, 32
+		other := poolTrial("y")
+		other.Registration.CampaignID = "another"
+		for n, x := range []float64{100, 190, 270, 340} {
+			other.Profile = append(other.Profile, workflows.ProfilePoint{Nodes: n + 1, Throughput: x})
+		}
+		res, err := a.Allocate(context.Background(), workflows.AllocateInput{Pool: "p", Nodes: nodes, Trials: []workflows.PoolTrial{tr, other}})
+		require.NoError(t, err)
+		return len(res.Assignments[0].Nodes)
+	}
+	require.Equal(t, 1, count("flatnet"), "a flat model keeps one node")
+	require.Equal(t, 2, count(""), "unknown model: n^0.9, and the nodes are shared")
 }

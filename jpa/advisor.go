@@ -55,6 +55,11 @@ type TrialView struct {
 	// Group is its campaign: trials of one group lend each other their
 	// curves as siblings.
 	Group string
+	// Model and Batch name what it trains, if known (Query.Model, .Batch):
+	// profiled curves of the model weigh more, and its node-type speeds
+	// apply.
+	Model string
+	Batch int
 	// MinNodes and MaxNodes bound its counts.
 	MinNodes, MaxNodes int
 	// Observations are its published throughput estimates, one per count
@@ -129,7 +134,7 @@ func PriorScale(trials []TrialView) float64 {
 // type it was measured on), over [1, MaxNodes]; fromPrior says it is the
 // n^PriorExponent prior scaled by priorScale.
 func (a Advisor) Curve(t TrialView, lib *Library, typ string, priorScale float64) (c allocator.Curve, fromPrior bool) {
-	q := Query{MinNodes: t.MinNodes, MaxNodes: t.MaxNodes, NodeType: typ, Group: t.Group, Self: t.ID}
+	q := Query{MinNodes: t.MinNodes, MaxNodes: t.MaxNodes, NodeType: typ, Group: t.Group, Self: t.ID, Model: t.Model, Batch: t.Batch}
 	if len(t.Prior) > 0 {
 		q.Prior, q.PriorSigma = t.Prior, t.PriorSigma
 	}

@@ -110,7 +110,7 @@ type JPA struct {
 }
 
 type unmeasuredKey struct {
-	group              string
+	group, model       string
 	minNodes, maxNodes int
 }
 
@@ -385,7 +385,7 @@ func (a *JPA) Curve(job int, _ float64) allocator.Curve {
 		// Nothing measured: the prediction from the group's siblings,
 		// the same for all the group's unmeasured jobs (unless names or
 		// jobs' own priors tell them apart: then each job's own cache).
-		k := unmeasuredKey{a.groups[job], j.MinNodes, j.MaxNodes}
+		k := unmeasuredKey{a.groups[job], j.Model, j.MinNodes, j.MaxNodes}
 		c := a.unmeasured[k]
 		if !a.valid(c, 0) {
 			c = a.predict(job, nil, 0)
@@ -410,7 +410,7 @@ func (a *JPA) valid(c cachedCurve, profileGen int) bool {
 // and the current library: jpa.Advisor's.
 func (a *JPA) predict(job int, obs []jpa.Observation, profileGen int) cachedCurve {
 	j := a.jobs[job]
-	v := jpa.TrialView{ID: j.Name, Group: a.groups[job], MinNodes: j.MinNodes, MaxNodes: j.MaxNodes, Observations: obs}
+	v := jpa.TrialView{ID: j.Name, Group: a.groups[job], Model: j.Model, MinNodes: j.MinNodes, MaxNodes: j.MaxNodes, Observations: obs}
 	if a.priors != nil && len(a.priors[job]) > 0 {
 		v.Prior, v.PriorSigma = a.priors[job], a.opts.JobPriorSigma
 	}

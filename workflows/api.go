@@ -159,8 +159,11 @@ type TrialInput struct {
 	// Stage labels the trial for people (a rung, a generation).
 	Stage string `json:",omitempty"`
 	// Weight is the campaign's share of the pool (resources.weight; 0:
-	// 1), told to the pool at registration.
+	// 1), told to the pool at registration, as Model and Batch
+	// (resources.model, .batch) are.
 	Weight float64 `json:",omitempty"`
+	Model  string  `json:",omitempty"`
+	Batch  int     `json:",omitempty"`
 	// ArchParam names the architecture parameter of Params (a NAS
 	// campaign's; "" for none): the pool learns the architecture
 	// (RegisterTrial.Arch).
@@ -308,6 +311,10 @@ type RegisterTrial struct {
 	// canonical JSON; a NAS campaign's), from which a worker with a
 	// throughput model predicts the trial's curve before it runs.
 	Arch string `json:"arch,omitempty"`
+	// Model and Batch are the campaign's resources.model and .batch: the
+	// JPA's profiled curves and speeds of that model apply to the trial.
+	Model string `json:"model,omitempty"`
+	Batch int    `json:"batch,omitempty"`
 	// GracePeriod is how long the trial's trainer may take to leave its
 	// nodes once stopped: the pool holds a node taken from the trial that
 	// long (plus a margin) before another trial may use it.

@@ -399,6 +399,7 @@ func (c *campaign) startTrial(ctx workflow.Context, pt PendingTrial) {
 		ObjectiveMetric: s.Objective.Metric, GracePeriod: s.Trial.GracePeriod.Std(), MaxRestarts: s.Trial.MaxRestarts,
 		RescaleUpCost: s.Trial.RescaleUpCost.Std(), RescaleDownCost: s.Trial.RescaleDownCost.Std(),
 		Budget: cr.Budget, Stage: cr.Stage, From: cr.From, ArchParam: archParam(s.Space), Weight: s.Resources.Weight,
+		Model: s.Resources.Model, Batch: s.Resources.Batch,
 	}
 	if cr.Budget > 0 {
 		input.BudgetUnit = s.Search.BudgetUnit

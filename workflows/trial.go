@@ -283,6 +283,8 @@ func (t *trial) register(ctx workflow.Context) error {
 		GracePeriod:     t.in.GracePeriod,
 		Arch:            t.in.Arch(),
 		Weight:          t.in.Weight,
+		Model:           t.in.Model,
+		Batch:           t.in.Batch,
 	}
 	err := workflow.ExecuteActivity(actx, RegisterTrialActivityName, RegisterTrialInput{Pool: t.in.Pool, Registration: reg}).Get(ctx, nil)
 	if err != nil {

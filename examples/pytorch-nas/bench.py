@@ -8,8 +8,9 @@ epoch of --epochs its validation loss, validation accuracy and the
 seconds spent training so far (evaluation not counted).
 
 Every architecture is trained exactly as train.py trains it on one node
-(the same network, data split, optimiser, hyperparameter defaults and
-per-epoch data order, seed --seed), without the trial protocol around
+(the same network, data split, optimiser and per-epoch data order;
+train.py's hyperparameter defaults unless --lr etc. say otherwise, as
+gennas's lr 0.01 does; seed --seed), without the trial protocol around
 it: starting a Python process with torch per architecture would cost
 more than training one.
 

@@ -3,16 +3,20 @@
 // of a small NAS-Bench-201-style cell space (4 nodes, operations none,
 // skip_connect, conv_1x1 and conv_3x3; 4^6 = 4,096 cells, 1,948 after
 // package nas's canonical form), each trained by the NAS example
-// (examples/pytorch-nas) on scikit-learn's digits for 8 epochs, with its
+// (examples/pytorch-nas) on scikit-learn's digits for 8 epochs at lr 0.01,
+// once per training seed (--seeds, default 1 and 2), with the means of its
 // validation loss and accuracy and its training time after 1, 2, 4 and 8
-// epochs, its parameter count and multiply-adds.
+// epochs, its parameter count and multiply-adds. --model also fits the
+// architecture throughput model on the table (--fit-only: on the existing
+// one).
 //
 //	go run ./internal/searchbench/gennas --python /usr/bin/python3 --out internal/searchbench/curves/nas-cell.csv
 //
 // The architectures are trained by examples/pytorch-nas/bench.py, the
 // trainer's own network and training loop in one long-lived process per
 // core (one thread each), so that starting Python with torch does not
-// cost more than training. About 20 minutes on this project's 2 cores.
+// cost more than training. About 35 minutes (two seeds) on this
+// project's 2 cores.
 package main
 
 import (

@@ -333,3 +333,16 @@ func TestSimWorkloadAfterTheTrace(t *testing.T) {
 	require.Contains(t, err.Error(), want)
 	require.Contains(t, stderr, want)
 }
+
+// An SWF log with nothing to replay (every job skipped) used to say "the
+// trace spans [0, 0]: nothing to replay (check --window)", naming no
+// file: it names the file and why.
+func TestSimNothingToReplayNamesTheFile(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "empty.swf")
+	require.NoError(t, os.WriteFile(log, []byte("; MaxNodes: 4\n"+
+		"1 0 0 -1 1 -1 -1 1 100 -1 1 -1 -1 -1 -1 -1 -1 -1\n2 10 0 -1 1 -1 -1 1 100 -1 1 -1 -1 -1 -1 -1 -1 -1\n"), 0o644))
+	_, _, err := runCLI(t, "sim", "--swf", log, "--jobs", simJobs)
+	require.Error(t, err)
+	require.Equal(t, ExitUsage, ExitCode(err), err.Error())
+	require.Contains(t, err.Error(), "--swf "+log+": the trace spans [0, 0]: nothing to replay (all 2 jobs skipped")
+}

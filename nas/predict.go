@@ -330,6 +330,11 @@ func (m *ThroughputModel) StepSeconds(arch string, batch, nodes int) (float64, e
 	if err != nil {
 		return 0, err
 	}
+	return m.stepSeconds(arch, w, batch, nodes)
+}
+
+// stepSeconds is t(n) for w, the work of arch.
+func (m *ThroughputModel) stepSeconds(arch string, w Work, batch, nodes int) (float64, error) {
 	perNode := (batch + nodes - 1) / nodes
 	t := dot(m.Coef, w.features(perNode)) + m.AllReduce.Seconds(nodes, w.Params)
 	if !(t > 0) || math.IsInf(t, 0) {
@@ -356,9 +361,16 @@ func (m *ThroughputModel) Curve(arch string, maxNodes int) ([]float64, error) {
 	if maxNodes < 1 {
 		return nil, fmt.Errorf("throughput curve of %s: %d nodes, want ≥ 1", arch, maxNodes)
 	}
+	if m.Batch < 1 {
+		return nil, fmt.Errorf("throughput curve of %s: the model's batch is %d, want ≥ 1", arch, m.Batch)
+	}
+	w, err := workOf(arch, m.Input, m.Classes) // once: it parses and walks the network
+	if err != nil {
+		return nil, err
+	}
 	out := make([]float64, maxNodes)
 	for n := 1; n <= maxNodes; n++ {
-		t, err := m.StepSeconds(arch, m.Batch, n)
+		t, err := m.stepSeconds(arch, w, m.Batch, n)
 		if err != nil {
 			return nil, err
 		}

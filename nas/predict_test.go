@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"os"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -391,5 +392,25 @@ func TestFitAllReduce(t *testing.T) {
 	}
 	if _, err := m.FitAllReduce([]ScalingRun{{Arch: runs[0].Arch, Batch: 64, Nodes: 0, SamplesPerSecond: 1}}); err == nil {
 		t.Error("0 nodes: no error")
+	}
+}
+
+// BenchmarkThroughputCurve is the cost of one NAS trial's prior in an
+// allocation (activities.Allocate calls Curve once per registered NAS
+// trial): the shipped model, a 4-node cell, 16 nodes.
+func BenchmarkThroughputCurve(b *testing.B) {
+	raw, err := os.ReadFile("../examples/pytorch-nas/throughput-model.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := ParseThroughputModel(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	arch := `{"cell":{"nodes":4,"edges":[["conv_3x3"],["skip_connect","conv_1x1"],["none","conv_3x3","skip_connect"]],"stacks":2,"cells":1,"channels":8}}`
+	for i := 0; i < b.N; i++ {
+		if _, err := m.Curve(arch, 16); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -33,8 +33,9 @@ type Resources struct {
 	Speeds  *jpa.TypeSpeeds
 }
 
-// NewResources resolves the local host (detecting GPUs unless gpus=none),
-// the node source and the local launcher that cfg describes.
+// NewResources loads the JPA's files cfg names (throughput model, prior
+// curves, GPU ratios) and resolves the local host (detecting GPUs unless
+// gpus=none), the node source and the local launcher that cfg describes.
 func NewResources(ctx context.Context, cfg Config) (Resources, error) {
 	prior, err := LoadThroughputModel(cfg.ThroughputModel)
 	if err != nil {
@@ -48,12 +49,12 @@ func NewResources(ctx context.Context, cfg Config) (Resources, error) {
 	if err != nil {
 		return Resources{}, err
 	}
-	jpaRes := Resources{ArchPrior: prior, Pool: cfg.Pool.Input(), Library: lib, Speeds: speeds, DataDir: cfg.DataDir}
+	res := Resources{ArchPrior: prior, Pool: cfg.Pool.Input(), Library: lib, Speeds: speeds, DataDir: cfg.DataDir}
 	if cfg.Nodes.Kind == NodeSourceNone || cfg.Nodes.Kind == NodeSourceSlurm {
 		// Agents hold every node (a Slurm source's agents run in its pilot
 		// jobs); trials never run on this worker.
-		jpaRes.Nodes = noNodes{}
-		return jpaRes, nil
+		res.Nodes = noNodes{}
+		return res, nil
 	}
 	host, err := NewLocalHost(ctx, cfg.Nodes)
 	if err != nil {
@@ -67,8 +68,8 @@ func NewResources(ctx context.Context, cfg Config) (Resources, error) {
 	if err != nil {
 		return Resources{}, fmt.Errorf("local launcher: %w", err)
 	}
-	jpaRes.Host, jpaRes.Nodes, jpaRes.Launcher = host, src, launcher
-	return jpaRes, nil
+	res.Host, res.Nodes, res.Launcher = host, src, launcher
+	return res, nil
 }
 
 // LoadPriorCurves reads a directory of profiled scaling curves

@@ -56,7 +56,7 @@ func eventually(t *testing.T, d time.Duration, what string, f func() error) {
 // in-process worker: submit, watch, wait, leaderboard, trials, duplicate
 // and invalid submissions, pause/resume/stop, unknown names.
 func TestClient(t *testing.T) {
-	srv := devserver.ForTest(t, devserver.Options{})
+	srv := testenv.DevServer(t, devserver.Options{})
 	testenv.Worker(t, srv, taskQueue, nil)
 	c := client.New(srv.Client(), client.Options{TaskQueue: taskQueue, Namespace: srv.Namespace()})
 

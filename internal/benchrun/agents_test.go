@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/gleaner-hpc/gleaner/internal/devserver"
+	"github.com/gleaner-hpc/gleaner/internal/testenv"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
@@ -161,7 +161,7 @@ func TestRunAgentsTiny(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a dev server")
 	}
-	devserver.SkipIfNoCLI(t)
+	testenv.SkipIfNoCLI(t)
 	rep, err := RunAgents(context.Background(), AgentsOptions{Agents: 3, Slots: 2, Trials: 2, Burst: 2, Duration: 6 * time.Second})
 	if err != nil {
 		t.Fatal(err)

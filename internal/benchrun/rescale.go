@@ -167,7 +167,7 @@ func RunRescale(ctx context.Context, o RescaleOptions) (*RescaleReport, error) {
 	hosts := benchHosts{e: e, log: o.Log}
 	defer hosts.stop()
 	if o.Hosts == 2 {
-		// The trial started the pool (with FastPool); the agents join it.
+		// The trial started the pool (with worker.InteractivePool); the agents join it.
 		if err := hosts.start(ctx, "b1"); err != nil {
 			return nil, err
 		}

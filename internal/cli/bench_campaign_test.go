@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gleaner-hpc/gleaner/internal/benchrun"
-	"github.com/gleaner-hpc/gleaner/internal/devserver"
+	"github.com/gleaner-hpc/gleaner/internal/testenv"
 )
 
 // runJSON runs the CLI and decodes its stdout both as a generic object
@@ -37,7 +37,7 @@ func requireKeys(t *testing.T, obj map[string]any, keys ...string) {
 }
 
 func TestBenchCampaignTiny(t *testing.T) {
-	devserver.SkipIfNoCLI(t)
+	testenv.SkipIfNoCLI(t)
 	var r benchrun.CampaignReport
 	obj := runJSON(t, &r, "bench", "campaign", "--trials", "6", "--concurrent", "3", "--nodes", "3",
 		"--trial-seconds", "0.5", "--progress-every", "2s", "--json")
@@ -72,7 +72,7 @@ func TestBenchCampaignTiny(t *testing.T) {
 }
 
 func TestBenchRescaleTiny(t *testing.T) {
-	devserver.SkipIfNoCLI(t)
+	testenv.SkipIfNoCLI(t)
 	var r benchrun.RescaleReport
 	obj := runJSON(t, &r, "bench", "rescale", "--rescales", "2", "--json")
 	requireKeys(t, obj, "rescales", "cpus", "latency_ms", "target_p50_ms", "signal_to_cancel_requested_ms",

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -15,9 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,7 +23,7 @@ import (
 
 	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/client"
-	"github.com/gleaner-hpc/gleaner/cluster"
+	"github.com/gleaner-hpc/gleaner/internal/devenv"
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
 	"github.com/gleaner-hpc/gleaner/worker"
 	"github.com/gleaner-hpc/gleaner/workflows"
@@ -136,7 +133,7 @@ func (o *devOptions) run(parent context.Context, nodesGiven bool, stdout, stderr
 	if parent == nil {
 		parent = context.Background()
 	}
-	d := &devRun{o: o, stdout: stdout, stderr: stderr, tty: devIsTerminal(stdout)}
+	d := &devRun{o: o, stdout: stdout, stderr: stderr, tty: isTerminal(stdout)}
 
 	// Check everything that needs no server first.
 	level, err := parseLogLevel(o.logLevel)
@@ -248,34 +245,15 @@ func (o *devOptions) run(parent context.Context, nodesGiven bool, stdout, stderr
 
 	// 2. The worker, in this process.
 	cfg := worker.DefaultConfig()
-	cfg.HostPort = srv.Address()
-	cfg.Namespace = srv.Namespace()
 	cfg.DataDir = o.dataDir
 	cfg.Nodes = nodes
 	cfg.StopTimeout = o.stopTimeout
 	cfg.Pool = worker.InteractivePool // nodes come and go within a second (the defaults poll every 5 s)
 	cfg.Logger = logger
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("worker configuration:\n%w", err)
-	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return fmt.Errorf("--data-dir: %w", err)
-	}
-	comps, cleanup, err := worker.Build(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
 	gate := newDevTrainerGate()
-	if a := comps.ActivityDeps; a != nil {
-		comps.RunTrial = gate.wrap(a.RunTrial)
-	}
-	w, err := worker.New(srv.Client(), cfg, comps)
+	w, err := devenv.StartWorker(ctx, srv, devenv.WorkerOptions{Config: cfg, WrapRunTrial: gate.wrap})
 	if err != nil {
 		return err
-	}
-	if err := w.Start(); err != nil {
-		return fmt.Errorf("starting the worker on task queue %s: %w", cfg.TaskQueue, err)
 	}
 	defer func() {
 		n := gate.close()
@@ -477,12 +455,8 @@ func (d *devRun) ensureTrainer(ctx context.Context, spec gleaner.CampaignSpec) e
 				return nil
 			}
 			d.say("building the example trainer (%s): go build -o %s %s", why, devTrainer, devTrainerPkg)
-			build := exec.CommandContext(ctx, "go", "build", "-o", devTrainer, devTrainerPkg)
-			build.Cancel = func() error { return build.Process.Signal(os.Interrupt) }
-			build.WaitDelay = 10 * time.Second
-			build.Stdout, build.Stderr = d.stderr, d.stderr
-			if err := build.Run(); err != nil {
-				return fmt.Errorf("building the example trainer (go build -o %s %s): %w", devTrainer, devTrainerPkg, err)
+			if err := devenv.BuildTrainer(ctx, "", devTrainer, d.stderr); err != nil {
+				return fmt.Errorf("building the example trainer: %w", err)
 			}
 			return nil
 		}
@@ -563,80 +537,6 @@ func devConnectionHint(address, namespace, ui string) string {
 	}, true)
 }
 
-// devTrainerGate wraps RunTrial so that, on shutdown, the running trainers
-// are stopped at once (SIGTERM, SIGKILL after their grace period) while
-// the server still records how far they got, and so that shutdown can
-// wait until they have exited.
-type devTrainerGate struct {
-	mu      sync.Mutex
-	closed  bool
-	running int
-	stop    chan struct{}
-	wg      sync.WaitGroup
-}
-
-func newDevTrainerGate() *devTrainerGate { return &devTrainerGate{stop: make(chan struct{})} }
-
-type devRunTrialFunc = func(context.Context, workflows.RunTrialInput) (workflows.RunTrialResult, error)
-
-func (g *devTrainerGate) wrap(run devRunTrialFunc) devRunTrialFunc {
-	return func(ctx context.Context, in workflows.RunTrialInput) (workflows.RunTrialResult, error) {
-		g.mu.Lock()
-		if g.closed {
-			g.mu.Unlock()
-			return workflows.RunTrialResult{}, errors.New("gleaner dev is stopping: the trial runs again when a worker does")
-		}
-		g.running++
-		g.wg.Add(1)
-		g.mu.Unlock()
-		defer func() {
-			g.mu.Lock()
-			g.running--
-			g.mu.Unlock()
-			g.wg.Done()
-		}()
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		go func() {
-			select {
-			case <-g.stop:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		return run(ctx, in)
-	}
-}
-
-// close stops new trainers and cancels the running ones; it returns how
-// many were running.
-func (g *devTrainerGate) close() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.closed {
-		g.closed = true
-		close(g.stop)
-	}
-	return g.running
-}
-
-// wait waits until every trainer has stopped, up to timeout.
-func (g *devTrainerGate) wait(timeout time.Duration) bool {
-	done := make(chan struct{})
-	go func() {
-		g.wg.Wait()
-		close(done)
-	}()
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case <-done:
-		return true
-	case <-t.C:
-		return false
-	}
-}
-
 // devSlotCount is the number of local slots a node source drives.
 func devSlotCount(n worker.NodeSourceConfig) int {
 	switch n.Kind {
@@ -646,130 +546,4 @@ func devSlotCount(n worker.NodeSourceConfig) int {
 		return n.Replay.Slots
 	}
 	return 0
-}
-
-// devProgressLine is one update:
-//
-//	0:14 trials 3/20 done, 4 running | nodes ##o#..o# 5 idle, 4 in use | best val_loss 0.0821 (trial 2)
-func devProgressLine(elapsed time.Duration, p client.Progress, slots int) string {
-	s := p.Status
-	var b strings.Builder
-	sec := int(elapsed.Round(time.Second) / time.Second)
-	fmt.Fprintf(&b, "%3d:%02d trials %d/%d done, %d running", sec/60, sec%60, s.Ended(), s.MaxTrials, s.Running)
-	if s.Pending > 0 {
-		fmt.Fprintf(&b, ", %d waiting", s.Pending)
-	}
-	if s.Failed > 0 {
-		fmt.Fprintf(&b, ", %d failed", s.Failed)
-	}
-	if s.State != workflows.CampaignRunning {
-		fmt.Fprintf(&b, " (%s)", s.State)
-	}
-	b.WriteString(" | nodes ")
-	if p.Pool == nil {
-		b.WriteString("- (the pool is starting)")
-	} else {
-		idle := map[string]bool{}
-		for _, n := range p.Pool.Nodes {
-			idle[n.ID] = true
-		}
-		used := map[string]bool{}
-		for _, t := range p.Pool.Trials {
-			for _, n := range t.Nodes {
-				used[n] = true
-			}
-		}
-		if slots > 0 && slots <= 64 {
-			for i := 0; i < slots; i++ {
-				id := cluster.SlotID(i)
-				switch {
-				case used[id]:
-					b.WriteByte('#')
-				case idle[id]:
-					b.WriteByte('o')
-				default:
-					b.WriteByte('.')
-				}
-			}
-			b.WriteByte(' ')
-		}
-		fmt.Fprintf(&b, "%d idle, %d in use", len(idle), len(used))
-	}
-	b.WriteString(" | best ")
-	if s.Best == nil {
-		b.WriteString("-")
-	} else {
-		fmt.Fprintf(&b, "%s %.4g (trial %d)", s.Objective, s.Best.Score, s.Best.Number)
-	}
-	return b.String()
-}
-
-// devWriteLeaderboard prints the top 10, best first.
-func devWriteLeaderboard(w io.Writer, l []workflows.LeaderboardEntry, obj gleaner.ObjectiveSpec) {
-	if len(l) == 0 {
-		fmt.Fprintln(w, "leaderboard: empty (no trial reported "+obj.Metric+")")
-		return
-	}
-	if len(l) > 10 {
-		l = l[:10]
-	}
-	better := "lowest"
-	if obj.Mode == "max" {
-		better = "highest"
-	}
-	fmt.Fprintf(w, "\nleaderboard (top %d, %s %s first):\n", len(l), better, obj.Metric)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  rank\ttrial\t%s\tstate\trestarts\tparams\n", obj.Metric)
-	for i, e := range l {
-		state := e.State
-		if e.Stage != "" {
-			state += workflows.TrialState(" (" + e.Stage + ")")
-		}
-		fmt.Fprintf(tw, "  %d\t%d\t%.6g\t%s\t%d\t%s\n", i+1, e.Number, e.Score, state, e.Restarts, formatParams(e.Params))
-	}
-	_ = tw.Flush()
-}
-
-// devWriteUI prints where to look in the web UI.
-func devWriteUI(w io.Writer, ui, namespace string, camp client.Campaign) {
-	q := fmt.Sprintf("%s = %q", workflows.GleanerCampaign.GetName(), camp.Name)
-	fmt.Fprintf(w, "\nTemporal web UI: %s\n", ui)
-	fmt.Fprintf(w, "  the campaign:    %s\n", camp.UIURL)
-	fmt.Fprintf(w, "  its workflows:   %s/namespaces/%s/workflows?query=%s\n", ui, url.PathEscape(namespace), url.QueryEscape(q))
-	fmt.Fprintf(w, "  queries to paste into the UI's search:\n")
-	fmt.Fprintf(w, "    %s\n", q)
-	fmt.Fprintf(w, "    %s AND %s = %q\n", q, workflows.GleanerKind.GetName(), workflows.KindTrial)
-	fmt.Fprintf(w, "    %s = %q\n", workflows.GleanerKind.GetName(), workflows.KindPool)
-}
-
-// uiBase is the web UI's address for people: localhost for a loopback
-// server.
-func devUIBase(raw, ip string) string {
-	if raw == "" {
-		return ""
-	}
-	if ip == "127.0.0.1" || ip == "::1" || ip == "localhost" {
-		if u, err := url.Parse(raw); err == nil {
-			u.Host = net.JoinHostPort("localhost", u.Port())
-			return u.String()
-		}
-	}
-	return raw
-}
-
-func devOrMemory(db string) string {
-	if db == "" {
-		return "memory until then"
-	}
-	return db
-}
-
-// devIsTerminal reports whether w is a character device (a terminal).
-func devIsTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/gleaner-hpc/gleaner/client"
 	"github.com/gleaner-hpc/gleaner/cluster"
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
+	"github.com/gleaner-hpc/gleaner/internal/testenv"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
@@ -163,7 +164,7 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 // `gleaner dev --exit-when-done` runs a small campaign to its end and
 // prints the progress, the leaderboard and the web UI's address.
 func TestDevRunsACampaignToItsEnd(t *testing.T) {
-	cli := devserver.SkipIfNoCLI(t)
+	cli := testenv.SkipIfNoCLI(t)
 	bins := t.TempDir()
 	bin, mlp := devBuild(t, bins)
 	trace, err := filepath.Abs("../../cluster/testdata/replay-small.csv")
@@ -207,7 +208,7 @@ func TestDevRunsACampaignToItsEnd(t *testing.T) {
 // Ctrl-C in the middle of a campaign stops the trainers, the worker and
 // the dev server, and leaves no process behind.
 func TestDevCtrlCStopsEverything(t *testing.T) {
-	cli := devserver.SkipIfNoCLI(t)
+	cli := testenv.SkipIfNoCLI(t)
 	bin, mlp := devBuild(t, t.TempDir())
 	dir := t.TempDir()
 	spec := devSpec(t, dir, mlp, 4, 2000, 50) // trials of ~100 s: still running at Ctrl-C

@@ -63,7 +63,7 @@ func TestCLIEndToEnd(t *testing.T) {
 	}
 	clearConnectionEnv(t)
 	// No search attributes: `gleaner setup` registers them.
-	srv := devserver.ForTest(t, devserver.Options{SearchAttributes: map[string]string{}})
+	srv := testenv.DevServer(t, devserver.Options{SearchAttributes: map[string]string{}})
 	const tq = "cli-e2e"
 	conn := []string{"--address", srv.Address(), "--namespace", srv.Namespace(), "--task-queue", tq, "--ui", "http://ui.test"}
 	with := func(args ...string) []string { return append(args, conn...) }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gleaner-hpc/gleaner/internal/devenv"
 	"github.com/gleaner-hpc/gleaner/internal/slurmdemo"
 )
 
@@ -148,7 +148,7 @@ func (o *slurmDemoOptions) run(ctx context.Context, stdout, stderr io.Writer) er
 	if err := o.ensureTrainer(ctx, stderr); err != nil {
 		return err
 	}
-	s.Stdout, s.Stderr, s.TTY = stdout, stderr, devIsTerminal(stdout)
+	s.Stdout, s.Stderr, s.TTY = stdout, stderr, isTerminal(stdout)
 	if o.json {
 		s.Stdout = stderr
 	}
@@ -176,10 +176,8 @@ func (o *slurmDemoOptions) ensureTrainer(ctx context.Context, stderr io.Writer) 
 	if filepath.Clean(*t) == devTrainer {
 		if stale, why := devTrainerStale(devTrainer, devTrainerPkg); stale {
 			fmt.Fprintf(stderr, "gleaner slurm-demo: building the example trainer (%s): go build -o %s %s\n", why, devTrainer, devTrainerPkg)
-			build := exec.CommandContext(ctx, "go", "build", "-o", devTrainer, devTrainerPkg)
-			build.Stdout, build.Stderr = stderr, stderr
-			if err := build.Run(); err != nil {
-				return fmt.Errorf("building the example trainer (go build -o %s %s): %w", devTrainer, devTrainerPkg, err)
+			if err := devenv.BuildTrainer(ctx, "", devTrainer, stderr); err != nil {
+				return fmt.Errorf("building the example trainer: %w", err)
 			}
 		}
 	}

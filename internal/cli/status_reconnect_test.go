@@ -35,7 +35,7 @@ func TestStatusWatchAcrossAServerCrash(t *testing.T) {
 		t.Skip("needs a Temporal dev server")
 	}
 	clearConnectionEnv(t)
-	srv := devserver.ForTest(t, devserver.Options{DBFile: t.TempDir() + "/temporal.db"})
+	srv := testenv.DevServer(t, devserver.Options{DBFile: t.TempDir() + "/temporal.db"})
 	const tq = "cli-reconnect"
 	testenv.Worker(t, srv, tq, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)

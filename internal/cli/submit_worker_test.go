@@ -16,6 +16,7 @@ import (
 
 	"github.com/gleaner-hpc/gleaner/client"
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
+	"github.com/gleaner-hpc/gleaner/internal/testenv"
 )
 
 // fakeTaskQueues answers DescribeTaskQueue with pollers (or err) and
@@ -68,7 +69,7 @@ func TestSubmitWithoutAWorkerWarns(t *testing.T) {
 		t.Skip("needs a Temporal dev server")
 	}
 	clearConnectionEnv(t)
-	srv := devserver.ForTest(t, devserver.Options{UI: true})
+	srv := testenv.DevServer(t, devserver.Options{UI: true})
 	p := filepath.Join(t.TempDir(), "c.json")
 	require.NoError(t, os.WriteFile(p, []byte(strings.Replace(validSpecJSON, `"name": "ok"`, `"name": "no-worker"`, 1)), 0o644))
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gleaner-hpc/gleaner/client"
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
+	"github.com/gleaner-hpc/gleaner/internal/testenv"
 	"github.com/gleaner-hpc/gleaner/worker"
 )
 
@@ -82,7 +83,7 @@ func TestWorkerFlagsOverrideEnvironment(t *testing.T) {
 // it connects, polls its task queue, says so, and returns when its context
 // is cancelled (as on SIGINT/SIGTERM).
 func TestWorkerRunsUntilCancelled(t *testing.T) {
-	srv := devserver.ForTest(t, devserver.Options{})
+	srv := testenv.DevServer(t, devserver.Options{})
 	dataDir := filepath.Join(t.TempDir(), "data")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -28,14 +28,8 @@ import (
 // github.com/temporalio/cli/cmd/temporal@v1.5.1`.
 const PinnedVersion = "v1.5.1"
 
-// Environment variables read by this package.
-const (
-	// EnvCLI names the `temporal` binary to use, overriding PATH.
-	EnvCLI = "TEMPORAL_CLI"
-	// EnvRequire, set to 1, turns "no temporal CLI" from a skip into a
-	// failure in ForTest. CI sets it.
-	EnvRequire = "GLEANER_REQUIRE_TEMPORAL"
-)
+// EnvCLI names the `temporal` binary to use, overriding PATH.
+const EnvCLI = "TEMPORAL_CLI"
 
 // ErrCLINotFound is returned by FindCLI when no `temporal` binary exists.
 var ErrCLINotFound = errors.New("temporal CLI not found (set " + EnvCLI +
@@ -128,6 +122,9 @@ type Options struct {
 	CLIPath string
 	// LogLevel of the server: debug, info, warn (default), error.
 	LogLevel string
+	// DynamicConfig are dynamic config values (KEY=VALUE) of the server,
+	// e.g. history.timerProcessorMaxTimeShift=10ms.
+	DynamicConfig []string
 	// ExtraArgs are appended to `temporal server start-dev`.
 	ExtraArgs []string
 	// Output receives the server's stdout and stderr (default: discarded;
@@ -266,6 +263,9 @@ func (s *Server) args() []string {
 		"--namespace", o.Namespace,
 		"--log-level", o.LogLevel,
 		"--dynamic-config-value", "frontend.enableServerVersionCheck=false",
+	}
+	for _, kv := range o.DynamicConfig {
+		args = append(args, "--dynamic-config-value", kv)
 	}
 	if o.DBFile != "" {
 		args = append(args, "--db-filename", o.DBFile)

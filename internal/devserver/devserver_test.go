@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
+	"github.com/gleaner-hpc/gleaner/internal/testenv"
 )
 
 func TestDefaultSearchAttributesParse(t *testing.T) {
@@ -60,7 +61,7 @@ func TestFreePortIsBindable(t *testing.T) {
 // port and database, and the original client keeps working.
 func TestServerPersistsAcrossRestart(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "temporal.db")
-	s := devserver.ForTest(t, devserver.Options{DBFile: db})
+	s := testenv.DevServer(t, devserver.Options{DBFile: db})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
@@ -117,7 +118,7 @@ func TestServerPersistsAcrossRestart(t *testing.T) {
 }
 
 func TestStartReportsAServerThatCannotBind(t *testing.T) {
-	cli := devserver.SkipIfNoCLI(t)
+	cli := testenv.SkipIfNoCLI(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +132,7 @@ func TestStartReportsAServerThatCannotBind(t *testing.T) {
 }
 
 func TestServerWithUI(t *testing.T) {
-	s := devserver.ForTest(t, devserver.Options{UI: true, SearchAttributes: map[string]string{}})
+	s := testenv.DevServer(t, devserver.Options{UI: true, SearchAttributes: map[string]string{}})
 	if !strings.HasPrefix(s.UIURL(), "http://127.0.0.1:") {
 		t.Fatalf("UIURL() = %q, want http://127.0.0.1:PORT", s.UIURL())
 	}

@@ -5,9 +5,10 @@
 // same database and port.
 //
 // It never downloads a server: the CLI is found through TEMPORAL_CLI, PATH
-// or $(go env GOPATH)/bin and is installed by `make temporal`. Tests call
-// ForTest, which skips when the CLI is absent unless
+// or $(go env GOPATH)/bin and is installed by `make temporal`. Tests start
+// one with testenv.DevServer, which skips when the CLI is absent unless
 // GLEANER_REQUIRE_TEMPORAL=1 (as in CI), where it fails instead.
 //
-// It must not import the workflows or activities packages.
+// The gleaner binary imports it (`gleaner dev`, the benchmarks), so it must
+// not import testing; nor the workflows or activities packages.
 package devserver

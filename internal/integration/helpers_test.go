@@ -67,7 +67,7 @@ func gleanerBinary(t testing.TB) string {
 // the same database.
 func startServer(t testing.TB, opts devserver.Options) *devserver.Server {
 	t.Helper()
-	return devserver.ForTest(t, opts)
+	return testenv.DevServer(t, opts)
 }
 
 // testContext is a context that ends at d from now or at t's deadline,

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
+	"github.com/gleaner-hpc/gleaner/internal/testenv"
 )
 
 // TestHostsIsolatedAndConnected makes 3 hosts and checks, with real
@@ -187,7 +188,7 @@ func TestUpRemovesStaleSets(t *testing.T) {
 // hosts will.
 func TestDevServerReachableFromHost(t *testing.T) {
 	h := Up(t, 2)
-	srv := devserver.ForTest(t, devserver.Options{IP: h.BridgeIP()})
+	srv := testenv.DevServer(t, devserver.Options{IP: h.BridgeIP()})
 	cmd := helper(t, h, 2, "temporal", envAddr+"="+srv.Address())
 	out, err := cmd.CombinedOutput()
 	if err != nil {

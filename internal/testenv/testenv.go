@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/activities"
 	"github.com/gleaner-hpc/gleaner/hpo"
+	"github.com/gleaner-hpc/gleaner/internal/devenv"
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
 	"github.com/gleaner-hpc/gleaner/worker"
 )
@@ -56,10 +56,7 @@ func GoMLP(t testing.TB) string {
 	}
 	mlp.once.Do(func() {
 		mlp.path = filepath.Join(dir, "go-mlp")
-		out, err := exec.Command("go", "build", "-o", mlp.path, "github.com/gleaner-hpc/gleaner/examples/go-mlp").CombinedOutput()
-		if err != nil {
-			mlp.err = fmt.Errorf("go build ./examples/go-mlp: %w\n%s", err, out)
-		}
+		mlp.err = devenv.BuildTrainer(context.Background(), "", mlp.path, nil)
 	})
 	if mlp.err != nil {
 		t.Fatal(mlp.err)
@@ -103,38 +100,20 @@ func MLPSpec(t testing.TB, name string, trials, concurrent, steps, stepMS int, e
 var FastPool = worker.PoolSettings{Poll: 500 * time.Millisecond, Debounce: 200 * time.Millisecond, AllocatePeriod: 5 * time.Second}
 
 // Worker runs, in the test process, the worker `gleaner worker` would run
-// on srv's taskQueue (worker.Build's components), with four CPU slots
+// on srv's taskQueue (devenv.StartWorker), with four CPU slots
 // (static:4,gpus=none), its data under t's temp dir and FastPool. A
-// non-nil nodes replaces the static node source. The worker is stopped,
-// and Build's cleanup run, when t ends. Worker returns its configuration.
+// non-nil nodes replaces the static node source. The worker is stopped
+// when t ends. Worker returns its configuration.
 func Worker(t testing.TB, srv *devserver.Server, taskQueue string, nodes activities.NodeSource) worker.Config {
 	t.Helper()
-	cfg := worker.DefaultConfig()
-	cfg.HostPort, cfg.Namespace, cfg.TaskQueue = srv.Address(), srv.Namespace(), taskQueue
-	cfg.DataDir = filepath.Join(t.TempDir(), "data")
-	cfg.Nodes = worker.NodeSourceConfig{Kind: worker.NodeSourceStatic, Static: worker.StaticNodes{Nodes: 4}, NoGPUs: true}
-	cfg.StopTimeout = 5 * time.Second
+	cfg := devenv.WorkerConfig(taskQueue, filepath.Join(t.TempDir(), "data"), 4)
 	cfg.Pool = FastPool
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	comps, cleanup, err := worker.Build(ctx, cfg)
+	w, err := devenv.StartWorker(ctx, srv, devenv.WorkerOptions{Config: cfg, Nodes: nodes})
 	if err != nil {
-		t.Fatalf("worker.Build: %v", err)
-	}
-	t.Cleanup(cleanup) // runs after the worker's Stop (cleanups are LIFO)
-	if nodes != nil {
-		comps.ActivityDeps.Default = nodes
-	}
-	w, err := worker.New(srv.Client(), cfg, comps)
-	if err != nil {
-		t.Fatalf("worker.New: %v", err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatalf("starting the in-process worker: %v", err)
+		t.Fatalf("the in-process worker: %v", err)
 	}
 	t.Cleanup(w.Stop)
-	return cfg
+	return w.Config
 }

@@ -42,7 +42,7 @@ func TestTemporalUIShowsCampaign(t *testing.T) {
 		}
 		t.Skipf("skipping: no chromium on PATH (apt-get install chromium, or set %s)", EnvChromium)
 	}
-	srv := devserver.ForTest(t, devserver.Options{UI: true})
+	srv := testenv.DevServer(t, devserver.Options{UI: true})
 
 	const tq, name = "uitest", "ui-spirals"
 	testenv.Worker(t, srv, tq, nil)

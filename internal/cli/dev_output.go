@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gleaner-hpc/gleaner"
+	"github.com/gleaner-hpc/gleaner/client"
+	"github.com/gleaner-hpc/gleaner/cluster"
+	"github.com/gleaner-hpc/gleaner/workflows"
+)
+
+// devProgressLine is one update:
+//
+//	0:14 trials 3/20 done, 4 running | nodes ##o#..o# 5 idle, 4 in use | best val_loss 0.0821 (trial 2)
+func devProgressLine(elapsed time.Duration, p client.Progress, slots int) string {
+	s := p.Status
+	var b strings.Builder
+	sec := int(elapsed.Round(time.Second) / time.Second)
+	fmt.Fprintf(&b, "%3d:%02d trials %d/%d done, %d running", sec/60, sec%60, s.Ended(), s.MaxTrials, s.Running)
+	if s.Pending > 0 {
+		fmt.Fprintf(&b, ", %d waiting", s.Pending)
+	}
+	if s.Failed > 0 {
+		fmt.Fprintf(&b, ", %d failed", s.Failed)
+	}
+	if s.State != workflows.CampaignRunning {
+		fmt.Fprintf(&b, " (%s)", s.State)
+	}
+	b.WriteString(" | nodes ")
+	if p.Pool == nil {
+		b.WriteString("- (the pool is starting)")
+	} else {
+		idle := map[string]bool{}
+		for _, n := range p.Pool.Nodes {
+			idle[n.ID] = true
+		}
+		used := map[string]bool{}
+		for _, t := range p.Pool.Trials {
+			for _, n := range t.Nodes {
+				used[n] = true
+			}
+		}
+		if slots > 0 && slots <= 64 {
+			for i := 0; i < slots; i++ {
+				id := cluster.SlotID(i)
+				switch {
+				case used[id]:
+					b.WriteByte('#')
+				case idle[id]:
+					b.WriteByte('o')
+				default:
+					b.WriteByte('.')
+				}
+			}
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%d idle, %d in use", len(idle), len(used))
+	}
+	b.WriteString(" | best ")
+	if s.Best == nil {
+		b.WriteString("-")
+	} else {
+		fmt.Fprintf(&b, "%s %.4g (trial %d)", s.Objective, s.Best.Score, s.Best.Number)
+	}
+	return b.String()
+}
+
+// devWriteLeaderboard prints the top 10, best first.
+func devWriteLeaderboard(w io.Writer, l []workflows.LeaderboardEntry, obj gleaner.ObjectiveSpec) {
+	if len(l) == 0 {
+		fmt.Fprintln(w, "leaderboard: empty (no trial reported "+obj.Metric+")")
+		return
+	}
+	if len(l) > 10 {
+		l = l[:10]
+	}
+	better := "lowest"
+	if obj.Mode == "max" {
+		better = "highest"
+	}
+	fmt.Fprintf(w, "\nleaderboard (top %d, %s %s first):\n", len(l), better, obj.Metric)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  rank\ttrial\t%s\tstate\trestarts\tparams\n", obj.Metric)
+	for i, e := range l {
+		state := e.State
+		if e.Stage != "" {
+			state += workflows.TrialState(" (" + e.Stage + ")")
+		}
+		fmt.Fprintf(tw, "  %d\t%d\t%.6g\t%s\t%d\t%s\n", i+1, e.Number, e.Score, state, e.Restarts, formatParams(e.Params))
+	}
+	_ = tw.Flush()
+}
+
+// devWriteUI prints where to look in the web UI.
+func devWriteUI(w io.Writer, ui, namespace string, camp client.Campaign) {
+	q := fmt.Sprintf("%s = %q", workflows.GleanerCampaign.GetName(), camp.Name)
+	fmt.Fprintf(w, "\nTemporal web UI: %s\n", ui)
+	fmt.Fprintf(w, "  the campaign:    %s\n", camp.UIURL)
+	fmt.Fprintf(w, "  its workflows:   %s/namespaces/%s/workflows?query=%s\n", ui, url.PathEscape(namespace), url.QueryEscape(q))
+	fmt.Fprintf(w, "  queries to paste into the UI's search:\n")
+	fmt.Fprintf(w, "    %s\n", q)
+	fmt.Fprintf(w, "    %s AND %s = %q\n", q, workflows.GleanerKind.GetName(), workflows.KindTrial)
+	fmt.Fprintf(w, "    %s = %q\n", workflows.GleanerKind.GetName(), workflows.KindPool)
+}
+
+// uiBase is the web UI's address for people: localhost for a loopback
+// server.
+func devUIBase(raw, ip string) string {
+	if raw == "" {
+		return ""
+	}
+	if ip == "127.0.0.1" || ip == "::1" || ip == "localhost" {
+		if u, err := url.Parse(raw); err == nil {
+			u.Host = net.JoinHostPort("localhost", u.Port())
+			return u.String()
+		}
+	}
+	return raw
+}
+
+func devOrMemory(db string) string {
+	if db == "" {
+		return "memory until then"
+	}
+	return db
+}

@@ -70,7 +70,7 @@ func TestProductionAndSimulatorAllocateAlike(t *testing.T) {
 
 	// The same curve for every trial.
 	a := &Activities{}
-	adv := a.advisor()
+	adv := a.advisor(workflows.AllocateInput{})
 	views := make([]jpa.TrialView, len(in.Trials))
 	for i, pt := range in.Trials {
 		views[i] = a.trialView(pt)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/gleaner-hpc/gleaner/allocator"
@@ -27,11 +28,11 @@ func (a *Activities) Allocate(ctx context.Context, in workflows.AllocateInput) (
 	for _, n := range in.Nodes {
 		p.Nodes = append(p.Nodes, allocator.Node{ID: n.ID, Type: n.Type, IdleUntil: n.IdleUntil, Host: n.Host})
 	}
-	adv := a.advisor()
 	views := make([]jpa.TrialView, len(in.Trials))
 	for i, t := range in.Trials {
 		views[i] = a.trialView(t)
 	}
+	adv := a.advisor(in)
 	lib, err := adv.Library(views)
 	if err != nil {
 		return workflows.AllocateResult{}, fmt.Errorf("building the JPA library: %w", err)
@@ -76,9 +77,45 @@ func nodeTypes(in workflows.AllocateInput) []string {
 }
 
 // advisor is the JPA policy with this worker's library of profiled
-// models.
-func (a *Activities) advisor() jpa.Advisor {
-	return jpa.Advisor{Base: a.Library, Speeds: a.Speeds}
+// models and the pool's learned curves (LearnedPriors).
+func (a *Activities) advisor(in workflows.AllocateInput) jpa.Advisor {
+	base := a.Library
+	if learned := LearnedPriors(in.Library, in.Trials); len(learned) > 0 {
+		base = append(slices.Clone(a.Library), learned...)
+	}
+	return jpa.Advisor{Base: base, Speeds: a.Speeds}
+}
+
+// LearnedPriors are a pool's learned curves as the JPA's profiled
+// models: each named as the trial's own measurements (ID@type), of its
+// campaign (Group: a sibling of its campaign's later trials), with its
+// model and batch (a profile of that model for any campaign). A curve of
+// a trial registered now that has measurements on that node type is left
+// out: its live measurements stand in for it. Invalid curves (a state
+// edited by hand) are left out too, never failing the allocation.
+func LearnedPriors(lib []workflows.LearnedCurve, live []workflows.PoolTrial) []jpa.PriorCurve {
+	measured := map[string]bool{}
+	for _, t := range live {
+		for _, p := range t.Profile {
+			measured[t.Registration.TrialID+"@"+p.NodeType] = true
+		}
+	}
+	out := make([]jpa.PriorCurve, 0, len(lib))
+	for _, c := range lib {
+		if measured[c.Name()] {
+			continue
+		}
+		pc := jpa.PriorCurve{Name: c.Name(), Model: c.Model, Batch: c.Batch, NodeType: c.NodeType, Group: c.Campaign}
+		ok := len(c.Points) > 0
+		for i, p := range c.Points {
+			ok = ok && p.Nodes > 0 && p.Throughput > 0 && !math.IsInf(p.Throughput, 0) && (i == 0 || p.Nodes > c.Points[i-1].Nodes)
+			pc.Points = append(pc.Points, jpa.Point{Nodes: p.Nodes, Throughput: p.Throughput})
+		}
+		if ok {
+			out = append(out, pc)
+		}
+	}
+	return out
 }
 
 // trialView is what the JPA knows of a registered trial: its profile and
@@ -98,7 +135,7 @@ func (a *Activities) trialView(t workflows.PoolTrial) jpa.TrialView {
 
 // problemTrial turns a registered trial into the allocator's view, with a
 // curve per node type it may use.
-func problemTrial(t workflows.PoolTrial, v jpa.TrialView, adv jpa.Advisor, lib *jpa.Library, scale float64, types []string) allocator.Trial {
+func problemTrial(t workflows.PoolTrial, v jpa.TrialView, adv jpa.Advisor, lib *jpa.Library, scale jpa.PriorScales, types []string) allocator.Trial {
 	reg := t.Registration
 	tr := allocator.Trial{
 		ID:              reg.TrialID,
@@ -121,7 +158,7 @@ func problemTrial(t workflows.PoolTrial, v jpa.TrialView, adv jpa.Advisor, lib *
 	}
 	if len(use) == 0 {
 		// No idle node at all: any curve will do, nothing can be given.
-		tr.Curve = jpa.PriorAllocatorCurve(reg.MaxNodes, scale)
+		tr.Curve = jpa.PriorAllocatorCurve(reg.MinNodes, reg.MaxNodes, scale)
 		return tr
 	}
 	tr.CurvesByType = map[string]allocator.Curve{}

@@ -310,5 +310,12 @@ func mergeReports(last *trial.Report, reports []trial.Report) {
 		if len(rep.Metrics) > 0 {
 			last.Metrics = rep.Metrics
 		}
+		// What the trainer says it trains: the latest it said.
+		if rep.Model != "" {
+			last.Model = rep.Model
+		}
+		if rep.Batch > 0 {
+			last.Batch = rep.Batch
+		}
 	}
 }

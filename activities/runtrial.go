@@ -453,6 +453,8 @@ func (r *runner) progress() workflows.Progress {
 		Checkpoint: r.last.Checkpoint,
 		Malformed:  r.malformedCount(),
 		Failures:   r.runLog.Failures,
+		Model:      r.last.Model,
+		Batch:      r.last.Batch,
 
 		BadCheckpoints: r.ledger.Bad,
 		BadCheckpoint:  r.ledger.LastBad,

@@ -500,6 +500,17 @@ func (c *Client) PoolStatus(ctx context.Context, pool string) (workflows.PoolSta
 	return s, err
 }
 
+// PoolLibrary is the curves a pool learned from the trials that left it
+// (workflows.QueryLibrary).
+func (c *Client) PoolLibrary(ctx context.Context, pool string) (workflows.PoolLibrary, error) {
+	var l workflows.PoolLibrary
+	if err := checkName("pool", pool); err != nil {
+		return l, err
+	}
+	err := c.query(ctx, workflows.PoolWorkflowID(pool), fmt.Sprintf("pool %q", pool), workflows.QueryLibrary, &l)
+	return l, err
+}
+
 // startInput decodes the input of a workflow's latest run.
 func (c *Client) startInput(ctx context.Context, workflowID string, out any) error {
 	it := c.tc.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)

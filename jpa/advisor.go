@@ -101,7 +101,7 @@ func (a Advisor) Curves(trials []TrialView) []PriorCurve {
 			pts := byType[typ]
 			sort.SliceStable(pts, func(i, j int) bool { return pts[i].Nodes < pts[j].Nodes })
 			pts = slices.CompactFunc(pts, func(x, y Point) bool { return x.Nodes == y.Nodes })
-			curves = append(curves, PriorCurve{Name: t.ID + "@" + typ, NodeType: typ, Group: t.Group, Points: pts})
+			curves = append(curves, PriorCurve{Name: t.ID + "@" + typ, NodeType: typ, Group: t.Group, Model: t.Model, Batch: t.Batch, Points: pts})
 		}
 	}
 	per := a.SiblingsPerGroup
@@ -111,10 +111,29 @@ func (a Advisor) Curves(trials []TrialView) []PriorCurve {
 	return Representatives(curves, per)
 }
 
-// PriorScale is the scale of the prior for a trial nothing is known of:
-// the median over every measured point of the trials of
-// throughput / n^PriorExponent (1 when nothing is measured).
-func PriorScale(trials []TrialView) float64 {
+// PriorScales price the prior of a trial nothing is known of, in the
+// units of the pool's measured trials (samples/s), so that it compares
+// with measured curves under any allocator objective.
+type PriorScales struct {
+	// Best prices its smallest run (MinNodes): the largest, over every measured
+	// point of the pool's trials, of throughput / n^PriorExponent.
+	// Optimism for the never-measured: a trial priced below the measured
+	// ones would, on a saturated pool under a throughput objective, never
+	// get a node, so never be measured, so never be corrected; priced as
+	// the best trial measured, it gets a node and is measured within a
+	// profiling interval, then valued at what it is.
+	Best float64
+	// Typical prices its nodes beyond its smallest run (MinNodes): the
+	// median of the same ratios. Optimism stops there, so that a
+	// profiling run is the trial's smallest, not a large hole's worth of
+	// nodes spent on a trial that may be slow.
+	Typical float64
+}
+
+// PriorScale is the scale of the prior for a trial nothing is known of
+// (PriorScales), from the trials' measurements; both 1 when nothing is
+// measured.
+func PriorScale(trials []TrialView) PriorScales {
 	var scales []float64
 	for _, t := range trials {
 		for _, o := range t.Observations {
@@ -124,16 +143,16 @@ func PriorScale(trials []TrialView) float64 {
 		}
 	}
 	if len(scales) == 0 {
-		return 1
+		return PriorScales{Best: 1, Typical: 1}
 	}
 	sort.Float64s(scales)
-	return scales[len(scales)/2]
+	return PriorScales{Best: scales[len(scales)-1], Typical: scales[len(scales)/2]}
 }
 
 // Curve is the trial's curve for the allocator on node type typ ("": the
 // type it was measured on), over [1, MaxNodes]; fromPrior says it is the
-// n^PriorExponent prior scaled by priorScale.
-func (a Advisor) Curve(t TrialView, lib *Library, typ string, priorScale float64) (c allocator.Curve, fromPrior bool) {
+// prior (PriorAllocatorCurve with prior).
+func (a Advisor) Curve(t TrialView, lib *Library, typ string, prior PriorScales) (c allocator.Curve, fromPrior bool) {
 	q := Query{MinNodes: t.MinNodes, MaxNodes: t.MaxNodes, NodeType: typ, Group: t.Group, Self: t.ID, Model: t.Model, Batch: t.Batch}
 	if len(t.Prior) > 0 {
 		q.Prior, q.PriorSigma = t.Prior, t.PriorSigma
@@ -146,14 +165,23 @@ func (a Advisor) Curve(t TrialView, lib *Library, typ string, priorScale float64
 	}
 	// Nothing known (ErrNoData, ErrNoTypeRatio), or a failure on odd
 	// input: the prior keeps the trial schedulable.
-	return PriorAllocatorCurve(t.MaxNodes, priorScale), true
+	return PriorAllocatorCurve(t.MinNodes, t.MaxNodes, prior), true
 }
 
-// PriorAllocatorCurve is scale × n^PriorExponent over [1, maxNodes].
-func PriorAllocatorCurve(maxNodes int, scale float64) allocator.Curve {
+// PriorAllocatorCurve is the prior over [1, maxNodes]: s.Best ×
+// n^PriorExponent up to minNodes (the smallest run, its profiling run),
+// every further node what it adds to s.Typical × n^PriorExponent. With
+// nothing measured (both 1) it is n^PriorExponent.
+func PriorAllocatorCurve(minNodes, maxNodes int, s PriorScales) allocator.Curve {
+	m := math.Pow(float64(max(minNodes, 1)), PriorExponent)
 	c := make(allocator.Curve, 0, max(maxNodes, 0))
 	for n := 1; n <= maxNodes; n++ {
-		c = append(c, allocator.Point{Nodes: n, Throughput: scale * math.Pow(float64(n), PriorExponent)})
+		x := math.Pow(float64(n), PriorExponent)
+		if n <= minNodes {
+			c = append(c, allocator.Point{Nodes: n, Throughput: s.Best * x})
+		} else {
+			c = append(c, allocator.Point{Nodes: n, Throughput: s.Best*m + s.Typical*(x-m)})
+		}
 	}
 	return c
 }

@@ -136,7 +136,7 @@ func nasCampaign(t *testing.T, jobs []sim.Job, prior func(sim.Job) []jpa.Point) 
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := sim.Run(events, jobs, sim.Config{Curves: a.Curve, Measure: a.Measure})
+			res, err := sim.Run(events, jobs, a.Attach(sim.Config{}))
 			if err != nil {
 				t.Fatal(err)
 			}

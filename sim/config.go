@@ -17,17 +17,18 @@ var ErrInvalidInput = errors.New("invalid simulation input")
 const DefaultLookahead = 300
 
 // CurveSource says which throughput curve the allocator is told for job
-// (an index into Run's jobs) at simulated time now. Progress always
-// follows the job's true Curve; a source other than the oracle (the JPA
-// mode) changes only what the allocator believes. The curve must reach
-// the job's MaxNodes.
+// (an index into Run's jobs) at simulated time now, the same on every
+// node type the job can run on. Progress always follows the job's true
+// curve (Curve, or CurvesByType on the type it runs on); a source other
+// than the oracle (the JPA mode, TypeBlind) changes only what the
+// allocator believes. The curve must reach the job's MaxNodes.
 type CurveSource func(job int, now float64) allocator.Curve
 
 // MeasureFunc is told, after every step of simulated time, that job (an
 // index into Run's jobs) held nodes > 0 nodes throughout (from, to] and
 // had trained samples useful samples at to (progress lost to rescales is
 // re-trained before samples moves again, so the stall shows). It is how
-// a learner of the curves (JPACurves) sees the jobs run.
+// a learner of the curves (JPA.Measure) sees the jobs run.
 type MeasureFunc func(job, nodes int, from, to, samples float64)
 
 // Config is one simulation run. The zero value is the compact policy with
@@ -61,9 +62,27 @@ type Config struct {
 	Start, End float64
 	// Initial is the idle set before the first event.
 	Initial []string
+	// NodeTypes maps node ids to their types (GPU models, partitions;
+	// AssignNodeTypes draws one); a node it does not name is of the
+	// default type "". Nil: one type, as before types existed. A job
+	// with CurvesByType runs only on the types it has a curve for.
+	NodeTypes map[string]string
 	// Curves is what the allocator is told; nil means the oracle (each
-	// job's true Curve).
+	// job's true Curve, or every type's true curve of a job with
+	// CurvesByType). A source's curve is told for every type the job
+	// can run on (TypeBlind).
 	Curves CurveSource
+	// AllocatePeriod and Reconsider model production's periodic
+	// allocation (workflows.PoolInput.AllocatePeriod): when
+	// AllocatePeriod seconds pass after a decision without an event, a
+	// submission or a completion, Reconsider is asked whether what the
+	// allocator is told changed (the JPA published a measurement), and
+	// if so the allocator decides again. Production allocates every
+	// period; with unchanged inputs it would decide the same, so the
+	// simulator skips those. Zero or nil: decisions only at events,
+	// submissions and completions (the oracle's curves never change).
+	AllocatePeriod float64
+	Reconsider     func() bool
 	// Measure, when set, sees every running job after every step of
 	// simulated time (see MeasureFunc); nil means nobody measures.
 	Measure MeasureFunc
@@ -107,6 +126,8 @@ func validateInput(events []Event, jobs []Job, cfg *Config) error {
 		return fmt.Errorf("%w: config: window end %v is not after start %v", ErrInvalidInput, cfg.End, cfg.Start)
 	case math.IsNaN(cfg.Lookahead) || math.IsInf(cfg.Lookahead, 0) || cfg.Lookahead < 0:
 		return fmt.Errorf("%w: config: lookahead %v s must be a finite non-negative number (0 means %d s)", ErrInvalidInput, cfg.Lookahead, DefaultLookahead)
+	case math.IsNaN(cfg.AllocatePeriod) || math.IsInf(cfg.AllocatePeriod, 0) || cfg.AllocatePeriod < 0:
+		return fmt.Errorf("%w: config: allocation period %v s must be a finite non-negative number (0: none)", ErrInvalidInput, cfg.AllocatePeriod)
 	case cfg.TimeLimit < 0:
 		return fmt.Errorf("%w: config: time limit %v must not be negative (0 means the allocator's default)", ErrInvalidInput, cfg.TimeLimit)
 	}
@@ -161,6 +182,7 @@ func trialOf(j Job) allocator.Trial {
 		MinNodes:        j.MinNodes,
 		MaxNodes:        j.MaxNodes,
 		Curve:           j.Curve,
+		CurvesByType:    j.CurvesByType,
 		RescaleUpCost:   j.RescaleUp,
 		RescaleDownCost: j.RescaleDown,
 		Weight:          j.Weight,

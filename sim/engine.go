@@ -18,7 +18,8 @@ import (
 // re-decides the node ids of every active job (over all idle nodes, with
 // each job's current nodes, bounds, curve, rescale costs and weight), and
 // its decision is applied as given (no migration: the allocator's
-// mapping). A job on k nodes trains at Curve(k) samples/s. Changing the
+// mapping). A job on k nodes trains at Curve(k) samples/s (at its curve
+// on their type with CurvesByType: cfg.NodeTypes). Changing the
 // count of a running job from c to k ≠ c loses RescaleUp (k > c) or
 // RescaleDown (k < c) seconds of progress at the old rate Curve(c) — the
 // cost the allocation problem charges (DESIGN.md); starting from 0 is
@@ -82,6 +83,9 @@ type engine struct {
 	// in seconds.
 	estimator  *idleEstimator
 	lookaheads []float64
+	// lastDecision is when the allocator last had its chance (an event,
+	// a submission, a completion, or an allocation period).
+	lastDecision float64
 }
 
 func newEngine(events []Event, jobs []Job, cfg Config) (*engine, error) {
@@ -137,12 +141,27 @@ func (e *engine) run() error {
 	}
 	e.now = e.start
 	e.sample()
+	e.lastDecision = e.start
 	for {
-		t := min(e.nextEventTime(), e.nextSubmitTime(), e.nextFinishTime(), e.end)
+		happens := min(e.nextEventTime(), e.nextSubmitTime(), e.nextFinishTime())
+		t := min(happens, e.nextReconsiderTime(), e.end)
 		e.advance(t)
 		e.completeDue()
 		if t >= e.end {
 			break
+		}
+		if t < happens {
+			// Only the allocation period is due: decide again if what the
+			// allocator is told changed (production allocates every
+			// period; with unchanged inputs it would decide the same).
+			if e.cfg.Reconsider() {
+				if err := e.decide(); err != nil {
+					return err
+				}
+				e.sample()
+			}
+			e.lastDecision = t
+			continue
 		}
 		for e.nextEv < len(e.events) && e.events[e.nextEv].Time <= t {
 			e.applyEvent(e.events[e.nextEv])
@@ -158,6 +177,7 @@ func (e *engine) run() error {
 		if err := e.decide(); err != nil {
 			return err
 		}
+		e.lastDecision = t
 		e.sample()
 		if e.cfg.Progress != nil {
 			e.cfg.Progress(t, e.start, e.end)
@@ -172,6 +192,15 @@ func (e *engine) nextEventTime() float64 {
 		return e.events[e.nextEv].Time
 	}
 	return math.Inf(1)
+}
+
+// nextReconsiderTime is when the allocation period after the last
+// decision ends (+Inf without Config.AllocatePeriod and Reconsider).
+func (e *engine) nextReconsiderTime() float64 {
+	if e.cfg.AllocatePeriod <= 0 || e.cfg.Reconsider == nil || len(e.active) == 0 {
+		return math.Inf(1)
+	}
+	return e.lastDecision + e.cfg.AllocatePeriod
 }
 
 func (e *engine) nextSubmitTime() float64 {
@@ -206,6 +235,12 @@ func (e *engine) advance(t float64) {
 		held := float64(n) * dt
 		e.res.PerJob[j].NodeSeconds += held
 		m.AllocatedNodeSeconds += held
+		if e.cfg.NodeTypes != nil {
+			if e.res.NodeSecondsByType == nil {
+				e.res.NodeSecondsByType = map[string]float64{}
+			}
+			e.res.NodeSecondsByType[e.cfg.NodeTypes[st.nodes[0]]] += held
+		}
 		pj := &e.res.PerJob[j]
 		if t >= st.finishAt {
 			pj.Samples, st.debt = e.jobs[j].TotalSamples, 0
@@ -331,7 +366,10 @@ func (e *engine) setNodes(j int, nodes []string) {
 	st.rate = 0
 	st.finishAt = math.Inf(1)
 	if k := len(nodes); k > 0 {
-		st.rate = e.jobs[j].Curve.At(k)
+		// One type per job (the allocator's rule, kept by preemptions,
+		// which only remove nodes); decide checks the job can run on it.
+		curve, _ := e.jobs[j].curveOn(e.cfg.NodeTypes[nodes[0]])
+		st.rate = curve.At(k)
 		if st.rate > 0 {
 			need := e.jobs[j].TotalSamples - e.res.PerJob[j].Samples + st.debt
 			st.finishAt = e.now + need/st.rate
@@ -365,6 +403,14 @@ func (e *engine) decide() error {
 		t.Nodes = e.st[j].nodes
 		if e.cfg.Curves != nil {
 			t.Curve = e.cfg.Curves(j, e.now)
+			if types := e.jobs[j].Types(); types != nil {
+				// Told the same curve on every type it can run on.
+				t.CurvesByType = make(map[string]allocator.Curve, len(types))
+				for _, typ := range types {
+					t.CurvesByType[typ] = t.Curve
+				}
+				t.Curve = nil
+			}
 		}
 		p.Trials[i] = t
 	}
@@ -401,6 +447,9 @@ func (e *engine) decide() error {
 			continue
 		}
 		for _, id := range a.Nodes {
+			if _, ok := e.jobs[j].curveOn(e.cfg.NodeTypes[id]); !ok {
+				return fmt.Errorf("sim: allocator gave job %q node %q of type %q, which it has no curve for", e.jobs[j].Name, id, e.cfg.NodeTypes[id])
+			}
 			if _, ok := e.idle[id]; !ok {
 				return fmt.Errorf("sim: allocator gave job %q node %q, which is not idle", e.jobs[j].Name, id)
 			}
@@ -437,12 +486,12 @@ func (e *engine) updateIdleList(removed, added []string) {
 			continue
 		}
 		for ; a < len(added) && added[a] < n.ID; a++ {
-			out = append(out, allocator.Node{ID: added[a]})
+			out = append(out, e.node(added[a]))
 		}
 		out = append(out, n)
 	}
 	for ; a < len(added); a++ {
-		out = append(out, allocator.Node{ID: added[a]})
+		out = append(out, e.node(added[a]))
 	}
 	e.idleList = out
 }
@@ -457,10 +506,15 @@ func (e *engine) nodes() []allocator.Node {
 		sort.Strings(ids)
 		e.idleList = make([]allocator.Node, len(ids))
 		for i, id := range ids {
-			e.idleList[i] = allocator.Node{ID: id}
+			e.idleList[i] = e.node(id)
 		}
 	}
 	return e.idleList
+}
+
+// node is idle node id as the allocator sees it, with its type.
+func (e *engine) node(id string) allocator.Node {
+	return allocator.Node{ID: id, Type: e.cfg.NodeTypes[id]}
 }
 
 // sample appends the state at the current instant to the series.

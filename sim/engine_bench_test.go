@@ -27,7 +27,7 @@ func BenchmarkRun(b *testing.B) {
 						if err != nil {
 							b.Fatal(err)
 						}
-						cfg.Curves, cfg.Measure = a.Curve, a.Measure
+						cfg = a.Attach(cfg)
 					}
 					res, err := Run(events, jobs, cfg)
 					if err != nil {

@@ -30,7 +30,7 @@ const (
 	DefaultJPAProfileChange = 0.05
 )
 
-// JPAOptions shape the JPA mode (JPACurves). Zero fields take the
+// JPAOptions shape the JPA mode (NewJPA, Attach). Zero fields take the
 // documented defaults.
 type JPAOptions struct {
 	// Seed seeds the measurement noise: the same seed, jobs and events
@@ -94,10 +94,11 @@ type JPA struct {
 	epoch     time.Time
 	st        []jpaJob
 	dirty     bool // a job measured something since the library was built
+	seen      int  // stats.Published when Changed was last asked
 	lib       *jpa.Library
 	libCurves []jpa.PriorCurve // the jobs' curves in lib
 	libGen    int              // bumped by every rebuild of lib
-	priorTop  float64          // the prior's scale (samples/s at 1 node)
+	priorTop  jpa.PriorScales  // the prior's scales (samples/s)
 	// unmeasured caches the prediction of a job with no measurement,
 	// the same for every such job of a group and bounds.
 	unmeasured      map[unmeasuredKey]cachedCurve
@@ -119,7 +120,7 @@ type cachedCurve struct {
 	curve      allocator.Curve
 	libGen     int
 	profileGen int
-	prior      float64 // the prior's scale if curve is the prior, else 0
+	prior      jpa.PriorScales // the prior's scales if curve is the prior, else zero
 }
 
 type jpaJob struct {
@@ -220,14 +221,30 @@ func NewJPA(jobs []Job, opts JPAOptions) (*JPA, error) {
 	return a, nil
 }
 
-// JPACurves is the JPA mode in one call: use the results as
-// Config{Curves: cs, Measure: mf}, for one Run over jobs.
-func JPACurves(jobs []Job, opts JPAOptions) (CurveSource, MeasureFunc, error) {
-	a, err := NewJPA(jobs, opts)
-	if err != nil {
-		return nil, nil, err
+// DefaultAllocatePeriod is production's allocation period in seconds
+// (workflows.DefaultAllocatePeriod): the longest a new measurement waits
+// before the allocator uses it.
+const DefaultAllocatePeriod = 30
+
+// Attach is cfg in the JPA mode, run as production runs: the allocator
+// is told a's curves, a measures every running job, and the allocator
+// decides again DefaultAllocatePeriod seconds after a decision when a
+// published a measurement meanwhile (Config.AllocatePeriod, Reconsider;
+// a period already set is kept).
+func (a *JPA) Attach(cfg Config) Config {
+	cfg.Curves, cfg.Measure, cfg.Reconsider = a.Curve, a.Measure, a.Changed
+	if cfg.AllocatePeriod == 0 {
+		cfg.AllocatePeriod = DefaultAllocatePeriod
 	}
-	return a.Curve, a.Measure, nil
+	return cfg
+}
+
+// Changed reports whether a published a measurement since it was last
+// asked (Config.Reconsider).
+func (a *JPA) Changed() bool {
+	changed := a.stats.Published != a.seen
+	a.seen = a.stats.Published
+	return changed
 }
 
 // Profiler is the JPA's profiler (for inspection).
@@ -332,23 +349,30 @@ func (a *JPA) finished(j int) bool {
 }
 
 // refreshLibrary rebuilds the library after a profile changed: the prior
-// plus every unfinished measured job as a curve of its group (siblings
-// share a model), capped per group: jpa.Advisor's library, as
-// activities.Allocate's is.
+// plus every measured job, finished or not, as a curve of its group
+// (siblings share a model), capped per group: jpa.Advisor's library, as
+// activities.Allocate's is with the pool's learned curves.
 func (a *JPA) refreshLibrary() {
 	if a.lib != nil && !a.dirty && !a.uncached {
 		return
 	}
-	var views []jpa.TrialView
+	// A finished job's curve stays, as production's pool keeps a
+	// finished trial's (its learned library); the prior's scale is the
+	// running jobs', as production's is the registered trials'.
+	var views, running []jpa.TrialView
 	for j := range a.jobs {
-		if a.finished(j) || len(a.st[j].profile) == 0 {
+		if len(a.st[j].profile) == 0 {
 			continue
 		}
-		views = append(views, jpa.TrialView{ID: a.jobs[j].Name, Group: a.groups[j], Observations: a.st[j].profile})
+		v := jpa.TrialView{ID: a.jobs[j].Name, Group: a.groups[j], Model: a.jobs[j].Model, Observations: a.st[j].profile}
+		views = append(views, v)
+		if !a.finished(j) {
+			running = append(running, v)
+		}
 	}
 	adv := a.advisor()
 	curves := adv.Curves(views)
-	a.dirty, a.priorTop = false, jpa.PriorScale(views)
+	a.dirty, a.priorTop = false, jpa.PriorScale(running)
 	if a.lib != nil && !a.uncached && sameCurves(curves, a.libCurves) {
 		// The changes were outside the library (jobs it does not keep):
 		// every prediction made with it stands.
@@ -403,7 +427,7 @@ func (a *JPA) Curve(job int, _ float64) allocator.Curve {
 // generation profileGen and, if it is the prior, the current prior scale.
 func (a *JPA) valid(c cachedCurve, profileGen int) bool {
 	return c.curve != nil && !a.uncached && c.libGen == a.libGen && c.profileGen == profileGen &&
-		(c.prior == 0 || c.prior == a.priorTop)
+		(c.prior == jpa.PriorScales{} || c.prior == a.priorTop)
 }
 
 // predict is job's curve from obs (its profile of generation profileGen)

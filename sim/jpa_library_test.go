@@ -47,7 +47,7 @@ func TestJPALibraryInTheFirstHour(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := checkInvariants(t, events, jobs, Config{Curves: a.Curve, Measure: a.Measure}).Metrics
+			m := checkInvariants(t, events, jobs, a.Attach(Config{})).Metrics
 			fracs[k] += m.Throughput / oracle / seeds
 			t.Logf("seed %d, %s: %.3f of the oracle's throughput", seed, []string{"no library", "the jobs' own profiles", "other profiles only"}[k], m.Throughput/oracle)
 		}

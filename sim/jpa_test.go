@@ -18,7 +18,7 @@ func runExactJPA(t *testing.T, job Job, events []Event) (*JPA, *Result) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(events, []Job{job}, Config{Curves: a.Curve, Measure: a.Measure})
+	res, err := Run(events, []Job{job}, a.Attach(Config{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestJPAThroughputVsOracleOnRealCurves(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := checkInvariants(t, events, jobs, Config{Curves: a.Curve, Measure: a.Measure}).Metrics
+			m := checkInvariants(t, events, jobs, a.Attach(Config{})).Metrics
 			f := m.Throughput / oracle.Throughput
 			fracs = append(fracs, f)
 			t.Logf("%s, seed %d: jpa throughput %.1f vs oracle %.1f samples/s = %.3f of oracle; efficiency %.3f vs %.3f; completed %d vs %d; rescales %d vs %d",
@@ -188,7 +188,7 @@ func TestJPACachesChangeNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			a.uncached = uncached
-			res, err := Run(events, jobs, Config{Curves: a.Curve, Measure: a.Measure})
+			res, err := Run(events, jobs, a.Attach(Config{}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -227,11 +227,11 @@ func TestNewJPARejectsBadOptions(t *testing.T) {
 func TestJPADeterministic(t *testing.T) {
 	events, jobs := realContest(t)
 	run := func(seed uint64) Metrics {
-		cs, mf, err := JPACurves(jobs, JPAOptions{Seed: seed})
+		a, err := NewJPA(jobs, JPAOptions{Seed: seed})
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Run(events, jobs, Config{Curves: cs, Measure: mf})
+		res, err := Run(events, jobs, a.Attach(Config{}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,10 @@ type Result struct {
 	// Series samples the run at its start, after every decision instant
 	// (node event, submission or completion) and at its end.
 	Series []SeriesPoint `json:"series"`
+	// NodeSecondsByType splits Metrics.AllocatedNodeSeconds by node type
+	// (Config.NodeTypes); nil on an untyped pool. (Not in Metrics, which
+	// stays comparable with ==.)
+	NodeSecondsByType map[string]float64 `json:"allocated_node_s_by_type,omitempty"`
 	// SolverMs is the wall-clock milliseconds of each allocator solve, in
 	// decision order.
 	SolverMs []float64 `json:"solver_ms"`
@@ -33,6 +37,16 @@ type Metrics struct {
 	// redone after a rescale is in ProgressLost, not here).
 	Throughput float64 `json:"throughput"`
 	Samples    float64 `json:"samples"`
+	// Work is the useful work done in reference node-seconds, summed over
+	// jobs (JobMetrics.Work): unlike samples, it adds up across models.
+	// WorkRate = Work / Duration, in reference nodes: the quantity
+	// allocator.ObjectiveEfficiency maximises (its Σ speedups, every
+	// Weight 1), averaged over the window.
+	Work     float64 `json:"work_node_s"`
+	WorkRate float64 `json:"work_rate"`
+	// Makespan is the seconds from Start to the last job's completion
+	// when every job of the workload completed in the window; 0 otherwise.
+	Makespan float64 `json:"makespan_s"`
 
 	// EfficiencyVsDedicated = DedicatedNodeSeconds / AllocatedNodeSeconds:
 	// the node-hours the same work (Samples) would take on dedicated
@@ -99,12 +113,17 @@ type JobMetrics struct {
 	Preemptions  int     `json:"preemptions"`
 
 	// NodeSeconds is the idle node-time the job held; DedicatedNodeSeconds
-	// = Samples / (Curve(BestScale)/BestScale); Efficiency is their ratio
-	// (0 when it held nothing).
+	// = Samples / (Curve(BestScale)/BestScale) (on BestType with
+	// CurvesByType: Job.BestPlacement); Efficiency is their ratio (0 when
+	// it held nothing).
 	NodeSeconds          float64 `json:"node_s"`
 	DedicatedNodeSeconds float64 `json:"dedicated_node_s"`
 	Efficiency           float64 `json:"efficiency_vs_dedicated"`
 	BestScale            int     `json:"best_scale"`
+	BestType             string  `json:"best_type,omitempty"`
+	// Work = Samples / Job.ReferenceRate: the work done in node-seconds
+	// of the job's reference type at MinNodes (0 when that rate is 0).
+	Work float64 `json:"work_node_s"`
 }
 
 // SeriesPoint is the state of the run at one instant, after the decision
@@ -146,11 +165,13 @@ func (r *Result) finish(jobs []Job, solverMs, lookaheads []float64) {
 	m.Duration = m.End - m.Start
 	for i := range r.PerJob {
 		pj := &r.PerJob[i]
-		k, perNode := jobs[i].BestScale()
-		pj.BestScale = k
+		typ, k, perNode := jobs[i].BestPlacement()
+		pj.BestType, pj.BestScale = typ, k
 		pj.DedicatedNodeSeconds = ratio(pj.Samples, perNode)
 		pj.Efficiency = ratio(pj.DedicatedNodeSeconds, pj.NodeSeconds)
+		pj.Work = ratio(pj.Samples, jobs[i].ReferenceRate())
 		m.Samples += pj.Samples
+		m.Work += pj.Work
 		m.DedicatedNodeSeconds += pj.DedicatedNodeSeconds
 		m.ProgressLost += pj.ProgressLost
 		m.Rescales += pj.Rescales
@@ -160,9 +181,14 @@ func (r *Result) finish(jobs []Job, solverMs, lookaheads []float64) {
 		}
 		if pj.Completed {
 			m.JobsCompleted++
+			m.Makespan = max(m.Makespan, pj.Finish-m.Start)
 		}
 	}
+	if m.JobsCompleted < len(jobs) {
+		m.Makespan = 0
+	}
 	m.Throughput = ratio(m.Samples, m.Duration)
+	m.WorkRate = ratio(m.Work, m.Duration)
 	m.EfficiencyVsDedicated = ratio(m.DedicatedNodeSeconds, m.AllocatedNodeSeconds)
 	m.HoleUtilisation = ratio(m.AllocatedNodeSeconds, m.IdleNodeSeconds)
 	r.SolverMs = solverMs

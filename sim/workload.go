@@ -36,6 +36,12 @@ type Job struct {
 	// Curve is the job's true throughput (samples/s) per node count,
 	// without the (0, 0) point; it reaches MaxNodes.
 	Curve allocator.Curve
+	// CurvesByType, when set, replaces Curve (which must then be empty):
+	// the job's true throughput on nodes of each type it can run on
+	// (Config.NodeTypes), each reaching MaxNodes. Such a job runs on
+	// nodes of one of these types at a time, at that type's curve (see
+	// hetero.go: BestPlacement, ReferenceRate).
+	CurvesByType map[string]allocator.Curve
 	// Weight is the allocator's w_j under allocator.ObjectiveWeighted;
 	// 0 means 1.
 	Weight float64
@@ -55,15 +61,22 @@ func (j Job) BestScale() (k int, perNode float64) {
 	return k, perNode
 }
 
-// jobColumns is the header of the BFTrainer workload format.
-var jobColumns = []string{"name", "submit_unix", "min_nodes", "max_nodes", "rescale_up_s", "rescale_down_s", "total_samples", "nodes", "samples_per_s"}
+// jobColumns is the header of the BFTrainer workload format, and
+// modelColumn Gleaner's optional last column.
+var jobColumns = []string{"name", "submit_unix", "min_nodes", "max_nodes", "rescale_up_s", "rescale_down_s", "total_samples", "nodes", "samples_per_s", "model"}
+
+// modelColumn is the index of the optional column.
+const modelColumn = 9
 
 // ReadJobs parses a workload in the BFTrainer job format
 // (../shared/data/workloads): a header line naming the columns
 // name, submit_unix, min_nodes, max_nodes, rescale_up_s, rescale_down_s,
-// total_samples, nodes, samples_per_s, then one job per line; the last two
-// columns are space-separated lists giving the throughput curve, which may
-// include the point (0, 0). Lines starting with '#' are comments. Errors
+// total_samples, nodes, samples_per_s, then one job per line; nodes and
+// samples_per_s are space-separated lists giving the throughput curve,
+// which may include the point (0, 0). An optional last column, model,
+// names what each job trains (Job.Model: the JPA mode's siblings are the
+// jobs of one model; a file that mixes models should name them, or its
+// jobs are one campaign's). Lines starting with '#' are comments. Errors
 // name the line and the column.
 func ReadJobs(r io.Reader) ([]Job, error) {
 	cr := csv.NewReader(r)
@@ -77,10 +90,11 @@ func ReadJobs(r io.Reader) ([]Job, error) {
 		return nil, fmt.Errorf("workload: %w", err)
 	}
 	line, _ := cr.FieldPos(0)
-	if len(header) != len(jobColumns) {
-		return nil, fmt.Errorf("workload: line %d: header has %d columns, want %d: %s", line, len(header), len(jobColumns), strings.Join(jobColumns, ","))
+	if len(header) != modelColumn && len(header) != len(jobColumns) {
+		return nil, fmt.Errorf("workload: line %d: header has %d columns, want %d (%s) or %d (and model)", line, len(header), modelColumn, strings.Join(jobColumns[:modelColumn], ","), len(jobColumns))
 	}
-	for i, want := range jobColumns {
+	columns := jobColumns[:len(header)]
+	for i, want := range columns {
 		if got := strings.TrimSpace(header[i]); got != want {
 			return nil, fmt.Errorf("workload: line %d, column %d: header is %q, want %q", line, i+1, got, want)
 		}
@@ -96,8 +110,8 @@ func ReadJobs(r io.Reader) ([]Job, error) {
 			return nil, fmt.Errorf("workload: %w", err)
 		}
 		line, _ := cr.FieldPos(0)
-		if len(rec) != len(jobColumns) {
-			return nil, fmt.Errorf("workload: line %d: %d columns, want %d (%s)", line, len(rec), len(jobColumns), strings.Join(jobColumns, ","))
+		if len(rec) != len(columns) {
+			return nil, fmt.Errorf("workload: line %d: %d columns, want %d as the header (%s)", line, len(rec), len(columns), strings.Join(columns, ","))
 		}
 		j, err := parseJob(rec)
 		if err != nil {
@@ -153,6 +167,9 @@ func parseJob(rec []string) (Job, error) {
 		return j, colErr(6, "%v must be positive", j.TotalSamples)
 	}
 	j.MinNodes, j.MaxNodes = int(minN), int(maxN)
+	if len(rec) > modelColumn {
+		j.Model = strings.TrimSpace(rec[modelColumn])
+	}
 	j.Curve, err = parseCurve(rec[7], rec[8], j.MaxNodes)
 	return j, err
 }

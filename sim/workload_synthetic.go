@@ -47,50 +47,63 @@ func SyntheticJobs(curves []dataset.ScalingCurve, n int, seed uint64, opts Synth
 	if len(usable) == 0 || n <= 0 {
 		return nil
 	}
-	hours := opts.NodeHours
-	if hours <= 0 {
-		hours = 1
-	}
-	spread := min(max(opts.NodeHoursSpread, 0), 0.999)
-	g := max(opts.Stretch, 1)
-	up, down := opts.RescaleUp, opts.RescaleDown
-	if up <= 0 {
-		up = 18
-	}
-	if down <= 0 {
-		down = 12
-	}
+	opts = opts.withDefaults()
 	rng := rand.New(rand.NewPCG(seed, uint64(n)))
 	jobs := make([]Job, n)
 	for i := range jobs {
 		c := usable[rng.IntN(len(usable))]
-		top := c.MaxNodes()
-		lo := 1
-		if rng.IntN(2) == 0 {
-			lo = 1 + rng.IntN(top)
-		}
-		hi := lo + rng.IntN(top-lo+1)
 		curve := make(allocator.Curve, len(c.Points))
 		for p, pt := range c.Points {
-			curve[p] = allocator.Point{Nodes: g * pt.Nodes, Throughput: pt.SamplesPerS}
+			curve[p] = allocator.Point{Nodes: opts.Stretch * pt.Nodes, Throughput: pt.SamplesPerS}
 		}
-		j := Job{
-			Model:       c.Name(),
-			Submit:      opts.Start + opts.Window*rng.Float64(),
-			MinNodes:    g * lo,
-			MaxNodes:    g * hi,
-			RescaleUp:   up * (0.5 + rng.Float64()),
-			RescaleDown: down * (0.5 + rng.Float64()),
-			Curve:       curve,
-		}
-		h := hours * (1 - spread + 2*spread*rng.Float64())
-		_, perNode := j.BestScale()
-		j.TotalSamples = h * 3600 * perNode
-		jobs[i] = j
+		jobs[i] = opts.draw(rng, c.MaxNodes(), Job{Model: c.Name(), Curve: curve})
 	}
+	return inSubmitOrder(jobs, "S")
+}
+
+// withDefaults fills in the documented defaults.
+func (o SyntheticOptions) withDefaults() SyntheticOptions {
+	if o.NodeHours <= 0 {
+		o.NodeHours = 1
+	}
+	o.NodeHoursSpread = min(max(o.NodeHoursSpread, 0), 0.999)
+	o.Stretch = max(o.Stretch, 1)
+	if o.RescaleUp <= 0 {
+		o.RescaleUp = 18
+	}
+	if o.RescaleDown <= 0 {
+		o.RescaleDown = 12
+	}
+	return o
+}
+
+// draw completes j, whose curves span 1..top nodes before the stretch:
+// bounds within them (min is 1 half of the time, else random; max is
+// random in [min, top]), stretched; submit time; rescale costs; and
+// TotalSamples for its node-hours at its best placement. o has its
+// defaults.
+func (o SyntheticOptions) draw(rng *rand.Rand, top int, j Job) Job {
+	lo := 1
+	if rng.IntN(2) == 0 {
+		lo = 1 + rng.IntN(top)
+	}
+	hi := lo + rng.IntN(top-lo+1)
+	j.Submit = o.Start + o.Window*rng.Float64()
+	j.MinNodes, j.MaxNodes = o.Stretch*lo, o.Stretch*hi
+	j.RescaleUp = o.RescaleUp * (0.5 + rng.Float64())
+	j.RescaleDown = o.RescaleDown * (0.5 + rng.Float64())
+	h := o.NodeHours * (1 - o.NodeHoursSpread + 2*o.NodeHoursSpread*rng.Float64())
+	_, _, perNode := j.BestPlacement()
+	j.TotalSamples = h * 3600 * perNode
+	return j
+}
+
+// inSubmitOrder sorts jobs by submit time (stably) and names them
+// prefix00000, prefix00001, ….
+func inSubmitOrder(jobs []Job, prefix string) []Job {
 	sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].Submit < jobs[b].Submit })
 	for i := range jobs {
-		jobs[i].Name = fmt.Sprintf("S%05d", i)
+		jobs[i].Name = fmt.Sprintf("%s%05d", prefix, i)
 	}
 	return jobs
 }

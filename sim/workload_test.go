@@ -75,7 +75,9 @@ func TestReadJobsErrors(t *testing.T) {
 		{"", "empty"},
 		{"name,submit\n", "line 1: header has 2 columns"},
 		{strings.Replace(header, "min_nodes", "lo", 1), "line 1, column 3: header is \"lo\", want \"min_nodes\""},
-		{header + "J0,0,1,2\n", "line 2: 4 columns, want 9"},
+		{header + "J0,0,1,2\n", "line 2: 4 columns, want 9 as the header"},
+		{strings.TrimSuffix(header, "\n") + ",model\n" + ok, "line 2: 9 columns, want 10 as the header"},
+		{strings.TrimSuffix(header, "\n") + ",arch\n", "line 1, column 10: header is \"arch\", want \"model\""},
 		{header + ",0,1,2,8,5,3000,0 1 2,0 10 20\n", "line 2, column 1 (name): empty"},
 		{header + "# c\nJ0,x,1,2,8,5,3000,0 1 2,0 10 20\n", "line 3, column 2 (submit_unix)"},
 		{header + "J0,0,0,2,8,5,3000,0 1 2,0 10 20\n", "line 2, column 3 (min_nodes)"},
@@ -100,8 +102,32 @@ func TestReadJobsErrors(t *testing.T) {
 	}
 }
 
+// A workload that mixes models names them in the optional model column:
+// the JPA mode's siblings are then the jobs of one model.
+func TestReadJobsModelColumn(t *testing.T) {
+	in := "name,submit_unix,min_nodes,max_nodes,rescale_up_s,rescale_down_s,total_samples,nodes,samples_per_s,model\n" +
+		"a1,0,1,2,8,5,3000,0 1 2,0 10 20,alexnet\n" +
+		"v1,0,1,2,8,5,3000,0 1 2,0 10 15, vgg16 \n" +
+		"x1,0,1,2,8,5,3000,0 1 2,0 10 15,\n"
+	jobs, err := ReadJobs(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []string{jobs[0].Model, jobs[1].Model, jobs[2].Model}; !reflect.DeepEqual(got, []string{"alexnet", "vgg16", ""}) {
+		t.Errorf("models %q, want alexnet, vgg16 and none", got)
+	}
+	a, err := NewJPA(jobs, JPAOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []string{a.groups[0], a.groups[1], a.groups[2]}; !reflect.DeepEqual(got, []string{"alexnet", "vgg16", DefaultJPAGroup}) {
+		t.Errorf("JPA groups %q, want one per model and the workload's for the job without one", got)
+	}
+}
+
 func FuzzReadJobs(f *testing.F) {
 	f.Add("name,submit_unix,min_nodes,max_nodes,rescale_up_s,rescale_down_s,total_samples,nodes,samples_per_s\nJ0,0,1,2,8,5,3000,0 1 2,0 10 20\n")
+	f.Add("name,submit_unix,min_nodes,max_nodes,rescale_up_s,rescale_down_s,total_samples,nodes,samples_per_s,model\nJ0,0,1,2,8,5,3000,0 1 2,0 10 20,vgg16\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		jobs, err := ReadJobs(strings.NewReader(in))
 		if err != nil {

@@ -28,7 +28,7 @@ func FuzzParseReport(f *testing.F) {
 			}
 			return
 		}
-		if !finiteNonNeg(r.Samples) || r.Step < 0 || !finiteNonNeg(r.Epoch) || !finiteNonNeg(r.Time) {
+		if !finiteNonNeg(r.Samples) || r.Step < 0 || !finiteNonNeg(r.Epoch) || !finiteNonNeg(r.Time) || r.Batch < 0 || len(r.Model) > MaxModelName {
 			t.Fatalf("accepted bad progress: %+v", r)
 		}
 		for name, v := range r.Metrics {

@@ -74,7 +74,19 @@ type Report struct {
 	// Time is the trainer's wall clock in unix seconds (optional; the
 	// reader's clock is used when absent).
 	Time float64 `json:"time,omitempty"`
+	// Model and Batch say what the trainer trains: a model name (at most
+	// MaxModelName bytes, e.g. "resnet50") and its per-GPU (local) batch
+	// size. The Job Profiling Advisor predicts the trial from profiled
+	// curves of the same model, and keeps the trial's measured curve
+	// under that name once it ends; a campaign's resources.model and
+	// .batch take precedence. A trainer need say it once per run (the
+	// latest non-empty value is kept).
+	Model string `json:"model,omitempty"`
+	Batch int    `json:"batch,omitempty"`
 }
+
+// MaxModelName is the longest Report.Model accepted, in bytes.
+const MaxModelName = 128
 
 // ErrMalformedReport wraps every report decoding failure.
 var ErrMalformedReport = errors.New("malformed report line")
@@ -113,6 +125,10 @@ func ParseReport(line []byte) (Report, error) {
 		return Report{}, fmt.Errorf("%w: epoch: %v must be finite and non-negative", ErrMalformedReport, r.Epoch)
 	case !finiteNonNeg(r.Time):
 		return Report{}, fmt.Errorf("%w: time: %v must be finite and non-negative", ErrMalformedReport, r.Time)
+	case r.Batch < 0:
+		return Report{}, fmt.Errorf("%w: batch: %d must be non-negative", ErrMalformedReport, r.Batch)
+	case len(r.Model) > MaxModelName:
+		return Report{}, fmt.Errorf("%w: model: %d bytes, more than %d", ErrMalformedReport, len(r.Model), MaxModelName)
 	}
 	if len(raw.Metrics) > 0 {
 		r.Metrics = make(map[string]float64, len(raw.Metrics))

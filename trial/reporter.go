@@ -104,6 +104,10 @@ func EncodeReport(rep Report) ([]byte, error) {
 		return nil, fmt.Errorf("report: epoch: %v must be finite and non-negative", rep.Epoch)
 	case !finiteNonNeg(rep.Time):
 		return nil, fmt.Errorf("report: time: %v must be finite and non-negative", rep.Time)
+	case rep.Batch < 0:
+		return nil, fmt.Errorf("report: batch: %d must be non-negative", rep.Batch)
+	case len(rep.Model) > MaxModelName:
+		return nil, fmt.Errorf("report: model: %d bytes, more than %d", len(rep.Model), MaxModelName)
 	}
 	out := struct {
 		Report

@@ -74,7 +74,7 @@ func TestReporterRejectsBadProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rep.Close()
-	for _, r := range []Report{{Samples: math.NaN()}, {Samples: -1}, {Step: -3}, {Epoch: math.Inf(1)}, {Time: -1}} {
+	for _, r := range []Report{{Samples: math.NaN()}, {Samples: -1}, {Step: -3}, {Epoch: math.Inf(1)}, {Time: -1}, {Batch: -1}, {Model: strings.Repeat("m", MaxModelName+1)}} {
 		if err := rep.Report(r); err == nil {
 			t.Errorf("Report(%+v) accepted", r)
 		}

@@ -88,6 +88,9 @@ const (
 	QueryLeaderboard = "gleaner.leaderboard"
 	// QueryDemand (PoolWorkflow) returns PoolDemand.
 	QueryDemand = "gleaner.demand"
+	// QueryLibrary (PoolWorkflow) returns PoolLibrary: the curves the
+	// pool learned from trials that left it.
+	QueryLibrary = "gleaner.library"
 )
 
 // Updates (CampaignWorkflow and TrialWorkflow); their argument is
@@ -221,6 +224,10 @@ type TrialProgress struct {
 	BadCheckpoint  string `json:"bad_checkpoint,omitempty"`
 	// ObjectiveSeen is set once a report carried the objective metric.
 	ObjectiveSeen bool `json:"objective_seen,omitempty"`
+	// Model and Batch are what the trainer's reports said it trains
+	// (Progress.Model, .Batch), kept across continue-as-new.
+	Model string `json:"model,omitempty"`
+	Batch int    `json:"batch,omitempty"`
 }
 
 // MetricPoint is one sample of the objective metric.
@@ -311,8 +318,11 @@ type RegisterTrial struct {
 	// canonical JSON; a NAS campaign's), from which a worker with a
 	// throughput model predicts the trial's curve before it runs.
 	Arch string `json:"arch,omitempty"`
-	// Model and Batch are the campaign's resources.model and .batch: the
-	// JPA's profiled curves and speeds of that model apply to the trial.
+	// Model and Batch name what the trial trains: the campaign's
+	// resources.model and .batch, each where set, else what its trainer
+	// reported (Progress.Model, .Batch). The JPA's profiled curves and
+	// speeds of that model apply to the trial, and its measured curve
+	// joins the pool's library under that name when it leaves.
 	Model string `json:"model,omitempty"`
 	Batch int    `json:"batch,omitempty"`
 	// GracePeriod is how long the trial's trainer may take to leave its
@@ -347,6 +357,11 @@ type ProfileReport struct {
 	// lost per rescale, 0 when not measured yet.
 	RescaleUpCost   float64 `json:"rescale_up_s,omitempty"`
 	RescaleDownCost float64 `json:"rescale_down_s,omitempty"`
+	// Model and Batch are what the trial trains as far as it knows now
+	// (RegisterTrial.Model, .Batch: the campaign's, else its trainer's
+	// reports); "" and 0: unknown. The pool keeps the newest it heard.
+	Model string `json:"model,omitempty"`
+	Batch int    `json:"batch,omitempty"`
 }
 
 // Progress is what the RunTrial activity forwards from the trainer's
@@ -371,6 +386,11 @@ type Progress struct {
 	// rejected; BadCheckpoint names the latest and why.
 	BadCheckpoints int    `json:"bad_checkpoints,omitempty"`
 	BadCheckpoint  string `json:"bad_checkpoint,omitempty"`
+	// Model and Batch are what the trainer's reports say it trains (the
+	// latest it said; "" and 0 when it did not): the trial tells the pool,
+	// unless the campaign's resources.model and .batch say it.
+	Model string `json:"model,omitempty"`
+	Batch int    `json:"batch,omitempty"`
 }
 
 // RunTrialInput runs one launch of a trial's trainer on its nodes.

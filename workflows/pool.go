@@ -110,6 +110,11 @@ type PoolState struct {
 	// its nodes is taken back (SignalIdleEstimates), by node id; they
 	// override what the agents reported.
 	IdleUntil map[string]time.Time `json:"idle_until,omitempty"`
+	// Library is what trials measured before they left the pool, one
+	// curve per trial and node type, bounded (Learn): the JPA predicts
+	// later trials from it (AllocateInput.Library). QueryStatus leaves it
+	// out (LibraryCurves counts it); QueryLibrary answers it.
+	Library []LearnedCurve `json:"library,omitempty"`
 }
 
 // PoolAgent is a live agent as the pool knows it.
@@ -192,6 +197,9 @@ type SolveSummary struct {
 type PoolStatus struct {
 	Name string `json:"name"`
 	PoolState
+	// LibraryCurves is how many curves the pool's library holds
+	// (QueryLibrary lists them).
+	LibraryCurves int `json:"library_curves,omitempty"`
 }
 
 // PollNodesInput asks the worker's node source of a pool for idle nodes.
@@ -206,6 +214,9 @@ type AllocateInput struct {
 	Trials      []PoolTrial    `json:"trials"`
 	Lookahead   time.Duration  `json:"lookahead"`
 	Formulation string         `json:"formulation,omitempty"`
+	// Library is the pool's learned curves (PoolState.Library), profiled
+	// models the JPA knows besides the worker's own.
+	Library []LearnedCurve `json:"library,omitempty"`
 }
 
 // TrialAssignment is the Allocate activity's decision for one trial.
@@ -238,7 +249,14 @@ func PoolWorkflow(ctx workflow.Context, in PoolInput) error {
 	}
 	p.in.State = nil
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (PoolStatus, error) {
-		return PoolStatus{Name: in.Name, PoolState: p.st}, nil
+		st := p.st
+		st.Library = nil
+		return PoolStatus{Name: in.Name, PoolState: st, LibraryCurves: len(p.st.Library)}, nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryLibrary, func() (PoolLibrary, error) {
+		return PoolLibrary{Name: in.Name, Curves: slices.Clone(p.st.Library)}, nil
 	}); err != nil {
 		return err
 	}
@@ -314,7 +332,7 @@ func (p *pool) loop(ctx workflow.Context) error {
 		sel.AddReceive(deregCh, func(c workflow.ReceiveChannel, _ bool) {
 			var d DeregisterTrial
 			c.Receive(ctx, &d)
-			p.deregister(d.TrialID)
+			p.deregister(d.TrialID, workflow.Now(ctx))
 		})
 		sel.AddReceive(profCh, func(c workflow.ReceiveChannel, _ bool) {
 			var r ProfileReport
@@ -431,8 +449,11 @@ func (p *pool) register(r RegisterTrial) {
 	p.dirty = true
 }
 
-func (p *pool) deregister(id string) {
+// deregister takes a trial out of the pool; what it measured stays in
+// the library.
+func (p *pool) deregister(id string, now time.Time) {
 	if i, found := p.trial(id); found {
+		p.st.Library = Learn(p.st.Library, LearnedCurves(p.st.Trials[i], now)...)
 		p.st.Trials = slices.Delete(p.st.Trials, i, i+1)
 		delete(p.resend, id)
 		p.dirty = true
@@ -502,6 +523,14 @@ func (p *pool) profile(r ProfileReport) {
 	if r.RescaleDownCost > 0 {
 		t.RescaleDownCost = r.RescaleDownCost
 	}
+	// The trial knows best what it trains (its campaign's spec, else its
+	// trainer's reports): the newest it said.
+	if r.Model != "" {
+		t.Registration.Model = r.Model
+	}
+	if r.Batch > 0 {
+		t.Registration.Batch = r.Batch
+	}
 	// New measurements are used at the next periodic allocation: reacting
 	// to each would make trials chase noise.
 }
@@ -559,7 +588,8 @@ func (p *pool) allocate(ctx workflow.Context) error {
 	if len(p.st.Trials) == 0 {
 		return nil
 	}
-	in := AllocateInput{Pool: p.in.Name, Nodes: p.st.Nodes, Trials: p.st.Trials, Lookahead: p.in.Lookahead, Formulation: p.in.Formulation}
+	in := AllocateInput{Pool: p.in.Name, Nodes: p.st.Nodes, Trials: p.st.Trials, Lookahead: p.in.Lookahead, Formulation: p.in.Formulation,
+		Library: p.st.Library}
 	var res AllocateResult
 	if err := workflow.ExecuteLocalActivity(localActivity(ctx), AllocateActivityName, in).Get(ctx, &res); err != nil {
 		workflow.GetLogger(ctx).Error("allocation failed; keeping the current one", "pool", p.in.Name, "error", err)
@@ -644,8 +674,8 @@ func (p *pool) flush(ctx workflow.Context, withResend bool) {
 func (p *pool) details(now time.Time) string {
 	var b strings.Builder
 	l := p.st.Last
-	fmt.Fprintf(&b, "**Pool %s** — %d idle nodes (%d agents), %d trials; last solve: %s %s in %.1f ms, %d nodes used, %d trials changed\n\n",
-		p.in.Name, len(p.st.Nodes), len(p.st.Agents), len(p.st.Trials), l.Formulation, l.Status, l.SolveMillis, l.NodesUsed, l.Changed)
+	fmt.Fprintf(&b, "**Pool %s** — %d idle nodes (%d agents), %d trials, %d learned curves; last solve: %s %s in %.1f ms, %d nodes used, %d trials changed\n\n",
+		p.in.Name, len(p.st.Nodes), len(p.st.Agents), len(p.st.Trials), len(p.st.Library), l.Formulation, l.Status, l.SolveMillis, l.NodesUsed, l.Changed)
 	b.WriteString("| trial | campaign | weight | nodes | reason |\n|---|---|---|---|---|\n")
 	for i, t := range p.st.Trials {
 		if i == 50 {
@@ -680,7 +710,7 @@ func (p *pool) continueAsNew(ctx workflow.Context, regCh, deregCh, profCh, pollC
 		case regCh.ReceiveAsync(&r):
 			p.register(r)
 		case deregCh.ReceiveAsync(&d):
-			p.deregister(d.TrialID)
+			p.deregister(d.TrialID, workflow.Now(ctx))
 		case profCh.ReceiveAsync(&pr):
 			p.profile(pr)
 		case idleCh.ReceiveAsync(&e):

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -146,10 +147,15 @@ type trial struct {
 	// is then a start (after a pause), not a rescale.
 	atZero bool
 
-	profiler    *jpa.Profiler
-	sent        map[profileKey]float64 // throughput last sent to the pool, per count and node type
-	sentUp      float64
-	sentDown    float64
+	profiler *jpa.Profiler
+	sent     map[profileKey]float64 // throughput last sent to the pool, per count and node type
+	sentUp   float64
+	sentDown float64
+	// toldModel and toldBatch are the model and batch the pool was last
+	// told (registration or profile): a trainer that reports another
+	// makes the next profile go out.
+	toldModel   string
+	toldBatch   int
 	reportDirty bool
 	lastReport  time.Time
 	reportTimer bool
@@ -283,9 +289,9 @@ func (t *trial) register(ctx workflow.Context) error {
 		GracePeriod:     t.in.GracePeriod,
 		Arch:            t.in.Arch(),
 		Weight:          t.in.Weight,
-		Model:           t.in.Model,
-		Batch:           t.in.Batch,
 	}
+	reg.Model, reg.Batch = t.model()
+	t.toldModel, t.toldBatch = reg.Model, reg.Batch
 	err := workflow.ExecuteActivity(actx, RegisterTrialActivityName, RegisterTrialInput{Pool: t.in.Pool, Registration: reg}).Get(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("registering trial %s with pool %s: %w", t.in.TrialID, t.in.Pool, err)
@@ -539,7 +545,20 @@ func (t *trial) onControl(c Control) {
 	}
 }
 
+// model is what the trial trains, for the JPA: the campaign's
+// resources.model and .batch, each where set, else what the trainer
+// reported.
+func (t *trial) model() (string, int) {
+	return cmp.Or(t.in.Model, t.p.Model), cmp.Or(t.in.Batch, t.p.Batch)
+}
+
 func (t *trial) onProgress(ctx workflow.Context, pr Progress) {
+	if pr.Model != "" {
+		t.p.Model = pr.Model
+	}
+	if pr.Batch > 0 {
+		t.p.Batch = pr.Batch
+	}
 	t.countFailures(pr.Run, pr.Failures)
 	t.absorb(pr.Samples, pr.Step, pr.Epoch, pr.Metrics, pr.Checkpoint)
 	t.p.MalformedReports = max(t.p.MalformedReports, pr.Malformed)
@@ -642,10 +661,13 @@ func (t *trial) sendProfile(ctx workflow.Context, n int) {
 	}
 	old, had := t.sent[key]
 	costsMoved := up.Seconds != t.sentUp || down.Seconds != t.sentDown
-	if had && math.Abs(est.Throughput-old) <= profileChange*old && !costsMoved {
+	model, batch := t.model()
+	modelMoved := model != t.toldModel || batch != t.toldBatch
+	if had && math.Abs(est.Throughput-old) <= profileChange*old && !costsMoved && !modelMoved {
 		return
 	}
 	t.sent[key], t.sentUp, t.sentDown = est.Throughput, up.Seconds, down.Seconds
+	t.toldModel, t.toldBatch = model, batch
 	t.out.send(ctx, PoolWorkflowID(t.in.Pool), SignalProfile, ProfileReport{
 		TrialID:         t.wfID,
 		Nodes:           n,
@@ -654,6 +676,8 @@ func (t *trial) sendProfile(ctx workflow.Context, n int) {
 		Spread:          est.Spread,
 		RescaleUpCost:   up.Seconds,
 		RescaleDownCost: down.Seconds,
+		Model:           model,
+		Batch:           batch,
 	})
 }
 

@@ -26,10 +26,10 @@ func newPoolCmd() *cobra.Command {
 	pool := &cobra.Command{
 		Use:   "pool",
 		Short: "Inspect pools of idle nodes",
-		Args:  exactArgs(0, "a subcommand: status"),
+		Args:  exactArgs(0, "a subcommand: status or library"),
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	pool.AddCommand(newPoolStatusCmd())
+	pool.AddCommand(newPoolStatusCmd(), newPoolLibraryCmd())
 	return pool
 }
 
@@ -107,6 +107,9 @@ func writePoolStatus(w io.Writer, s workflows.PoolStatus) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "trials    %d registered\n", len(s.Trials))
+	if s.LibraryCurves > 0 {
+		fmt.Fprintf(w, "library   %d learned curves (gleaner pool library %s)\n", s.LibraryCurves, s.Name)
+	}
 	if s.Solves == 0 {
 		fmt.Fprintln(w, "last      no allocation yet")
 	} else {

@@ -35,6 +35,12 @@ func TestWritePoolStatus(t *testing.T) {
 	require.Equal(t, []string{"wf-1", "c", "1", "2", "1-2", "gpu", "-", "g1,g2"}, strings.Fields(lines[len(lines)-2]))
 	require.Equal(t, []string{"wf-2", "d", "2.5", "0", "2-4", "-", "no-capacity", "-"}, strings.Fields(lines[len(lines)-1]), "the campaign's weight")
 
+	require.NotContains(t, out, "library")
+	s.LibraryCurves = 7
+	b.Reset()
+	writePoolStatus(&b, s)
+	require.Contains(t, b.String(), "library   7 learned curves (gleaner pool library p)\n")
+
 	b.Reset()
 	writePoolStatus(&b, workflows.PoolStatus{Name: "empty"})
 	require.Contains(t, b.String(), "no allocation yet")

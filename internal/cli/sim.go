@@ -38,12 +38,15 @@ type simOptions struct {
 	window        string
 	minHole       float64
 	maxNodes      int
+	nodes         int
 	seed          uint64
 	dataDir       string
 	json          bool
 	plot          string
 	plotFormat    string
 	perJob        bool
+	nodeTypes     string // --node-types mix, "" for one type
+	objective     string
 	syntheticFlag bool            // --synthetic was given
 	changed       map[string]bool // flags given on the command line
 }
@@ -88,6 +91,9 @@ type simWorkloadReport struct {
 	Arrivals  string  `json:"arrivals,omitempty"`
 	NodeHours float64 `json:"node_hours,omitempty"`
 	Stretch   int     `json:"stretch,omitempty"`
+	// NodeTypes is --node-types (mixed pools only): the synthetic jobs
+	// are then drawn from Gavel's per-GPU table.
+	NodeTypes string `json:"node_types,omitempty"`
 }
 
 // simPolicyReport is one entry of "policies": sim.Metrics (its JSON keys:
@@ -96,10 +102,17 @@ type simWorkloadReport struct {
 // wall-clock time of the replay.
 type simPolicyReport struct {
 	sim.Metrics
-	// Curves is what the allocator was told: "oracle" (the true curves) or
-	// "jpa" (learnt online from noisy simulated measurements).
-	Curves      string  `json:"curves"`
-	WallSeconds float64 `json:"wall_s"`
+	// Curves is what the allocator was told: "oracle" (the true curves,
+	// each type's on a mixed pool), "blind" (each job's mean curve on
+	// every type) or "jpa" (learnt online from noisy simulated
+	// measurements).
+	Curves string `json:"curves"`
+	// Objective is the allocator's (--objective).
+	Objective string `json:"objective"`
+	// NodeSecondsByType splits allocated_node_s by node type (mixed
+	// pools only).
+	NodeSecondsByType map[string]float64 `json:"allocated_node_s_by_type,omitempty"`
+	WallSeconds       float64            `json:"wall_s"`
 	// IdleEstimate is what the allocator was told of when nodes are taken
 	// back (--idle-estimate: none, true, noisy:SIGMA); TFwd is the
 	// look-ahead: its seconds when fixed, or "auto" when derived from the
@@ -143,6 +156,14 @@ from the estimates by the production rule (allocator.LookaheadFromIdle:
 the median remaining idle time, within [30s, 1h]; 300 s where no node
 has an estimate).
 
+A mixed pool: --node-types k80=1,p100=1,v100=1 gives the trace's nodes
+those GPU types (seeded by --seed) and draws the --synthetic jobs from
+Gavel's per-GPU throughputs (DATA/gpus); --curves oracle,blind runs each
+policy told every type's curve (type-aware) and told one curve for all
+types (type-blind); use --objective efficiency, production's, since
+samples of different models do not add up. The table then adds the work
+rate (reference nodes), the makespan and the node-time per type.
+
 Progress goes to stderr. See docs/sim.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -162,13 +183,16 @@ Progress goes to stderr. See docs/sim.md.`,
 	f.Float64Var(&o.synNodeHours, "synthetic-node-hours", 1, "node-hours each --synthetic job takes at its best fixed scale")
 	f.IntVar(&o.synStretch, "synthetic-stretch", 1, "multiply the --synthetic curves' node counts by G (the measured curves stop at 16 nodes)")
 	f.StringVar(&o.policies, "policy", "compact,greedy,equal", "comma-separated policies: compact, paper, greedy, equal")
-	f.StringVar(&o.curves, "curves", curvesOracle, "what the allocator knows of each job's throughput: oracle (the true curves), jpa (learnt online by the JPA from noisy measurements), or both, comma-separated (every policy runs with each)")
+	f.StringVar(&o.curves, "curves", curvesOracle, "what the allocator knows of each job's throughput: oracle (the true curves; on a mixed pool, each type's), blind (with --node-types: each job's mean curve on every type), jpa (learnt online by the JPA from noisy measurements), or several, comma-separated (every policy runs with each)")
+	f.StringVar(&o.nodeTypes, "node-types", "", "mixed pool: give the trace's nodes types in these proportions, TYPE=WEIGHT,… (e.g. k80=1,p100=1,v100=1; seeded by --seed), and draw the --synthetic jobs from Gavel's per-GPU throughputs in DATA/gpus")
+	f.StringVar(&o.objective, "objective", string(allocator.ObjectiveThroughput), "the allocator's objective: throughput (samples/s) or efficiency (speedups, production's; use it on mixed pools)")
 	f.Float64Var(&o.noise, "noise", 0.05, "with --curves jpa: relative noise (log-normal sigma) of the simulated throughput measurements")
 	f.StringVar(&o.tfwd, "tfwd", strconv.Itoa(sim.DefaultLookahead), "allocator look-ahead T_fwd: seconds or a duration (5m) fixed for the whole replay, or auto: derived at every decision from --idle-estimate (allocator.LookaheadFromIdle)")
 	f.StringVar(&o.idleEstimate, "idle-estimate", string(sim.IdleEstimateNone), "what the allocator is told of when each idle node is taken back: none, true (the trace's next busy event), or noisy:SIGMA (true remaining idle time × a log-normal factor per busy event, seeded by --seed)")
 	f.StringVar(&o.window, "window", "", "replay only [FROM,TO) of the trace, in its seconds (unix time); 0 leaves a side unbounded")
 	f.Float64Var(&o.minHole, "min-hole", 0, "drop idle intervals shorter than S seconds")
 	f.IntVar(&o.maxNodes, "max-nodes", 0, "machine size in nodes (required for an SWF log without a MaxNodes header; overrides the file's)")
+	f.IntVar(&o.nodes, "nodes", 0, "replay only the trace's first N nodes (by id): a small, saturated machine with a large one's rhythm of holes (0: all)")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of --synthetic, of the JPA's measurement noise (--curves jpa) and of --idle-estimate noisy")
 	f.StringVar(&o.dataDir, "data", "", "reference data directory holding scaling/, for --synthetic (default: ../shared/data found from the working directory)")
 	f.BoolVar(&o.json, "json", false, "print one JSON object {trace, workload, policies}")
@@ -205,7 +229,11 @@ func (o *simOptions) validate() (policies []allocator.Formulation, window [2]flo
 	if o.synStretch < 1 {
 		return nil, window, usageErrorf("--synthetic-stretch: %d must be at least 1", o.synStretch)
 	}
-	if _, err := o.curveModes(); err != nil {
+	modes, err := o.curveModes()
+	if err != nil {
+		return nil, window, err
+	}
+	if err := o.validateHetero(modes); err != nil {
 		return nil, window, err
 	}
 	if o.perJob && !o.json {
@@ -232,6 +260,9 @@ func (o *simOptions) validate() (policies []allocator.Formulation, window [2]flo
 	if o.maxNodes < 0 {
 		return nil, window, usageErrorf("--max-nodes: %d must not be negative", o.maxNodes)
 	}
+	if o.nodes < 0 {
+		return nil, window, usageErrorf("--nodes: %d must not be negative", o.nodes)
+	}
 	if window, err = parseWindow(o.window); err != nil {
 		return nil, window, err
 	}
@@ -243,8 +274,8 @@ func (o *simOptions) curveModes() ([]string, error) {
 	var out []string
 	for _, part := range strings.Split(o.curves, ",") {
 		m := strings.TrimSpace(part)
-		if m != curvesOracle && m != curvesJPA {
-			return nil, usageErrorf("--curves: %q is not one of oracle, jpa", part)
+		if m != curvesOracle && m != curvesJPA && m != curvesBlind {
+			return nil, usageErrorf("--curves: %q is not one of oracle, jpa, blind", part)
 		}
 		if slices.Contains(out, m) {
 			return nil, usageErrorf("--curves: %q is given twice", part)
@@ -317,6 +348,10 @@ func (o *simOptions) run(stdout, stderr io.Writer) error {
 		}
 		return usageErrorf("%s %s: the trace spans [%v, %v]: nothing to replay (%s)", o.traceFlag(), rep.File, tr.Start, tr.End, why)
 	}
+	nodeTypes, err := o.nodeTypesFor(tr)
+	if err != nil {
+		return err
+	}
 	jobs, wrep, err := o.readWorkload(tr)
 	if err != nil {
 		return err
@@ -355,7 +390,11 @@ func (o *simOptions) run(stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "%s replaying…\n", prefix)
 		start := time.Now()
 		cfg := sim.Config{Policy: p, Lookahead: tfwd, DeriveLookahead: derive, IdleEstimate: idleEst,
-			Start: tr.Start, End: tr.End, Progress: simProgress(stderr, prefix, time.Now)}
+			Start: tr.Start, End: tr.End, Progress: simProgress(stderr, prefix, time.Now),
+			NodeTypes: nodeTypes, Objective: allocator.Objective(o.objective)}
+		if cfg.Curves, err = curvesFor(mode, jobs); err != nil {
+			return fmt.Errorf("--curves %s: %w", mode, err)
+		}
 		var learner *sim.JPA
 		if mode == curvesJPA {
 			noise := o.noise
@@ -365,7 +404,7 @@ func (o *simOptions) run(stdout, stderr io.Writer) error {
 			if learner, err = sim.NewJPA(jobs, sim.JPAOptions{Seed: o.seed, Noise: noise}); err != nil {
 				return fmt.Errorf("--curves jpa: %w", err)
 			}
-			cfg.Curves, cfg.Measure = learner.Curve, learner.Measure
+			cfg = learner.Attach(cfg)
 		}
 		res, err := sim.Run(events, jobs, cfg)
 		if err != nil {
@@ -377,7 +416,8 @@ func (o *simOptions) run(stdout, stderr io.Writer) error {
 		wall := time.Since(start)
 		fmt.Fprintf(stderr, "%s done in %s (%d decisions, %d/%d jobs completed)\n",
 			prefix, wall.Round(time.Millisecond), res.Metrics.Decisions, res.Metrics.JobsCompleted, len(jobs))
-		pr := simPolicyReport{Metrics: res.Metrics, Curves: mode, IdleEstimate: idleEst.String(), TFwd: tfwdLabel, WallSeconds: wall.Seconds()}
+		pr := simPolicyReport{Metrics: res.Metrics, Curves: mode, Objective: o.objective, IdleEstimate: idleEst.String(), TFwd: tfwdLabel,
+			WallSeconds: wall.Seconds(), NodeSecondsByType: res.NodeSecondsByType}
 		if learner != nil {
 			st := learner.Stats()
 			pr.JPA = &st
@@ -418,6 +458,11 @@ func (o *simOptions) readTrace(opts sim.SourceOptions) (*sim.Trace, simTraceRepo
 	tr, err := o.parseTrace(opts)
 	if err != nil {
 		return nil, simTraceReport{}, err
+	}
+	if o.nodes > 0 {
+		if tr, err = tr.Restrict(o.nodes); err != nil {
+			return nil, simTraceReport{}, usageErrorf("--nodes: %w", err)
+		}
 	}
 	path, format := o.events, "events"
 	if o.swf != "" {
@@ -472,20 +517,27 @@ func (o *simOptions) readWorkload(tr *sim.Trace) ([]sim.Job, simWorkloadReport, 
 		}
 		return jobs, simWorkloadReport{Source: o.jobs, Jobs: len(jobs)}, nil
 	}
-	curves, err := loadScaling(o.dataDir)
-	if err != nil {
-		return nil, simWorkloadReport{}, withCode(ExitUsage, err)
-	}
 	opts := sim.SyntheticOptions{Start: tr.Start, NodeHours: o.synNodeHours, Stretch: o.synStretch}
 	if o.synArrivals == "uniform" {
 		opts.Window = tr.End - tr.Start
+	}
+	rep := simWorkloadReport{Source: "synthetic", Seed: o.seed,
+		Arrivals: o.synArrivals, NodeHours: o.synNodeHours, Stretch: o.synStretch, NodeTypes: o.nodeTypes}
+	if o.nodeTypes != "" {
+		jobs, err := o.gavelWorkload(opts)
+		rep.Jobs = len(jobs)
+		return jobs, rep, err
+	}
+	curves, err := loadScaling(o.dataDir)
+	if err != nil {
+		return nil, simWorkloadReport{}, withCode(ExitUsage, err)
 	}
 	jobs := sim.SyntheticJobs(curves, o.synthetic, o.seed, opts)
 	if len(jobs) == 0 {
 		return nil, simWorkloadReport{}, usageErrorf("--data: no scaling curve with points to draw --synthetic jobs from")
 	}
-	return jobs, simWorkloadReport{Source: "synthetic", Jobs: len(jobs), Seed: o.seed,
-		Arrivals: o.synArrivals, NodeHours: o.synNodeHours, Stretch: o.synStretch}, nil
+	rep.Jobs = len(jobs)
+	return jobs, rep, nil
 }
 
 func printSimReport(w io.Writer, r simReport) error {
@@ -507,14 +559,33 @@ func printSimReport(w io.Writer, r simReport) error {
 		h.Holes, simDuration(h.LengthP10), simDuration(h.LengthP50), simDuration(h.LengthP90), simDuration(h.LengthP99), simShares(h.NodeSecondsByLength))
 	fmt.Fprintf(w, "idle      %.0f node-hours (%.1f%% of the machine); idle nodes p10/p50/p90/max %d/%d/%d/%d, mean %.0f\n",
 		h.IdleNodeSeconds/3600, 100*h.MeanIdleFraction, h.IdleP10, h.IdleP50, h.IdleP90, h.IdleMax, h.IdleMean)
-	fmt.Fprintf(w, "workload  %s: %d jobs\n\n", r.Workload.Source, r.Workload.Jobs)
+	mix, _ := sim.ParseTypeMix(r.Workload.NodeTypes)
+	if mix != nil {
+		fmt.Fprintf(w, "workload  %s: %d jobs from Gavel's per-GPU throughputs; node types %s\n\n", r.Workload.Source, r.Workload.Jobs, r.Workload.NodeTypes)
+	} else {
+		fmt.Fprintf(w, "workload  %s: %d jobs\n\n", r.Workload.Source, r.Workload.Jobs)
+	}
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tcurves\tidle_estimate\ttfwd\ttfwd_s_p50\tthroughput\tefficiency_vs_dedicated\thole_utilisation\trescales\tpreemptions\tsolver_ms_p50\tsolver_ms_p99\tjobs_completed\twall_s\t")
+	header := "policy\tcurves\tidle_estimate\ttfwd\ttfwd_s_p50\tthroughput\tefficiency_vs_dedicated\thole_utilisation\trescales\tpreemptions\tsolver_ms_p50\tsolver_ms_p99\tjobs_completed\twall_s\t"
+	if mix != nil {
+		// Mixed pools: the objective, the work rate and makespan (samples
+		// of different models do not add up), and where the node-time went.
+		header += "objective\twork_rate\tmakespan_h\tnode_s_by_type\t"
+	}
+	fmt.Fprintln(tw, header)
 	for _, p := range r.Policies {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f\t%.1f\t%.3f\t%.3f\t%d\t%d\t%.2f\t%.2f\t%d/%d\t%.1f\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f\t%.1f\t%.3f\t%.3f\t%d\t%d\t%.2f\t%.2f\t%d/%d\t%.1f\t",
 			p.Policy, p.Curves, p.IdleEstimate, p.TFwd, p.LookaheadP50, p.Throughput, p.EfficiencyVsDedicated, p.HoleUtilisation, p.Rescales, p.Preemptions,
 			p.SolverMsP50, p.SolverMsP99, p.JobsCompleted, r.Workload.Jobs, p.WallSeconds)
+		if mix != nil {
+			makespan := "-"
+			if p.Makespan > 0 {
+				makespan = fmt.Sprintf("%.1f", p.Makespan/3600)
+			}
+			fmt.Fprintf(tw, "%s\t%.1f\t%s\t%s\t", p.Objective, p.WorkRate, makespan, typeShares(mix, p.NodeSecondsByType))
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }

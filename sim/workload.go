@@ -47,7 +47,8 @@ type Job struct {
 	Weight float64
 }
 
-// BestScale is the job's best fixed scale: the count k in [MinNodes,
+// BestScale is the best fixed scale of a job with one Curve (a job with
+// CurvesByType: BestPlacement): the count k in [MinNodes,
 // MaxNodes] with the most samples per node-second, Curve(k)/k (the
 // smallest such k on ties), and that rate. DESIGN's "efficiency vs
 // dedicated" prices the job's work at this rate: on dedicated nodes a

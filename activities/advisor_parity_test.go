@@ -39,7 +39,7 @@ func TestProductionAndSimulatorAllocateAlike(t *testing.T) {
 	// c1-t1 ran on 1 then 2 nodes, c2-t1 on 3; c1-t2 and c3-t1 never ran
 	// (c1-t2 has a measured sibling, c3-t1 nothing: the prior).
 	measure := func(job, nodes int, from, to float64) {
-		jp.Measure(job, nodes, from, to, jobs[job].Curve.At(nodes)*(to-from))
+		jp.Measure(job, nodes, "", from, to, jobs[job].Curve.At(nodes)*(to-from))
 	}
 	measure(0, 1, 0, 600)
 	measure(0, 2, 600, 1200)

@@ -25,11 +25,17 @@ const DefaultLookahead = 300
 type CurveSource func(job int, now float64) allocator.Curve
 
 // MeasureFunc is told, after every step of simulated time, that job (an
-// index into Run's jobs) held nodes > 0 nodes throughout (from, to] and
+// index into Run's jobs) held nodes > 0 nodes of type nodeType ("" on an
+// untyped pool: Config.NodeTypes nil) throughout (from, to] and
 // had trained samples useful samples at to (progress lost to rescales is
 // re-trained before samples moves again, so the stall shows). It is how
 // a learner of the curves (JPA.Measure) sees the jobs run.
-type MeasureFunc func(job, nodes int, from, to, samples float64)
+type MeasureFunc func(job, nodes int, nodeType string, from, to, samples float64)
+
+// TypedCurveSource says which curve per node type the allocator is told
+// for a job with CurvesByType at simulated time now (a JPA learning each
+// type's curve); the map must hold the job's types.
+type TypedCurveSource func(job int, now float64) map[string]allocator.Curve
 
 // Config is one simulation run. The zero value is the compact policy with
 // the true curves, T_fwd = 300 s fixed, no idle-time estimates, the
@@ -72,6 +78,10 @@ type Config struct {
 	// CurvesByType). A source's curve is told for every type the job
 	// can run on (TypeBlind).
 	Curves CurveSource
+	// CurvesByType, when set, is what the allocator is told of jobs with
+	// CurvesByType (one curve per type); nil: Curves' one curve on each
+	// of their types (type-blind), or, with Curves nil, their true ones.
+	CurvesByType TypedCurveSource
 	// AllocatePeriod and Reconsider model production's periodic
 	// allocation (workflows.PoolInput.AllocatePeriod): when
 	// AllocatePeriod seconds pass after a decision without an event, a

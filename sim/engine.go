@@ -251,7 +251,7 @@ func (e *engine) advance(t float64) {
 			pj.Samples = min(pj.Samples+(trained-repaid), e.jobs[j].TotalSamples)
 		}
 		if e.cfg.Measure != nil {
-			e.cfg.Measure(j, n, e.now, t, pj.Samples)
+			e.cfg.Measure(j, n, e.cfg.NodeTypes[st.nodes[0]], e.now, t, pj.Samples)
 		}
 	}
 	e.now = t
@@ -401,9 +401,11 @@ func (e *engine) decide() error {
 	for i, j := range e.active {
 		t := trialOf(e.jobs[j])
 		t.Nodes = e.st[j].nodes
-		if e.cfg.Curves != nil {
+		if types := e.jobs[j].Types(); types != nil && e.cfg.CurvesByType != nil {
+			t.CurvesByType, t.Curve = e.cfg.CurvesByType(j, e.now), nil
+		} else if e.cfg.Curves != nil {
 			t.Curve = e.cfg.Curves(j, e.now)
-			if types := e.jobs[j].Types(); types != nil {
+			if types != nil {
 				// Told the same curve on every type it can run on.
 				t.CurvesByType = make(map[string]allocator.Curve, len(types))
 				for _, typ := range types {

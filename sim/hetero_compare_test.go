@@ -49,17 +49,15 @@ func (in heteroInstance) String() string {
 	return fmt.Sprintf("%s/%s/seed%d", kind, in.mix, in.seed)
 }
 
-// runHetero replays in with the allocator told every type's true curve
-// (aware) and told each job's mean curve on every type (blind), under
-// the efficiency objective that production allocates with; progress
-// follows the true curves in both.
-func runHetero(t *testing.T, gavel []GavelJobType, in heteroInstance) (aware, blind Metrics) {
+// heteroPool is in's pool and workload: churning nodes typed by its mix
+// and Gavel jobs with their true curve on every type of the mix.
+func heteroPool(t *testing.T, gavel []GavelJobType, in heteroInstance) (events []Event, types map[string]string, workload []Job) {
 	t.Helper()
 	nodes, horizon, jobs, nodeHours := 24, 96*3600.0, 16, 3.0
 	if in.saturated {
 		nodes, horizon, jobs, nodeHours = 12, 24*3600, 8, 1e6
 	}
-	events := Churn(nodes, 0, horizon, 4*3600, 3600, in.seed)
+	events = Churn(nodes, 0, horizon, 4*3600, 3600, in.seed)
 	mix, err := ParseTypeMix(in.mix)
 	if err != nil {
 		t.Fatal(err)
@@ -68,15 +66,23 @@ func runHetero(t *testing.T, gavel []GavelJobType, in heteroInstance) (aware, bl
 	for n := range ids {
 		ids[n] = fmt.Sprintf("n%04d", n)
 	}
-	types, err := AssignNodeTypes(ids, mix, in.seed)
-	if err != nil {
+	if types, err = AssignNodeTypes(ids, mix, in.seed); err != nil {
 		t.Fatal(err)
 	}
 	gpus := make([]string, len(mix))
 	for i, m := range mix {
 		gpus[i] = m.Type
 	}
-	workload := GavelJobs(gavel, gpus, jobs, in.seed, SyntheticOptions{NodeHours: nodeHours, NodeHoursSpread: 0.5})
+	return events, types, GavelJobs(gavel, gpus, jobs, in.seed, SyntheticOptions{NodeHours: nodeHours, NodeHoursSpread: 0.5})
+}
+
+// runHetero replays in with the allocator told every type's true curve
+// (aware) and told each job's mean curve on every type (blind), under
+// the efficiency objective that production allocates with; progress
+// follows the true curves in both.
+func runHetero(t *testing.T, gavel []GavelJobType, in heteroInstance) (aware, blind Metrics) {
+	t.Helper()
+	events, types, workload := heteroPool(t, gavel, in)
 	mean, err := TypeBlind(workload, "mean")
 	if err != nil {
 		t.Fatal(err)

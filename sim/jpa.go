@@ -65,6 +65,11 @@ type JPAOptions struct {
 	// SiblingsPerGroup caps the library's curves per group (0:
 	// jpa.DefaultSiblingsPerGroup, as production; negative: no cap).
 	SiblingsPerGroup int
+	// Speeds are single-node throughputs of models on node types (a
+	// GPU-ratio table, as a worker's --gpu-ratios): on a mixed pool a job
+	// measured on one type is predicted on another from them; nil: by
+	// the library's curves alone, or as fast as where it was measured.
+	Speeds *jpa.TypeSpeeds
 	// Profiler, Predict and Explore tune the JPA (nil: its defaults, as
 	// production's).
 	Profiler *jpa.Config
@@ -111,8 +116,8 @@ type JPA struct {
 }
 
 type unmeasuredKey struct {
-	group, model       string
-	minNodes, maxNodes int
+	group, model, nodeType string
+	minNodes, maxNodes     int
 }
 
 // cachedCurve is a prediction and what it was made with.
@@ -125,17 +130,19 @@ type cachedCurve struct {
 
 type jpaJob struct {
 	nodes      int     // count of the current segment, 0: none
+	nodeType   string  // type of the current segment's nodes
 	lastTo     float64 // end of the last step seen
 	lastTrue   float64 // true samples at lastTo
 	lastReport float64 // time of the last report
 	reported   float64 // noisy cumulative samples reported
 	// profile is what the allocator knows of the job, one observation
-	// per count, sorted by count: each published when new or moved by
-	// more than ProfileChange, as the trial workflow sends it to the
-	// pool. profileGen is bumped by every change.
+	// per node type and count, sorted by type then count: each published
+	// when new or moved by more than ProfileChange, as the trial workflow
+	// sends it to the pool. profileGen is bumped by every change.
 	profile    []jpa.Observation
 	profileGen int
-	cached     cachedCurve // the last prediction
+	cached     cachedCurve            // the last prediction (untyped jobs)
+	byType     map[string]cachedCurve // the last prediction per type (jobs with CurvesByType)
 }
 
 // JPAStats count the JPA's work in one run.
@@ -232,7 +239,7 @@ const DefaultAllocatePeriod = 30
 // published a measurement meanwhile (Config.AllocatePeriod, Reconsider;
 // a period already set is kept).
 func (a *JPA) Attach(cfg Config) Config {
-	cfg.Curves, cfg.Measure, cfg.Reconsider = a.Curve, a.Measure, a.Changed
+	cfg.Curves, cfg.CurvesByType, cfg.Measure, cfg.Reconsider = a.Curve, a.CurvesByType, a.Measure, a.Changed
 	if cfg.AllocatePeriod == 0 {
 		cfg.AllocatePeriod = DefaultAllocatePeriod
 	}
@@ -265,23 +272,23 @@ func (a *JPA) at(t float64) time.Time {
 
 // Measure is the MeasureFunc: it reports job's progress every Interval
 // seconds of (from, to], with noise on each interval's samples.
-func (a *JPA) Measure(job, nodes int, from, to, samples float64) {
+func (a *JPA) Measure(job, nodes int, nodeType string, from, to, samples float64) {
 	if job < 0 || job >= len(a.st) || nodes <= 0 || !(to > from) {
 		return
 	}
 	s := &a.st[job]
 	name := a.jobs[job].Name
-	if nodes != s.nodes || from != s.lastTo {
+	if nodes != s.nodes || nodeType != s.nodeType || from != s.lastTo {
 		// A new run segment: the job starts, resumes or was rescaled.
 		// After a gap it held no nodes, so its samples did not move.
 		paused := from != s.lastTo || s.nodes == 0
 		if s.nodes > 0 && s.lastTo > s.lastReport {
 			// The old segment trained until lastTo: its partial interval
 			// counts towards the position.
-			s.reported += a.noisy(max(a.jobs[job].Curve.At(s.nodes), 0) * (s.lastTo - s.lastReport))
+			s.reported += a.noisy(max(a.trueRate(job, s.nodeType, s.nodes), 0) * (s.lastTo - s.lastReport))
 		}
-		s.nodes, s.lastReport, s.lastTo = nodes, from, from
-		a.ingest(job, jpa.Report{TrialID: name, Nodes: nodes, Samples: s.reported, Time: a.at(from), Restart: true, AfterPause: paused})
+		s.nodes, s.nodeType, s.lastReport, s.lastTo = nodes, nodeType, from, from
+		a.ingest(job, jpa.Report{TrialID: name, Nodes: nodes, NodeType: nodeType, Samples: s.reported, Time: a.at(from), Restart: true, AfterPause: paused})
 	}
 	// What a trainer reports is its position in the data. After a
 	// restart it resumes from its checkpoint and re-trains what the
@@ -289,16 +296,22 @@ func (a *JPA) Measure(job, nodes int, from, to, samples float64) {
 	// rate, so the position advances at the true rate throughout: that
 	// is what production's profiler sees, the restart report marking the
 	// new baseline.
-	rate := max(a.jobs[job].Curve.At(nodes), 0)
+	rate := max(a.trueRate(job, nodeType, nodes), 0)
 	for next := s.lastReport + a.opts.Interval; next <= to; next = s.lastReport + a.opts.Interval {
 		s.reported += a.noisy(rate * (next - s.lastReport))
 		s.lastReport = next
-		a.ingest(job, jpa.Report{TrialID: name, Nodes: nodes, Samples: s.reported, Time: a.at(next)})
+		a.ingest(job, jpa.Report{TrialID: name, Nodes: nodes, NodeType: nodeType, Samples: s.reported, Time: a.at(next)})
 	}
 	if samples >= a.jobs[job].TotalSamples && s.lastTrue < a.jobs[job].TotalSamples {
 		a.dirty = true // it leaves the library
 	}
 	s.lastTo, s.lastTrue = to, samples
+}
+
+// trueRate is job's true throughput on n nodes of type typ.
+func (a *JPA) trueRate(job int, typ string, n int) float64 {
+	c, _ := a.jobs[job].curveOn(typ)
+	return c.At(n)
 }
 
 // noisy is d samples as measured: with multiplicative log-normal noise.
@@ -311,7 +324,7 @@ func (a *JPA) noisy(d float64) float64 {
 
 func (a *JPA) ingest(job int, r jpa.Report) {
 	if a.prof.Ingest(r) == jpa.OutcomeInterval {
-		a.publish(job, r.Nodes)
+		a.publish(job, r.Nodes, r.NodeType)
 	}
 }
 
@@ -319,20 +332,23 @@ func (a *JPA) ingest(job int, r jpa.Report) {
 // estimate is new or moved by more than ProfileChange (as the trial
 // workflow's sendProfile does), with its spread as the sigma (as the
 // pool's ProfilePoint carries it).
-func (a *JPA) publish(job, n int) {
+func (a *JPA) publish(job, n int, typ string) {
 	name := a.jobs[job].Name
-	rate, found := a.prof.Rate(name, n, "")
+	rate, found := a.prof.Rate(name, n, typ)
 	if !found || !(rate > 0) {
 		return
 	}
 	s := &a.st[job]
-	i := sort.Search(len(s.profile), func(i int) bool { return s.profile[i].Nodes >= n })
-	known := i < len(s.profile) && s.profile[i].Nodes == n
+	i := sort.Search(len(s.profile), func(i int) bool {
+		p := s.profile[i]
+		return p.NodeType > typ || p.NodeType == typ && p.Nodes >= n
+	})
+	known := i < len(s.profile) && s.profile[i].Nodes == n && s.profile[i].NodeType == typ
 	if known && math.Abs(rate-s.profile[i].Throughput) <= a.opts.ProfileChange*s.profile[i].Throughput {
 		return
 	}
-	est, _ := a.prof.Estimate(name, n, "") // its spread, computed only to publish
-	o := jpa.Observation{Nodes: n, Throughput: est.Throughput, Sigma: est.Spread}
+	est, _ := a.prof.Estimate(name, n, typ) // its spread, computed only to publish
+	o := jpa.Observation{Nodes: n, NodeType: typ, Throughput: est.Throughput, Sigma: est.Spread}
 	if known {
 		s.profile[i] = o
 	} else {
@@ -384,6 +400,9 @@ func (a *JPA) refreshLibrary() {
 		// validated: fall back to the prior alone rather than fail.
 		lib, _ = jpa.NewLibrary(a.opts.Prior)
 	}
+	if a.opts.Speeds != nil {
+		lib.Speeds().Merge(a.opts.Speeds)
+	}
 	a.lib, a.libCurves = lib, curves
 	a.libGen++
 	a.stats.LibraryBuilds++
@@ -391,7 +410,7 @@ func (a *JPA) refreshLibrary() {
 
 // advisor is the JPA policy with the options' tuning and prior.
 func (a *JPA) advisor() jpa.Advisor {
-	return jpa.Advisor{Settings: a.opts.Predict, Explore: a.opts.Explore, Base: a.opts.Prior, SiblingsPerGroup: a.opts.SiblingsPerGroup}
+	return jpa.Advisor{Settings: a.opts.Predict, Explore: a.opts.Explore, Base: a.opts.Prior, Speeds: a.opts.Speeds, SiblingsPerGroup: a.opts.SiblingsPerGroup}
 }
 
 func sameCurves(a, b []jpa.PriorCurve) bool {
@@ -403,24 +422,49 @@ func sameCurves(a, b []jpa.PriorCurve) bool {
 // Curve is the CurveSource: job's optimistic JPA curve at now.
 func (a *JPA) Curve(job int, _ float64) allocator.Curve {
 	a.refreshLibrary()
+	return a.curve(job, "", &a.st[job].cached)
+}
+
+// CurvesByType is the TypedCurveSource: a job with CurvesByType is
+// predicted on each of its types from what was measured of it on any
+// (jpa.Advisor.Curve with the type), as production's Allocate predicts a
+// trial on every node type of the pool.
+func (a *JPA) CurvesByType(job int, _ float64) map[string]allocator.Curve {
+	a.refreshLibrary()
+	s := &a.st[job]
+	if s.byType == nil {
+		s.byType = map[string]cachedCurve{}
+	}
+	out := map[string]allocator.Curve{}
+	for _, typ := range a.jobs[job].Types() {
+		c := s.byType[typ]
+		out[typ] = a.curve(job, typ, &c)
+		s.byType[typ] = c
+	}
+	return out
+}
+
+// curve is job's curve on node type typ, from *cached when still valid
+// (updated otherwise).
+func (a *JPA) curve(job int, typ string, cached *cachedCurve) allocator.Curve {
 	j := a.jobs[job]
 	s := &a.st[job]
 	if len(s.profile) == 0 && a.shareUnmeasured && a.priors == nil {
 		// Nothing measured: the prediction from the group's siblings,
 		// the same for all the group's unmeasured jobs (unless names or
 		// jobs' own priors tell them apart: then each job's own cache).
-		k := unmeasuredKey{a.groups[job], j.Model, j.MinNodes, j.MaxNodes}
+		k := unmeasuredKey{a.groups[job], j.Model, typ, j.MinNodes, j.MaxNodes}
 		c := a.unmeasured[k]
 		if !a.valid(c, 0) {
-			c = a.predict(job, nil, 0)
+			c = a.predict(job, typ, nil, 0)
 			a.unmeasured[k] = c
 		}
 		return c.curve
 	}
-	if !a.valid(s.cached, s.profileGen) {
-		s.cached = a.predict(job, s.profile, s.profileGen)
+	if !a.valid(*cached, s.profileGen) {
+		*cached = a.predict(job, typ, s.profile, s.profileGen)
 	}
-	return s.cached.curve
+	return cached.curve
 }
 
 // valid: c was predicted with the current library, the profile of
@@ -432,7 +476,7 @@ func (a *JPA) valid(c cachedCurve, profileGen int) bool {
 
 // predict is job's curve from obs (its profile of generation profileGen)
 // and the current library: jpa.Advisor's.
-func (a *JPA) predict(job int, obs []jpa.Observation, profileGen int) cachedCurve {
+func (a *JPA) predict(job int, typ string, obs []jpa.Observation, profileGen int) cachedCurve {
 	j := a.jobs[job]
 	v := jpa.TrialView{ID: j.Name, Group: a.groups[job], Model: j.Model, MinNodes: j.MinNodes, MaxNodes: j.MaxNodes, Observations: obs}
 	if a.priors != nil && len(a.priors[job]) > 0 {
@@ -441,7 +485,7 @@ func (a *JPA) predict(job int, obs []jpa.Observation, profileGen int) cachedCurv
 	a.stats.Predictions++
 	c := cachedCurve{libGen: a.libGen, profileGen: profileGen}
 	var fromPrior bool
-	if c.curve, fromPrior = a.advisor().Curve(v, a.lib, "", a.priorTop); fromPrior {
+	if c.curve, fromPrior = a.advisor().Curve(v, a.lib, typ, a.priorTop); fromPrior {
 		c.prior = a.priorTop
 	}
 	return c

@@ -81,7 +81,7 @@ func TestJPAPriorThenSiblings(t *testing.T) {
 	if c := a.Curve(1, 0); c.At(1) != 1 || math.Abs(c.At(2)-math.Pow(2, 0.9)) > 1e-12 {
 		t.Fatalf("prior curve %v, want n^0.9", c)
 	}
-	a.Measure(0, 2, 0, 600, 90*600)
+	a.Measure(0, 2, "", 0, 600, 90*600)
 	if c := a.Curve(1, 600); math.Abs(c.At(2)-90)/90 > 0.5 || c.At(2) < 10 {
 		t.Fatalf("sibling-predicted curve %v, want near job a's 90 samples/s at 2 nodes", c)
 	}

@@ -46,6 +46,7 @@ type simOptions struct {
 	plotFormat    string
 	perJob        bool
 	nodeTypes     string // --node-types mix, "" for one type
+	gpuRatios     string // --gpu-ratios file, "" for none
 	objective     string
 	syntheticFlag bool            // --synthetic was given
 	changed       map[string]bool // flags given on the command line
@@ -184,6 +185,7 @@ Progress goes to stderr. See docs/sim.md.`,
 	f.IntVar(&o.synStretch, "synthetic-stretch", 1, "multiply the --synthetic curves' node counts by G (the measured curves stop at 16 nodes)")
 	f.StringVar(&o.policies, "policy", "compact,greedy,equal", "comma-separated policies: compact, paper, greedy, equal")
 	f.StringVar(&o.curves, "curves", curvesOracle, "what the allocator knows of each job's throughput: oracle (the true curves; on a mixed pool, each type's), blind (with --node-types: each job's mean curve on every type), jpa (learnt online by the JPA from noisy measurements), or several, comma-separated (every policy runs with each)")
+	f.StringVar(&o.gpuRatios, "gpu-ratios", "", "with --curves jpa on a mixed pool: single-GPU throughputs per model and GPU type in Gavel's format (as a worker's --gpu-ratios), from which the JPA predicts a job on a type it was not measured on (e.g. DATA/gpus/gavel-isolated-throughputs.csv)")
 	f.StringVar(&o.nodeTypes, "node-types", "", "mixed pool: give the trace's nodes types in these proportions, TYPE=WEIGHT,… (e.g. k80=1,p100=1,v100=1; seeded by --seed), and draw the --synthetic jobs from Gavel's per-GPU throughputs in DATA/gpus")
 	f.StringVar(&o.objective, "objective", string(allocator.ObjectiveThroughput), "the allocator's objective: throughput (samples/s) or efficiency (speedups, production's; use it on mixed pools)")
 	f.Float64Var(&o.noise, "noise", 0.05, "with --curves jpa: relative noise (log-normal sigma) of the simulated throughput measurements")
@@ -401,7 +403,11 @@ func (o *simOptions) run(stdout, stderr io.Writer) error {
 			if noise == 0 {
 				noise = -1 // exact measurements (JPAOptions: 0 means the default)
 			}
-			if learner, err = sim.NewJPA(jobs, sim.JPAOptions{Seed: o.seed, Noise: noise}); err != nil {
+			speeds, err := o.speeds()
+			if err != nil {
+				return err
+			}
+			if learner, err = sim.NewJPA(jobs, sim.JPAOptions{Seed: o.seed, Noise: noise, Speeds: speeds}); err != nil {
 				return fmt.Errorf("--curves jpa: %w", err)
 			}
 			cfg = learner.Attach(cfg)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gleaner-hpc/gleaner/allocator"
 	"github.com/gleaner-hpc/gleaner/internal/dataset"
+	"github.com/gleaner-hpc/gleaner/jpa"
 	"github.com/gleaner-hpc/gleaner/sim"
 )
 
@@ -53,10 +54,27 @@ func (o *simOptions) validateHetero(modes []string) error {
 	if !o.syntheticFlag {
 		return usageErrorf("--node-types: only with --synthetic (jobs drawn from Gavel's per-GPU throughputs; the --jobs format has one curve per job)")
 	}
-	if slices.Contains(modes, curvesJPA) {
-		return usageErrorf("--curves: jpa does not learn per-type curves; with --node-types use oracle and/or blind")
+	if o.gpuRatios != "" && !slices.Contains(modes, curvesJPA) {
+		return usageErrorf("--gpu-ratios: only with --curves jpa (the oracle knows every type's curve)")
 	}
 	return nil
+}
+
+// speeds reads --gpu-ratios (nil without it).
+func (o *simOptions) speeds() (*jpa.TypeSpeeds, error) {
+	if o.gpuRatios == "" {
+		return nil, nil
+	}
+	f, err := os.Open(o.gpuRatios)
+	if err != nil {
+		return nil, usageErrorf("--gpu-ratios: %w", err)
+	}
+	defer f.Close()
+	s, err := jpa.ParseGavel(f)
+	if err != nil {
+		return nil, usageErrorf("--gpu-ratios: %s: %w", o.gpuRatios, err)
+	}
+	return s, nil
 }
 
 // nodeTypesFor types the trace's nodes by --node-types, seeded by --seed

@@ -54,6 +54,17 @@ func TestSimMixedPool(t *testing.T) {
 	}
 }
 
+// The JPA learns a mixed pool's curves per type, with the GPU ratios
+// (--gpu-ratios) to predict a job on a type it has not run on.
+func TestSimMixedPoolJPA(t *testing.T) {
+	data := simGavelData(t)
+	r := runSimJSON(t, "--swf", simSWF, "--synthetic", "6", "--seed", "2", "--data", data, "--node-types", "a=1,b=1",
+		"--objective", "efficiency", "--curves", "oracle,jpa", "--policy", "compact", "--gpu-ratios", filepath.Join(data, gavelFile), "--json")
+	checkSimPolicies(t, r, 6, "compact", "compact")
+	require.Equal(t, "jpa", r.Policies[1]["curves"])
+	require.Positive(t, r.Policies[1]["work_rate"])
+}
+
 // Without --node-types the report has no mixed-pool keys or columns.
 func TestSimOneTypeReportUnchanged(t *testing.T) {
 	r := runSimJSON(t, "--events", simEvents, "--jobs", simJobs, "--policy", "compact", "--json")
@@ -75,7 +86,8 @@ func TestSimMixedPoolBadFlags(t *testing.T) {
 	}{
 		{"blind on one type", append(syn, "--curves", "oracle,blind"), "--curves: blind only with --node-types"},
 		{"node types with a job file", []string{"--events", simEvents, "--jobs", simJobs, "--node-types", "a=1"}, "--node-types: only with --synthetic"},
-		{"jpa on a mixed pool", append(syn, "--node-types", "a=1,b=1", "--curves", "jpa"), "--curves: jpa does not learn per-type curves"},
+		{"ratios without the jpa", append(syn, "--node-types", "a=1,b=1", "--gpu-ratios", "x.csv"), "--gpu-ratios: only with --curves jpa"},
+		{"ratios unreadable", append(syn, "--node-types", "a=1,b=1", "--curves", "jpa", "--gpu-ratios", "no-such.csv"), "--gpu-ratios: open no-such.csv"},
 		{"bad mix", append(syn, "--node-types", "a"), `--node-types: "a" is not TYPE=WEIGHT`},
 		{"type not in the table", append(syn, "--node-types", "a=1,v100=1"), "--node-types: no job type of"},
 		{"bad objective", append(syn, "--objective", "joy"), `--objective: "joy" is not one of throughput, efficiency`},

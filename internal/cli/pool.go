@@ -48,11 +48,7 @@ status, solve time, nodes used and trials whose nodes changed.
   gleaner pool status go-mlp-spirals --json | jq .last`,
 		Args: maxArgs(1, "one POOL name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := "default"
-			if len(args) == 1 {
-				name = args[0]
-			}
-			return o.run(cmd.Context(), cmd.Flags(), name, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return o.run(cmd.Context(), cmd.Flags(), poolArg(args), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.SetFlagErrorFunc(flagError)
@@ -160,4 +156,12 @@ func poolErr(name string, err error) error {
 		return withCode(ExitNotFound, fmt.Errorf("pool %q: %w (a pool starts with its first trial)", name, client.ErrNotFound))
 	}
 	return err
+}
+
+// poolArg is the POOL argument of a pool command: "default" when none.
+func poolArg(args []string) string {
+	if len(args) == 1 {
+		return args[0]
+	}
+	return "default"
 }

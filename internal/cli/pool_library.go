@@ -54,11 +54,7 @@ unless --force.
   gleaner pool library hpo --out ./site-curves && gleaner worker --prior-curves ./site-curves`,
 		Args: maxArgs(1, "one POOL name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := "default"
-			if len(args) == 1 {
-				name = args[0]
-			}
-			return o.run(cmd.Context(), cmd.Flags(), name, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return o.run(cmd.Context(), cmd.Flags(), poolArg(args), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.SetFlagErrorFunc(flagError)

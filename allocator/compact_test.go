@@ -82,6 +82,26 @@ func TestCompactEqualsFullMCKPObjectivesAndTypes(t *testing.T) {
 	}
 }
 
+// Four node types with every trial's real curve on each (benchgen's
+// --types 4): the cutting-plane prices, the LP rounding and the core in
+// reduced costs against the full model on HiGHS.
+func TestCompactEqualsFullMCKPFourTypes(t *testing.T) {
+	curves := realCurves(t)
+	for _, size := range []struct{ trials, nodes int }{{12, 32}, {40, 128}, {150, 512}} {
+		for seed := uint64(1); seed <= 4; seed++ {
+			p, err := benchgen.Problem(benchgen.Config{Trials: size.trials, Nodes: size.nodes, Curves: curves, Types: 4}, seed)
+			require.NoError(t, err)
+			want, status, err := allocator.SolveNaiveMCKP(p, time.Minute)
+			require.NoError(t, err)
+			require.Equal(t, allocator.StatusOptimal, status)
+			got, err := allocator.Solve(p, nil)
+			require.NoError(t, err)
+			require.Equal(t, allocator.StatusOptimal, got.Status)
+			require.True(t, relClose(want, got.Objective), "%d×%d seed %d: full MCKP %v, compact %v", size.trials, size.nodes, seed, want, got.Objective)
+		}
+	}
+}
+
 // splitTypes makes every third node a "v100" and gives each trial a curve
 // per type (the v100 one 1.7× faster), keeping current nodes consistent.
 func splitTypes(p *allocator.Problem) {

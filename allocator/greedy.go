@@ -13,11 +13,23 @@ import "container/heap"
 // can only have become worse, and is re-scored when it surfaces (lazy
 // evaluation).
 func solveGreedy(in *instance) decision {
+	return greedyFrom(in, newDecision(len(in.trials)))
+}
+
+// greedyFrom applies the greedy upgrades to a feasible start decision
+// (trials at 0 start from nothing, others grow on their type) and returns
+// the result; start is not modified.
+func greedyFrom(in *instance, start decision) decision {
 	d := newDecision(len(in.trials))
+	copy(d.counts, start.counts)
+	left := append([]int(nil), in.capacity...)
 	for j := range d.types {
 		d.types[j] = -1
+		if d.counts[j] > 0 {
+			d.types[j] = start.types[j]
+			left[d.types[j]] -= d.counts[j]
+		}
 	}
-	left := append([]int(nil), in.capacity...)
 	h := &upgradeHeap{}
 	for j := range in.trials {
 		if u, ok := bestUpgrade(in, d, left, j); ok {

@@ -10,7 +10,7 @@ import "sort"
 // Where nodes have hosts, a trial's nodes are packed onto few hosts
 // first: a shrinking trial keeps the hosts holding most of its nodes, a
 // growing one fills the hosts it is on, then the host that fits what it
-// still needs most tightly (packHosts).
+// still needs most tightly (freePool.take).
 func mapNodes(in *instance, d decision) []Allocation {
 	nodes := in.p.Nodes
 	held := make([]bool, len(nodes))
@@ -52,8 +52,10 @@ func mapNodes(in *instance, d decision) []Allocation {
 			free[t] = append(free[t], i)
 		}
 	}
+	pools := make([]*freePool, len(in.types))
 	for t := range free {
 		sortByIdleDesc(nodes, free[t])
+		pools[t] = newFreePool(nodes, free[t])
 	}
 	for j := range out {
 		a := &out[j]
@@ -63,12 +65,10 @@ func mapNodes(in *instance, d decision) []Allocation {
 		typ := d.types[j]
 		a.NodeType = in.types[typ]
 		need := a.Count - len(a.Nodes)
-		if need > len(free[typ]) {
+		if need > pools[typ].len() {
 			panic("allocator: decision exceeds the capacity of node type " + a.NodeType)
 		}
-		var picked []int
-		picked, free[typ] = packHosts(nodes, free[typ], need, a.Nodes, in.nodeIdx)
-		for _, i := range picked {
+		for _, i := range pools[typ].take(need, a.Nodes, in.nodeIdx) {
 			a.Nodes = append(a.Nodes, nodes[i].ID)
 		}
 	}
@@ -116,32 +116,60 @@ func keepHosts(nodes []Node, idx []int) {
 	})
 }
 
-// packHosts takes need nodes from free (longest-idle first) for a trial
-// that holds the nodes named in has, and returns them and what is left of
-// free, in order. Without hosts it takes free's first need. With hosts it
-// fills the hosts the trial is on first, then repeatedly the host with the
-// fewest free nodes that still cover what is needed, or, if none does,
-// the one with the most; ties go to the longest idle.
-func packHosts(nodes []Node, free []int, need int, has []string, idIdx map[string]int) (picked, rest []int) {
-	if need == 0 {
-		return nil, free
-	}
-	byHost := map[string][]int{}
-	var order []string
+// freePool is the free nodes of one type, longest-idle first, grouped by
+// host, as trial after trial takes from it. It is built once per solve,
+// so mapping costs O(nodes + trials·hosts), not O(trials·nodes).
+type freePool struct {
+	nodes  []Node
+	plain  []int            // without hosts (fewer than two): what is left, in order
+	byHost map[string][]int // with hosts: each host's free nodes, in order
+	hosts  []string         // with hosts: every host, in order of first free node
+	rank   map[int]int      // with hosts: node index → position in the free order
+	left   int
+}
+
+func newFreePool(nodes []Node, free []int) *freePool {
+	p := &freePool{nodes: nodes, left: len(free)}
 	for _, i := range free {
-		h := nodes[i].Host
-		if _, ok := byHost[h]; !ok {
-			order = append(order, h)
+		if nodes[i].Host != nodes[free[0]].Host {
+			p.byHost = map[string][]int{}
+			break
 		}
-		byHost[h] = append(byHost[h], i)
 	}
-	if len(order) < 2 {
-		return free[:need], free[need:]
+	if p.byHost == nil {
+		p.plain = free
+		return p
 	}
-	take := func(h string, n int) {
-		got := byHost[h][:n]
-		picked = append(picked, got...)
-		byHost[h] = byHost[h][n:]
+	p.rank = make(map[int]int, len(free))
+	for r, i := range free {
+		h := nodes[i].Host
+		if _, ok := p.byHost[h]; !ok {
+			p.hosts = append(p.hosts, h)
+		}
+		p.byHost[h] = append(p.byHost[h], i)
+		p.rank[i] = r
+	}
+	return p
+}
+
+func (p *freePool) len() int { return p.left }
+
+// take removes need nodes for a trial that holds the nodes named in has.
+// Without hosts it takes the first need. With hosts it fills the hosts the
+// trial is on first, then repeatedly the host with the fewest free nodes
+// that still cover what is needed, or, if none does, the one with the
+// most; ties go to the host whose first free node is the longest idle.
+func (p *freePool) take(need int, has []string, idIdx map[string]int) []int {
+	p.left -= need
+	if p.byHost == nil {
+		picked := p.plain[:need]
+		p.plain = p.plain[need:]
+		return picked
+	}
+	var picked []int
+	takeFrom := func(h string, n int) {
+		picked = append(picked, p.byHost[h][:n]...)
+		p.byHost[h] = p.byHost[h][n:]
 		need -= n
 	}
 	for _, id := range has {
@@ -149,39 +177,37 @@ func packHosts(nodes []Node, free []int, need int, has []string, idIdx map[strin
 			break
 		}
 		if i, ok := idIdx[id]; ok {
-			if h := nodes[i].Host; len(byHost[h]) > 0 {
-				take(h, min(need, len(byHost[h])))
+			if h := p.nodes[i].Host; len(p.byHost[h]) > 0 {
+				takeFrom(h, min(need, len(p.byHost[h])))
 			}
 		}
 	}
 	for need > 0 {
-		best := ""
-		found := false
-		for _, h := range order {
-			n := len(byHost[h])
-			if n == 0 {
-				continue
-			}
-			b := len(byHost[best])
-			switch {
-			case !found:
+		best, found := "", false
+		for _, h := range p.hosts {
+			if len(p.byHost[h]) > 0 && (!found || p.better(h, best, need)) {
 				best, found = h, true
-			case n >= need && (b < need || n < b):
-				best = h // covers it, more tightly
-			case b < need && n > b:
-				best = h // neither covers it: the larger
 			}
 		}
-		take(best, min(need, len(byHost[best])))
+		takeFrom(best, min(need, len(p.byHost[best])))
 	}
-	taken := map[int]bool{}
-	for _, i := range picked {
-		taken[i] = true
+	return picked
+}
+
+// better reports whether host h is a better pick than host b for need
+// nodes: one that covers it beats one that does not; of two that cover
+// it, the tighter; of two that do not, the larger; of two as large, the
+// one whose first free node is the longest idle.
+func (p *freePool) better(h, b string, need int) bool {
+	n, m := len(p.byHost[h]), len(p.byHost[b])
+	switch {
+	case n == m:
+		return p.rank[p.byHost[h][0]] < p.rank[p.byHost[b][0]]
+	case n >= need && m >= need:
+		return n < m
+	case n >= need || m >= need:
+		return n >= need
+	default:
+		return n > m
 	}
-	for _, i := range free {
-		if !taken[i] {
-			rest = append(rest, i)
-		}
-	}
-	return picked, rest
 }

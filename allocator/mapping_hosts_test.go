@@ -118,3 +118,20 @@ func TestKeptNodesKeepTheirOrder(t *testing.T) {
 		p.Trials[0].Nodes = got
 	}
 }
+
+// packHosts takes need nodes from free (longest-idle first) for a trial
+// that holds the nodes named in has, and returns them and what is left of
+// free, in order (freePool.take says how).
+func packHosts(nodes []Node, free []int, need int, has []string, idIdx map[string]int) (picked, rest []int) {
+	picked = newFreePool(nodes, free).take(need, has, idIdx)
+	taken := make(map[int]bool, len(picked))
+	for _, i := range picked {
+		taken[i] = true
+	}
+	for _, i := range free {
+		if !taken[i] {
+			rest = append(rest, i)
+		}
+	}
+	return picked, rest
+}

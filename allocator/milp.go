@@ -14,6 +14,9 @@ type milp struct {
 	integer            []bool
 	rowLower, rowUpper []float64
 	entries            []highs.Nonzero
+	// absGap, when positive, is an absolute MIP gap (in objective units)
+	// at which HiGHS may stop, besides Settings.RelGap.
+	absGap float64
 }
 
 // addBinary adds a 0/1 column with objective coefficient c and returns it.
@@ -83,7 +86,7 @@ func (m *milp) solve(s Settings) (milpSolution, error) {
 		ConstMatrix: m.entries,
 		VarTypes:    types,
 	}
-	sol, err := model.Solve(
+	opts := []highs.SolveOption{
 		highs.WithOutput(false),
 		highs.WithTimeLimit(s.TimeLimit.Seconds()),
 		highs.WithMIPRelGap(s.RelGap),
@@ -93,7 +96,11 @@ func (m *milp) solve(s Settings) (milpSolution, error) {
 		// columns are interchangeable there; frozen in
 		// TestPaperSymmetryRegression). Correctness first.
 		highs.WithBoolOption("mip_detect_symmetry", false),
-	)
+	}
+	if m.absGap > 0 {
+		opts = append(opts, highs.WithMIPAbsGap(m.absGap/scale))
+	}
+	sol, err := model.Solve(opts...)
 	if err != nil {
 		return milpSolution{}, fmt.Errorf("%w: HiGHS: %w", ErrSolver, err)
 	}
@@ -136,3 +143,54 @@ func (m *milp) satisfiedBy(x []float64, tol float64) bool {
 	}
 	return true
 }
+
+// lpSession is a linear programme kept in HiGHS between solves, so that
+// rows can be added and the LP re-solved from the previous basis (a
+// handful of dual simplex iterations instead of a fresh solve): the
+// cutting-plane master adds one row per iteration.
+type lpSession struct {
+	s *highs.Solver
+}
+
+// newLPSession starts a maximisation LP with the given columns and no rows.
+func newLPSession(cost, lower, upper []float64) (*lpSession, error) {
+	s, err := highs.NewSolver()
+	if err != nil {
+		return nil, fmt.Errorf("%w: HiGHS: %w", ErrSolver, err)
+	}
+	for _, step := range []func() error{
+		func() error { return s.SetBoolOption("output_flag", false) },
+		func() error { return s.SetIntOption("threads", 1) },
+		func() error { return s.SetMaximize(true) },
+		func() error { return s.AddVars(lower, upper) },
+		func() error { return s.SetColCosts(cost) },
+	} {
+		if err := step(); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("%w: HiGHS: %w", ErrSolver, err)
+		}
+	}
+	return &lpSession{s: s}, nil
+}
+
+// addRow adds lo ≤ Σ coef[i]·x[cols[i]] ≤ hi.
+func (l *lpSession) addRow(lo float64, cols []int, coef []float64, hi float64) error {
+	if err := l.s.AddRow(lo, hi, cols, coef); err != nil {
+		return fmt.Errorf("%w: HiGHS: %w", ErrSolver, err)
+	}
+	return nil
+}
+
+// solve returns the optimal column values and objective.
+func (l *lpSession) solve() ([]float64, float64, error) {
+	sol, err := l.s.Run()
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: HiGHS: %w", ErrSolver, err)
+	}
+	if !sol.IsOptimal() {
+		return nil, 0, fmt.Errorf("%w: HiGHS stopped with status %v on a linear programme", ErrSolver, sol.Status)
+	}
+	return sol.ColValues, sol.Objective, nil
+}
+
+func (l *lpSession) close() { l.s.Close() }

@@ -24,6 +24,7 @@ type benchAllocatorOptions struct {
 	seed                        uint64
 	instances                   int
 	timeLimit                   time.Duration
+	relGap                      float64
 	paperMaxBinaries            int
 	scarcity                    float64
 	types                       int
@@ -58,7 +59,10 @@ to the best formulation on the same instance, and the worst status. Demand
 is Σ max_nodes / idle nodes (see --scarcity): above 1, trials compete.
 
 The paper formulation has trials×nodes binaries for its assignment alone; it
-is skipped (status "skipped") above --paper-max-binaries.`,
+is skipped (status "skipped") above --paper-max-binaries.
+
+Status "optimal" means proven within --rel-gap of the optimum (the
+allocator's Settings.RelGap); "feasible", stopped at --time-limit first.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -71,6 +75,7 @@ is skipped (status "skipped") above --paper-max-binaries.`,
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the first instance; instance i uses seed+i")
 	f.IntVar(&o.instances, "instances", 11, "instances per size")
 	f.DurationVar(&o.timeLimit, "time-limit", 10*time.Second, "MILP time limit per solve")
+	f.Float64Var(&o.relGap, "rel-gap", 0, "relative gap within which a solve counts as optimal (0: the allocator's default, 1e-9)")
 	f.IntVar(&o.paperMaxBinaries, "paper-max-binaries", 300_000, "skip the paper formulation above trials×nodes binaries")
 	f.IntVar(&o.types, "types", 1, "node types: K ≥ 2 makes the first K clusters of DATA/scaling node types (node i of type i mod K), each trial with its application's curve measured on each")
 	f.Float64Var(&o.scarcity, "scarcity", 2, "target Σ max_nodes / idle nodes: real curves are stretched so trials compete (negative: unstretched)")
@@ -97,6 +102,9 @@ func (o *benchAllocatorOptions) run(stdout, stderr io.Writer) error {
 	}
 	if o.timeLimit <= 0 {
 		return fmt.Errorf("--time-limit: %v must be positive", o.timeLimit)
+	}
+	if math.IsNaN(o.relGap) || o.relGap < 0 || o.relGap >= 1 {
+		return fmt.Errorf("--rel-gap: %v must be in [0, 1)", o.relGap)
 	}
 	if o.types < 1 {
 		return fmt.Errorf("--types: %d must be at least 1", o.types)
@@ -143,7 +151,7 @@ func (o *benchAllocatorOptions) benchSize(curves []dataset.ScalingCurve, nt, nn 
 			if f == allocator.FormulationPaper && nt*nn > o.paperMaxBinaries {
 				continue
 			}
-			r, err := allocator.Solve(p, &allocator.Settings{Formulation: f, TimeLimit: o.timeLimit})
+			r, err := allocator.Solve(p, &allocator.Settings{Formulation: f, TimeLimit: o.timeLimit, RelGap: o.relGap})
 			if err != nil {
 				return nil, fmt.Errorf("%d trials × %d nodes, seed %d, %s: %w", nt, nn, o.seed+uint64(i), f, err)
 			}

@@ -8,7 +8,7 @@ import (
 
 const (
 	defaultTimeLimit = 10 * time.Second
-	defaultRelGap    = 1e-6
+	defaultRelGap    = 1e-9
 )
 
 func (s *Settings) withDefaults() Settings {

@@ -100,11 +100,12 @@ var Formulations = []Formulation{FormulationCompact, FormulationPaper, Formulati
 
 // Settings tunes a solve. The zero value (or a nil *Settings) means: the
 // compact formulation, a 10 s time limit, and a proven optimum (relative
-// gap 1e-9).
+// gap 1e-9; compact on several node types: 1e-6, docs/allocator.md).
 type Settings struct {
 	Formulation Formulation
 	TimeLimit   time.Duration
-	// RelGap is the relative MIP gap at which HiGHS may stop.
+	// RelGap is the relative gap to the proven bound within which a
+	// solution counts as optimal (and HiGHS may stop).
 	RelGap float64
 }
 

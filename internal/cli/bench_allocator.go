@@ -75,7 +75,7 @@ allocator's Settings.RelGap); "feasible", stopped at --time-limit first.`,
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the first instance; instance i uses seed+i")
 	f.IntVar(&o.instances, "instances", 11, "instances per size")
 	f.DurationVar(&o.timeLimit, "time-limit", 10*time.Second, "MILP time limit per solve")
-	f.Float64Var(&o.relGap, "rel-gap", 0, "relative gap within which a solve counts as optimal (0: the allocator's default, 1e-9)")
+	f.Float64Var(&o.relGap, "rel-gap", 0, "relative gap within which a solve counts as optimal (0: the allocator's default, 1e-9, or 1e-6 for compact on several node types)")
 	f.IntVar(&o.paperMaxBinaries, "paper-max-binaries", 300_000, "skip the paper formulation above trials×nodes binaries")
 	f.IntVar(&o.types, "types", 1, "node types: K ≥ 2 makes the first K clusters of DATA/scaling node types (node i of type i mod K), each trial with its application's curve measured on each")
 	f.Float64Var(&o.scarcity, "scarcity", 2, "target Σ max_nodes / idle nodes: real curves are stretched so trials compete (negative: unstretched)")

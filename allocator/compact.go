@@ -222,16 +222,7 @@ func hullDual(opts [][]option, t int, capacity int) float64 {
 			if o.k != 0 && o.typ != t {
 				continue
 			}
-			for len(hull) >= 2 {
-				a, b := hull[len(hull)-2], hull[len(hull)-1]
-				// b lies on or below the chord from a to o: drop it.
-				if (b.v-a.v)*float64(o.k-a.k) <= (o.v-a.v)*float64(b.k-a.k) {
-					hull = hull[:len(hull)-1]
-					continue
-				}
-				break
-			}
-			hull = append(hull, o)
+			hull = pushHull(hull, o)
 		}
 		for i := 1; i < len(hull); i++ {
 			dk := hull[i].k - hull[i-1].k
@@ -405,4 +396,19 @@ func solveCoreDP(opts [][]option, free []int, capacity int, d decision) {
 		d.counts[j], d.types[j] = o.k, max(o.typ, 0)
 		c -= o.k
 	}
+}
+
+// pushHull adds option o (of a larger count than the last) to the upper
+// concave hull of value over count kept in hull, dropping the points that
+// fall on or below the chord to o.
+func pushHull(hull []option, o option) []option {
+	for len(hull) >= 2 {
+		a, b := hull[len(hull)-2], hull[len(hull)-1]
+		if (b.v-a.v)*float64(o.k-a.k) <= (o.v-a.v)*float64(b.k-a.k) {
+			hull = hull[:len(hull)-1]
+			continue
+		}
+		break
+	}
+	return append(hull, o)
 }

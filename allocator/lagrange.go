@@ -155,16 +155,7 @@ func hullOptions(opts [][]option, types int) [][]option {
 				if o.typ != t {
 					continue
 				}
-				for len(hull) >= 2 {
-					a, b := hull[len(hull)-2], hull[len(hull)-1]
-					// b lies on or below the chord from a to o: drop it.
-					if (b.v-a.v)*float64(o.k-a.k) <= (o.v-a.v)*float64(b.k-a.k) {
-						hull = hull[:len(hull)-1]
-						continue
-					}
-					break
-				}
-				hull = append(hull, o)
+				hull = pushHull(hull, o)
 			}
 			keep = append(keep, hull[1:]...)
 		}

@@ -125,8 +125,6 @@ type Options struct {
 	// DynamicConfig are dynamic config values (KEY=VALUE) of the server,
 	// e.g. history.timerProcessorMaxTimeShift=10ms.
 	DynamicConfig []string
-	// ExtraArgs are appended to `temporal server start-dev`.
-	ExtraArgs []string
 	// Output receives the server's stdout and stderr (default: discarded;
 	// the last few KiB are kept for error messages, see Server.OutputTail).
 	Output io.Writer
@@ -283,7 +281,7 @@ func (s *Server) args() []string {
 	for _, name := range names {
 		args = append(args, "--search-attribute", name+"="+s.opts.SearchAttributes[name])
 	}
-	return append(args, o.ExtraArgs...)
+	return args
 }
 
 // launch starts the server process; s.mu is held or s is not shared yet.

@@ -129,6 +129,15 @@ type TrialPolicy struct {
 	// (defaults 20s and 10s).
 	RescaleUpCost   Duration `json:"rescale_up_cost,omitempty"`
 	RescaleDownCost Duration `json:"rescale_down_cost,omitempty"`
+	// Inline runs each trial as an activity of its campaign's workflow
+	// instead of a workflow of its own: about a tenth of the Temporal work
+	// per trial, for many short trials (docs/workflows-campaign.md,
+	// "Inline trials"). The pool sees the campaign as one elastic job and
+	// the campaign packs its trials onto the nodes it is given; a trial's
+	// size is fixed (min_nodes = max_nodes) and on one host. A trial is
+	// then no workflow in the UI: `gleaner trials` lists it, and pause,
+	// resume and stop act on the whole campaign.
+	Inline bool `json:"inline,omitempty"`
 }
 
 // Duration is a time.Duration that reads and writes as "30s" in JSON and
@@ -232,6 +241,9 @@ func (s CampaignSpec) Validate() error {
 		return fmt.Errorf("trial.grace_period: %v must not be negative", s.Trial.GracePeriod.Std())
 	case s.Trial.MaxRestarts < 0:
 		return fmt.Errorf("trial.max_restarts: %d must not be negative", s.Trial.MaxRestarts)
+	case s.Trial.Inline && s.Resources.MaxNodes != s.Resources.MinNodes:
+		return fmt.Errorf("trial.inline: inline trials have a fixed size, but resources.min_nodes %d ≠ max_nodes %d",
+			s.Resources.MinNodes, s.Resources.MaxNodes)
 	}
 	if err := s.Space.Validate(); err != nil {
 		return err

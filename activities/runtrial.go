@@ -498,6 +498,9 @@ func (r *runner) sender(ctx context.Context) {
 }
 
 func (r *runner) signal(ctx context.Context, pr workflows.Progress) {
+	if r.in.Quiet {
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.a.progressTimeout())
 	defer cancel()
 	if err := r.a.Client.SignalWorkflow(ctx, r.wfID, "", workflows.SignalProgress, pr); err != nil {

@@ -214,6 +214,7 @@ func components(res Resources) (Components, func(), error) {
 		CampaignWorkflow: workflows.CampaignWorkflow,
 		TrialWorkflow:    workflows.TrialWorkflow,
 		PoolWorkflow:     workflows.PoolWorkflow,
+		TrialRecords:     workflows.TrialRecordsWorkflow,
 		RunTrial:         acts.RunTrial,
 		Allocate:         acts.Allocate,
 		PollNodes:        acts.PollNodes,

@@ -24,6 +24,7 @@ type Components struct {
 	CampaignWorkflow any // workflows.CampaignWorkflowName
 	TrialWorkflow    any // workflows.TrialWorkflowName
 	PoolWorkflow     any // workflows.PoolWorkflowName
+	TrialRecords     any // workflows.TrialRecordsWorkflowName
 
 	RunTrial      any // workflows.RunTrialActivityName
 	Allocate      any // workflows.AllocateActivityName
@@ -48,6 +49,7 @@ func (c Components) list() []component {
 		{"CampaignWorkflow", workflows.CampaignWorkflowName, true, c.CampaignWorkflow},
 		{"TrialWorkflow", workflows.TrialWorkflowName, true, c.TrialWorkflow},
 		{"PoolWorkflow", workflows.PoolWorkflowName, true, c.PoolWorkflow},
+		{"TrialRecords", workflows.TrialRecordsWorkflowName, true, c.TrialRecords},
 		{"RunTrial", workflows.RunTrialActivityName, false, c.RunTrial},
 		{"Allocate", workflows.AllocateActivityName, false, c.Allocate},
 		{"PollNodes", workflows.PollNodesActivityName, false, c.PollNodes},

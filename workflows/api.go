@@ -16,6 +16,9 @@ const (
 	CampaignWorkflowName = "gleaner.Campaign"
 	TrialWorkflowName    = "gleaner.Trial"
 	PoolWorkflowName     = "gleaner.Pool"
+	// TrialRecordsWorkflowName keeps a chunk of an inline campaign's ended
+	// trials: its input and result are the records (TrialRecords).
+	TrialRecordsWorkflowName = "gleaner.TrialRecords"
 )
 
 // Activity names.
@@ -408,6 +411,9 @@ type RunTrialInput struct {
 	// worker's own nodes); this activity runs the part on Hosts[Rank].
 	Hosts []HostNodes `json:"hosts,omitempty"`
 	Rank  int         `json:"rank,omitempty"`
+	// Quiet: send no progress signals (an inline trial's campaign hears
+	// only the result; the heartbeat still carries liveness).
+	Quiet bool `json:"quiet,omitempty"`
 }
 
 // RegisterTrialInput is the RegisterTrial activity's input.

@@ -48,6 +48,11 @@ type campaign struct {
 	// dirty wakes the main loop after a handler or a goroutine changed state.
 	dirty bool
 	sa    *searchAttrValues
+	// inline runs the trials of a trial.inline campaign (nil otherwise);
+	// assignments are the pool's to it, out its signals to the pool.
+	inline      *inliner
+	assignments workflow.ReceiveChannel
+	out         outbox
 }
 
 func newCampaign(ctx workflow.Context, in CampaignInput) (*campaign, error) {
@@ -76,12 +81,18 @@ func newCampaign(ctx workflow.Context, in CampaignInput) (*campaign, error) {
 		if err != nil {
 			return nil, temporal.NewNonRetryableApplicationError("invalid campaign spec: search: "+err.Error(), ErrTypeInvalidSpec, err)
 		}
+		if spec.Trial.Inline {
+			c.inline = newInliner(c)
+		}
 		return c, nil
 	}
 	c.st = *in.State
 	c.searcher, err = hpo.RestoreSearcher(cfg, c.st.Searcher)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError("invalid campaign state: "+err.Error(), ErrTypeBadState, err)
+	}
+	if spec.Trial.Inline {
+		c.inline = newInliner(c)
 	}
 	return c, nil
 }
@@ -120,11 +131,17 @@ func (c *campaign) run(ctx workflow.Context) (CampaignResult, error) {
 			c.handleReport(ctx, r)
 		}
 	})
+	if c.inline != nil {
+		c.inline.listen(ctx)
+	}
 	if c.fresh {
 		c.apply(ctx, c.searcher.Initial())
 	}
 	for {
 		c.dispatch(ctx)
+		if c.inline != nil {
+			c.inline.step(ctx)
+		}
 		c.publish(ctx)
 		if c.done() {
 			break
@@ -143,8 +160,16 @@ func (c *campaign) run(ctx workflow.Context) (CampaignResult, error) {
 			return CampaignResult{}, err
 		}
 	}
-	if err := workflow.Await(ctx, func() bool { return c.pendingSignals == 0 && workflow.AllHandlersFinished(ctx) }); err != nil {
+	if c.inline != nil {
+		c.inline.close(ctx)
+	}
+	if err := workflow.Await(ctx, func() bool {
+		return c.pendingSignals == 0 && c.pendingStarts == 0 && workflow.AllHandlersFinished(ctx)
+	}); err != nil {
 		return CampaignResult{}, err
+	}
+	if err := c.out.drain(ctx); err != nil {
+		c.logger.Warn("a signal to the pool was not delivered", "error", err)
 	}
 	c.finished = true
 	if !c.st.Stopping {
@@ -163,6 +188,14 @@ func (c *campaign) run(ctx workflow.Context) (CampaignResult, error) {
 
 func (c *campaign) registerHandlers(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (CampaignStatus, error) { return c.status(), nil }); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryTrials, func() ([]TrialStatus, error) {
+		if c.inline == nil {
+			return nil, nil
+		}
+		return c.inline.trials(), nil
+	}); err != nil {
 		return err
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryLeaderboard, func() ([]LeaderboardEntry, error) {
@@ -258,6 +291,10 @@ func (c *campaign) beginStop(ctx workflow.Context, end CampaignPhase, reason str
 // broadcast sends ctl to every started in-flight trial; trials still
 // starting get the campaign's current control once they have started.
 func (c *campaign) broadcast(ctx workflow.Context, ctl Control) {
+	if c.inline != nil {
+		c.dirty = true // inline trials follow the campaign's state (inliner.step)
+		return
+	}
 	for _, t := range c.st.InFlight {
 		if t.Started {
 			c.signal(ctx, t.WorkflowID, ctl)
@@ -301,7 +338,9 @@ func (c *campaign) apply(ctx workflow.Context, acts []hpo.Action) {
 		case hpo.Continue:
 			c.continueTrial(ctx, a)
 		case hpo.Stop:
-			if i := c.find(a.TrialID, ""); i >= 0 && c.st.InFlight[i].Started {
+			if i := c.find(a.TrialID, ""); i >= 0 && c.inline != nil {
+				c.inline.stopTrial(c.st.InFlight[i].WorkflowID)
+			} else if i >= 0 && c.st.InFlight[i].Started {
 				c.signal(ctx, c.st.InFlight[i].WorkflowID, Control{Action: ControlStop, Reason: "stopped by the searcher"})
 			}
 		case hpo.Shutdown:
@@ -408,6 +447,12 @@ func (c *campaign) startTrial(ctx workflow.Context, pt PendingTrial) {
 		st := p.Resume.Progress()
 		input.State, input.Segment, input.Owner = &st, seg, p.Resume.Owner
 		t.Samples, t.Restarts = p.Resume.Samples, p.Resume.Restarts
+	}
+	if c.inline != nil {
+		c.st.InFlight[len(c.st.InFlight)-1].Started = true
+		c.inline.start(ctx, t.WorkflowID, input)
+		c.apply(ctx, c.searcher.TrialCreated(t.TrialID))
+		return
 	}
 	summary := fmt.Sprintf("%s trial %s: %s", s.Name, t.TrialID, formatParams(cr.Params))
 	if cr.Stage != "" {
@@ -656,6 +701,16 @@ func (c *campaign) shouldContinueAsNew(ctx workflow.Context) bool {
 // every report received handled.
 func (c *campaign) drain(ctx workflow.Context) error {
 	c.draining = true
+	if c.inline != nil {
+		if err := c.inline.drain(ctx); err != nil {
+			return err
+		}
+		var a Assignment
+		for c.assignments.ReceiveAsync(&a) {
+			c.inline.onAssignment(a)
+			a = Assignment{}
+		}
+	}
 	for {
 		if err := workflow.Await(ctx, func() bool {
 			return c.pendingStarts == 0 && c.pendingSignals == 0 && workflow.AllHandlersFinished(ctx)
@@ -669,6 +724,9 @@ func (c *campaign) drain(ctx workflow.Context) error {
 			r, n = TrialReport{}, n+1
 		}
 		if n == 0 && c.pendingSignals == 0 {
+			if err := c.out.drain(ctx); err != nil {
+				c.logger.Warn("a signal to the pool was not delivered", "error", err)
+			}
 			return nil
 		}
 	}

@@ -127,6 +127,8 @@ type CampaignState struct {
 	// Parked are trials that reached their budget and may be continued
 	// (at most MaxParked: beyond, the worst-scoring is forgotten).
 	Parked []ParkedTrial `json:"parked,omitempty"`
+	// Inline is a trial.inline campaign's trials and nodes.
+	Inline *InlineState `json:"inline,omitempty"`
 }
 
 // MaxParked bounds the trials a campaign keeps ready to continue (a

@@ -38,6 +38,8 @@ const (
 	KindCampaign = "campaign"
 	KindTrial    = "trial"
 	KindPool     = "pool"
+	// KindRecords marks a chunk of an inline campaign's ended trials.
+	KindRecords = "records"
 )
 
 // SearchAttributes lists every key above, with its name and type

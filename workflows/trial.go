@@ -449,20 +449,7 @@ func (t *trial) launch(ctx workflow.Context) {
 	}
 	t.relaunch = false
 	actx, cancel := workflow.WithCancel(ctx)
-	actx = workflow.WithActivityOptions(actx, workflow.ActivityOptions{
-		StartToCloseTimeout: TrialStartToClose,
-		HeartbeatTimeout:    TrialHeartbeatTimeout,
-		WaitForCancellation: true,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    30 * time.Second,
-			// The activity ends the run for good once the trainer failed
-			// max_restarts+1 times; the rest are lost workers and servers.
-			MaximumAttempts:        int32(t.in.MaxRestarts + 1 + TrialFaultRetries),
-			NonRetryableErrorTypes: []string{ErrTypeInvalidTrial},
-		},
-	})
+	actx = workflow.WithActivityOptions(actx, runTrialOptions(t.in.MaxRestarts))
 	nodes := slices.Clone(t.assigned)
 	in := RunTrialInput{Trial: t.in, Run: t.p.Runs, Nodes: nodes, NodeType: t.assignedType, ResumeFrom: t.p.Checkpoint, Owner: t.owner(ctx),
 		Hosts: slices.Clone(t.assignedHosts)}

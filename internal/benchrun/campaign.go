@@ -42,6 +42,9 @@ type CampaignOptions struct {
 	Log           io.Writer
 	// ServerConfig are dynamic config values (KEY=VALUE) for the dev server.
 	ServerConfig []string
+	// Inline runs the trials inline (spec trial.inline): activities of the
+	// campaign's workflow, not workflows of their own.
+	Inline bool
 }
 
 // CampaignReport is RunCampaign's result; its JSON keys are a stable
@@ -56,6 +59,8 @@ type CampaignReport struct {
 	CPUs         int     `json:"cpus"`
 	// ServerConfig are the dev server's dynamic config overrides.
 	ServerConfig []string `json:"server_config"`
+	// Inline: the trials ran inline (trial.inline).
+	Inline bool `json:"inline,omitempty"`
 
 	State     string `json:"state"`
 	Completed int    `json:"completed"`
@@ -152,7 +157,7 @@ func RunCampaign(ctx context.Context, o CampaignOptions) (*CampaignReport, error
 	stepMS := math.Round(o.Seconds*1000/float64(o.Steps)*1000) / 1000
 	rep := &CampaignReport{
 		Trials: o.Trials, Concurrent: o.Concurrent, Nodes: o.Nodes, TrialSeconds: o.Seconds,
-		Steps: o.Steps, StepMS: stepMS, CPUs: runtime.NumCPU(), ServerConfig: o.ServerConfig, HistoryLimit: HistoryLimit, RayTune: rayTune(),
+		Steps: o.Steps, StepMS: stepMS, CPUs: runtime.NumCPU(), ServerConfig: o.ServerConfig, Inline: o.Inline, HistoryLimit: HistoryLimit, RayTune: rayTune(),
 	}
 	spec := campaignSpec(e.trainer, o, stepMS)
 	wfID := workflows.CampaignWorkflowID(spec.Name)
@@ -208,7 +213,7 @@ func campaignSpec(trainer string, o CampaignOptions, stepMS float64) gleaner.Cam
 		Objective: gleaner.ObjectiveSpec{Metric: "val_loss", Mode: "min"},
 		Budget:    gleaner.Budget{MaxTrials: o.Trials, MaxConcurrent: o.Concurrent},
 		Resources: gleaner.Resources{MinNodes: 1, MaxNodes: 1},
-		Trial:     gleaner.TrialPolicy{GracePeriod: gleaner.Duration(5 * time.Second), MaxRestarts: 2},
+		Trial:     gleaner.TrialPolicy{GracePeriod: gleaner.Duration(5 * time.Second), MaxRestarts: 2, Inline: o.Inline},
 	}
 }
 
@@ -282,6 +287,9 @@ func (r *CampaignReport) histories(ctx context.Context, c client.Client, wfID, p
 	}
 	if r.PoolTasks, err = taskLatency(ctx, c, r.PoolRuns); err != nil {
 		return err
+	}
+	if r.Inline {
+		return r.inlineHistories(ctx, c, created)
 	}
 	type trialOut struct {
 		evs    []*historypb.HistoryEvent
@@ -361,8 +369,12 @@ func (r *CampaignReport) histories(ctx context.Context, c client.Client, wfID, p
 // WriteText prints the report for people.
 func (r *CampaignReport) WriteText(w io.Writer) error {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
-	p("campaign: %d trials of ~%.3g s (go-mlp, %d steps × %g ms), %d in flight, min=max=1 of %d CPU slots, %d CPUs\n",
-		r.Trials, r.TrialSeconds, r.Steps, r.StepMS, r.Concurrent, r.Nodes, r.CPUs)
+	mode := "a workflow each"
+	if r.Inline {
+		mode = "inline"
+	}
+	p("campaign: %d trials of ~%.3g s (go-mlp, %d steps × %g ms, %s), %d in flight, min=max=1 of %d CPU slots, %d CPUs\n",
+		r.Trials, r.TrialSeconds, r.Steps, r.StepMS, mode, r.Concurrent, r.Nodes, r.CPUs)
 	if len(r.ServerConfig) > 0 {
 		p("server:   %v\n", r.ServerConfig)
 	}

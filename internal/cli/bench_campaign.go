@@ -53,6 +53,7 @@ stderr; --json prints one object on stdout.`,
 	f.DurationVar(&o.ProgressEvery, "progress-every", 0, "how often progress goes to stderr (default 5s)")
 	f.StringVar(&o.RepoDir, "repo", "", "the gleaner checkout to build go-mlp from (default: go list -m)")
 	f.StringArrayVar(&o.ServerConfig, "server-config", nil, "dev server dynamic config KEY=VALUE (repeatable), e.g. history.timerProcessorMaxTimeShift=10ms")
+	f.BoolVar(&o.Inline, "inline", false, "run the trials inline (trial.inline: activities of the campaign, not workflows)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
 }

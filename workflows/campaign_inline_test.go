@@ -1,0 +1,280 @@
+package workflows
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+)
+
+// inlineHarness runs an inline campaign in the test environment with a
+// scripted pool (RegisterTrial answers with an assignment of the first
+// grant nodes) and a scripted RunTrial (trains for runFor, or until it is
+// cancelled, then reports a checkpoint).
+type inlineHarness struct {
+	t   *testing.T
+	env *testsuite.TestWorkflowEnvironment
+
+	mu       sync.Mutex
+	grant    int
+	epoch    int64
+	runFor   time.Duration
+	running  map[string]string   // node → trial of the runs now on it
+	runNodes map[string][]string // activity id → its nodes
+	maxRuns  int
+	launches []RunTrialInput
+	released []Released
+	deregs   int
+	regs     []RegisterTrial
+	records  []TrialRecords
+	// hold, when set, makes a launch wait for its cancellation (launch is
+	// its index in launches).
+	hold func(launch int, in RunTrialInput) bool
+	// onReleased runs when the campaign confirms a release.
+	onReleased func()
+}
+
+func newInlineHarness(t *testing.T, grant int, runFor time.Duration) *inlineHarness {
+	h := &inlineHarness{t: t, grant: grant, runFor: runFor, running: map[string]string{}, runNodes: map[string][]string{}}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	h.env = env
+	env.RegisterWorkflowWithOptions(CampaignWorkflow, workflow.RegisterOptions{Name: CampaignWorkflowName})
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in TrialRecords) (TrialRecords, error) {
+		h.mu.Lock()
+		h.records = append(h.records, in)
+		h.mu.Unlock()
+		return in, nil
+	}, workflow.RegisterOptions{Name: TrialRecordsWorkflowName})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in RegisterTrialInput) error {
+		h.mu.Lock()
+		h.regs = append(h.regs, in.Registration)
+		h.mu.Unlock()
+		env.RegisterDelayedCallback(func() { h.assign(h.grant) }, time.Millisecond)
+		return nil
+	}, activity.RegisterOptions{Name: RegisterTrialActivityName})
+	env.RegisterActivityWithOptions(h.runTrial, activity.RegisterOptions{Name: RunTrialActivityName})
+	// The test environment settles a cancelled activity at once (it does
+	// not wait for it, as the server does with WaitForCancellation): its
+	// nodes count as free from then on.
+	env.SetOnActivityCanceledListener(func(info *activity.Info) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for _, n := range h.runNodes[info.ActivityID] {
+			delete(h.running, n)
+		}
+	})
+	env.OnSignalExternalWorkflow(mock.Anything, PoolWorkflowID("default"), "", mock.Anything, mock.Anything).Return(nil).
+		Run(func(args mock.Arguments) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			switch a := args.Get(4).(type) {
+			case Released:
+				h.released = append(h.released, a)
+				if h.onReleased != nil {
+					h.onReleased()
+				}
+			case DeregisterTrial:
+				h.deregs++
+			}
+		})
+	return h
+}
+
+func nodeNames(n int) []string {
+	var out []string
+	for i := range n {
+		out = append(out, fmt.Sprintf("n%02d", i))
+	}
+	return out
+}
+
+// assign sends the campaign an assignment of the first n nodes.
+func (h *inlineHarness) assign(n int) {
+	h.mu.Lock()
+	h.epoch++
+	a := Assignment{Epoch: h.epoch, Nodes: nodeNames(n)}
+	h.grant = n
+	h.mu.Unlock()
+	h.env.SignalWorkflow(SignalAssignment, a)
+}
+
+func (h *inlineHarness) runTrial(ctx context.Context, in RunTrialInput) (RunTrialResult, error) {
+	h.mu.Lock()
+	for _, n := range in.Nodes {
+		if other, busy := h.running[n]; busy {
+			h.t.Errorf("trial %s launched on node %s while %s runs there", in.Trial.TrialID, n, other)
+		}
+		if !slices.Contains(nodeNames(h.grant), n) {
+			h.t.Errorf("trial %s launched on node %s, not assigned to the campaign", in.Trial.TrialID, n)
+		}
+		h.running[n] = in.Trial.TrialID
+	}
+	h.runNodes[activity.GetInfo(ctx).ActivityID] = in.Nodes
+	h.maxRuns = max(h.maxRuns, len(h.running))
+	h.launches = append(h.launches, in)
+	held := h.hold != nil && h.hold(len(h.launches)-1, in)
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		for _, n := range in.Nodes {
+			if h.running[n] == in.Trial.TrialID {
+				delete(h.running, n)
+			}
+		}
+		h.mu.Unlock()
+	}()
+	if !in.Quiet {
+		h.t.Errorf("trial %s: inline runs must be quiet", in.Trial.TrialID)
+	}
+	ckpt := fmt.Sprintf("ckpt-%s-run%d", in.Trial.TrialID, in.Run)
+	if held {
+		<-ctx.Done()
+		return RunTrialResult{Outcome: RunStopped, Samples: 50, Checkpoint: ckpt}, nil
+	}
+	select {
+	case <-time.After(h.runFor):
+		return RunTrialResult{Outcome: RunCompleted, Samples: 100, Checkpoint: ckpt,
+			Metrics: map[string]float64{"loss": scoreOf(in.Trial.Params)}}, nil
+	case <-ctx.Done():
+		return RunTrialResult{Outcome: RunStopped, Samples: 50, Checkpoint: ckpt}, nil
+	}
+}
+
+func inlineSpec(trials, concurrent int) CampaignInput {
+	spec := testSpec(trials, concurrent)
+	spec.Trial.Inline = true
+	return CampaignInput{Spec: spec}
+}
+
+func TestInlineCampaignPacksTrialsOnItsNodes(t *testing.T) {
+	defer func(n int) { InlineRecordsChunk = n }(InlineRecordsChunk)
+	InlineRecordsChunk = 4
+	h := newInlineHarness(t, 3, 20*time.Millisecond)
+	h.env.ExecuteWorkflow(CampaignWorkflowName, inlineSpec(10, 5))
+	require.True(t, h.env.IsWorkflowCompleted())
+	require.NoError(t, h.env.GetWorkflowError())
+	var res CampaignResult
+	require.NoError(t, h.env.GetWorkflowResult(&res))
+	require.Equal(t, 10, res.Completed, "trials completed")
+	require.Equal(t, 0, res.Failed)
+	// Five in flight, but the pool gave three nodes: never more than three run.
+	require.LessOrEqual(t, h.maxRuns, 3)
+	require.Equal(t, 3, h.maxRuns, "the campaign used every node it was given")
+	require.Len(t, h.launches, 10, "one run per trial")
+	// The pool was told once (five trials of one node), and told goodbye.
+	require.Len(t, h.regs, 1)
+	require.Equal(t, RegisterTrial{TrialID: "default-test-workflow-id", CampaignID: "mnist", MinNodes: 1, MaxNodes: 5,
+		RescaleUpCost: 20 * time.Second, RescaleDownCost: 10 * time.Second, GracePeriod: 30 * time.Second}, h.regs[0])
+	require.Equal(t, 1, h.deregs)
+	// Every trial's record is kept, in chunks of four.
+	var ids []string
+	for _, r := range h.records {
+		require.LessOrEqual(t, len(r.Trials), 4)
+		for _, tr := range r.Trials {
+			require.Equal(t, TrialCompleted, tr.State)
+			require.Equal(t, scoreOf(tr.Params), tr.Metrics["loss"])
+			ids = append(ids, tr.TrialID)
+		}
+	}
+	slices.Sort(ids)
+	require.Len(t, ids, 10)
+	require.Equal(t, 3, len(h.records))
+	require.Equal(t, wantLeaderboard(&fakeTrials{inputs: inputsOf(h.launches)}, nil, 10), gotLeaderboard(res.Leaderboard))
+}
+
+func inputsOf(runs []RunTrialInput) []TrialInput {
+	var out []TrialInput
+	for _, r := range runs {
+		out = append(out, r.Trial)
+	}
+	return out
+}
+
+func TestInlineCampaignResumesTrialsThePoolPreempts(t *testing.T) {
+	h := newInlineHarness(t, 4, 50*time.Millisecond)
+	// The first four trials start on the four nodes; the two on n02 and
+	// n03 train until stopped. Once all four run, the pool takes n02 and
+	// n03 back; once the campaign confirms they are free, it gives them
+	// again.
+	h.hold = func(i int, in RunTrialInput) bool {
+		if i == 3 {
+			h.env.RegisterDelayedCallback(func() { h.assign(2) }, time.Millisecond)
+		}
+		return i < 4 && (in.Nodes[0] == "n02" || in.Nodes[0] == "n03")
+	}
+	h.onReleased = func() {
+		for _, n := range nodeNames(4)[2:] {
+			if tr, busy := h.running[n]; busy {
+				t.Errorf("release confirmed while trial %s still runs on taken node %s", tr, n)
+			}
+		}
+		h.env.RegisterDelayedCallback(func() { h.assign(4) }, time.Millisecond)
+	}
+	h.env.ExecuteWorkflow(CampaignWorkflowName, inlineSpec(6, 4))
+	require.True(t, h.env.IsWorkflowCompleted())
+	require.NoError(t, h.env.GetWorkflowError())
+	var res CampaignResult
+	require.NoError(t, h.env.GetWorkflowResult(&res))
+	require.Equal(t, 6, res.Completed)
+	// The two preempted trials ran again, in a second run.
+	var again []string
+	for _, l := range h.launches {
+		if l.Run > 1 {
+			again = append(again, fmt.Sprintf("%s run %d", l.Trial.TrialID, l.Run))
+		}
+	}
+	require.Equal(t, []string{"t00003 run 2", "t00004 run 2"}, again)
+	require.Len(t, h.launches, 8)
+	require.Len(t, h.released, 1)
+	require.Equal(t, Released{TrialID: "default-test-workflow-id", Epoch: 2}, h.released[0])
+}
+
+func TestInlineCampaignContinuesAsNewWithItsTrials(t *testing.T) {
+	defer func(d time.Duration) { InlineDrainWait = d }(InlineDrainWait)
+	InlineDrainWait = time.Second
+	h := newInlineHarness(t, 2, 20*time.Millisecond)
+	// From the fourth launch on, trials train until stopped: the run about
+	// to continue as new must stop them.
+	h.hold = func(i int, _ RunTrialInput) bool {
+		if i == 4 {
+			h.env.RegisterDelayedCallback(func() { h.env.SetCurrentHistoryLength(500) }, time.Millisecond)
+		}
+		return i >= 3
+	}
+	in := inlineSpec(12, 2)
+	in.HistoryThreshold = 400
+	h.env.ExecuteWorkflow(CampaignWorkflowName, in)
+	require.True(t, h.env.IsWorkflowCompleted())
+	err := h.env.GetWorkflowError()
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, err, &can)
+	// Nothing ran when the run closed; its state carries the waiting
+	// trials, the nodes and the registration.
+	require.Empty(t, h.running)
+	var next CampaignInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	st := next.State.Inline
+	require.NotNil(t, st)
+	require.Equal(t, 2, st.Told)
+	require.Equal(t, nodeNames(2), st.Nodes)
+	require.Equal(t, len(next.State.InFlight), len(st.Trials))
+	require.Zero(t, h.deregs, "a run that continues as new keeps its nodes")
+	// The stopped trials wait in the next run, and resume there.
+	require.Len(t, h.launches, 5)
+	for _, l := range h.launches[3:] {
+		i := slices.IndexFunc(st.Trials, func(x InlineTrial) bool { return x.Input.TrialID == l.Trial.TrialID })
+		require.GreaterOrEqual(t, i, 0, "trial %s stopped for continue-as-new is carried", l.Trial.TrialID)
+		require.Equal(t, 1, st.Trials[i].Progress.Runs)
+		require.Equal(t, TrialPending, st.Trials[i].Progress.State)
+	}
+}

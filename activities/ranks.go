@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/gleaner-hpc/gleaner/cluster"
 	"github.com/gleaner-hpc/gleaner/trial"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
@@ -128,6 +129,9 @@ func (r *runner) runRank(ctx context.Context) (workflows.RunTrialResult, error) 
 	proc, err := r.a.Launcher.Launch(ctx, spec)
 	if err != nil {
 		msg := fmt.Sprintf("trial %s: rank %d: %v (working directory %s)", in.Trial.TrialID, in.Rank, err, spec.WorkDir)
+		if errors.Is(err, cluster.ErrNotAllowed) { // refused by the host's --allow-command / --trainer-env-deny
+			return workflows.RunTrialResult{}, temporal.NewNonRetryableApplicationError(msg, workflows.ErrTypeInvalidTrial, nil)
+		}
 		return workflows.RunTrialResult{}, temporal.NewNonRetryableApplicationError(msg, ErrTypeLaunchFailed, nil)
 	}
 	beat := time.NewTicker(r.a.heartbeatInterval())

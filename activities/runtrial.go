@@ -117,7 +117,8 @@ func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (
 		// The message carries the whole chain; no cause is attached, so the
 		// UI shows it once.
 		msg := fmt.Sprintf("trial %s: %v (working directory %s)", in.Trial.TrialID, err, spec.WorkDir)
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) ||
+			errors.Is(err, cluster.ErrNotAllowed) { // refused by the host's --allow-command / --trainer-env-deny
 			return workflows.RunTrialResult{}, temporal.NewNonRetryableApplicationError(msg, workflows.ErrTypeInvalidTrial, nil)
 		}
 		if ctx.Err() != nil {

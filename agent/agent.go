@@ -73,6 +73,9 @@ type Config struct {
 	// Job names the batch job the agent runs in (a Slurm pilot's job id),
 	// for logs; empty outside one.
 	Job string
+	// Trainers is what the trainers the agent launches may run and
+	// inherit (--allow-command, --trainer-env-pass, …; docs/security.md).
+	Trainers worker.TrainerSettings
 }
 
 // RejoinAfter is how long an agent goes without a lease heartbeat before
@@ -103,7 +106,7 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	errs := []error{c.Connection.LoadEnv(getenv)}
+	errs := []error{c.Connection.LoadEnv(getenv), c.Trainers.LoadEnv(getenv)}
 	set := func(env string, dst *string) {
 		if v := getenv(env); v != "" {
 			*dst = v
@@ -127,7 +130,7 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 
 // Validate names every field that is wrong.
 func (c Config) Validate() error {
-	errs := []error{c.Connection.Validate()}
+	errs := []error{c.Connection.Validate(), c.Trainers.Validate()}
 	if err := gleaner.ValidateName("pool", c.Pool); err != nil {
 		errs = append(errs, fieldErr("pool", EnvPool, c.Pool, "%v", err))
 	}
@@ -239,6 +242,13 @@ func New(ctx context.Context, cfg Config, logf func(format string, args ...any))
 	}
 	a.host = host
 	if a.launcher, err = cluster.NewLocalLauncher(host); err != nil {
+		return nil, err
+	}
+	policy, err := cfg.Trainers.Policy()
+	if err != nil {
+		return nil, err
+	}
+	if err := a.launcher.SetPolicy(policy); err != nil {
 		return nil, err
 	}
 	for i := 0; i < host.Slots; i++ {

@@ -34,6 +34,10 @@ type Options struct {
 	// is only used in links: set it to the namespace the client was dialled
 	// with.
 	Namespace string
+	// DataConverter decodes the payloads the client reads from histories:
+	// the Temporal client's own (client.Connection.DataConverter; default
+	// Temporal's default, which cannot read encrypted payloads).
+	DataConverter converter.DataConverter
 }
 
 func (o Options) withDefaults() Options {
@@ -46,6 +50,9 @@ func (o Options) withDefaults() Options {
 	o.UIBase = strings.TrimRight(o.UIBase, "/")
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace
+	}
+	if o.DataConverter == nil {
+		o.DataConverter = converter.GetDefaultDataConverter()
 	}
 	return o
 }
@@ -528,7 +535,7 @@ func (c *Client) startInput(ctx context.Context, workflowID string, out any) err
 	if attrs == nil {
 		return fmt.Errorf("%s: first event is %s", workflowID, e.GetEventType())
 	}
-	return converter.GetDefaultDataConverter().FromPayloads(attrs.GetInput(), out)
+	return c.opts.DataConverter.FromPayloads(attrs.GetInput(), out)
 }
 
 // Spec returns the spec a campaign runs with (its defaults applied).

@@ -13,8 +13,10 @@ import (
 	"time"
 
 	tclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 
+	"github.com/gleaner-hpc/gleaner/codec"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
@@ -30,6 +32,10 @@ const (
 	EnvTLSCA         = "TEMPORAL_TLS_CA"
 	EnvTLSServerName = "TEMPORAL_TLS_SERVER_NAME"
 	EnvTaskQueue     = "GLEANER_TASK_QUEUE"
+	// EnvCodecKeyFile and EnvCodecKey give the payload codec's keys
+	// (CodecConfig): a file, or the keys themselves.
+	EnvCodecKeyFile = "GLEANER_CODEC_KEY_FILE"
+	EnvCodecKey     = "GLEANER_CODEC_KEY"
 )
 
 // Default connection values.
@@ -57,6 +63,9 @@ type Connection struct {
 	// APIKey authenticates to Temporal Cloud and implies TLS (--api-key,
 	// TEMPORAL_API_KEY; prefer the variable: flags show up in ps).
 	APIKey string
+	// Codec encrypts every payload the client writes and decrypts those
+	// it reads; see CodecConfig. Zero: payloads in clear.
+	Codec CodecConfig
 	// ConnectTimeout bounds how long Dial retries an unreachable server
 	// (--connect-timeout).
 	ConnectTimeout time.Duration
@@ -78,6 +87,64 @@ type TLSConfig struct {
 	// ServerName overrides the name checked in the server's certificate
 	// (--tls-server-name, TEMPORAL_TLS_SERVER_NAME).
 	ServerName string
+}
+
+// CodecConfig says where the keys of the AES-256-GCM payload codec
+// (package codec) come from: a file or the environment, never both.
+// Every process of a deployment — workers, agents, the CLI, Go clients —
+// must use the same keys (docs/security.md).
+type CodecConfig struct {
+	// KeyFile holds the key ring: 32 raw bytes, or one key a line in hex
+	// or base64, the first encrypting (--codec-key-file,
+	// GLEANER_CODEC_KEY_FILE; codec.ParseKeys).
+	KeyFile string
+	// Key is the key ring itself, in the key file's text format
+	// (GLEANER_CODEC_KEY only: flags show up in ps).
+	Key string `json:"-"`
+}
+
+// Enabled reports whether payloads are encrypted.
+func (c CodecConfig) Enabled() bool { return c.KeyFile != "" || c.Key != "" }
+
+// New reads the keys and makes the codec; nil, nil when not Enabled.
+// Errors name the flag or variable at fault, never the key.
+func (c CodecConfig) New() (*codec.Codec, error) {
+	if !c.Enabled() {
+		return nil, nil
+	}
+	if c.KeyFile != "" && c.Key != "" {
+		return nil, fieldErr("codec-key-file", EnvCodecKeyFile, c.KeyFile, "and %s are both set: give the keys one way", EnvCodecKey)
+	}
+	data, field, env, value := []byte(c.Key), "codec-key-file", EnvCodecKey, ""
+	if c.KeyFile != "" {
+		b, err := os.ReadFile(c.KeyFile)
+		if err != nil {
+			return nil, fieldErr("codec-key-file", EnvCodecKeyFile, c.KeyFile, "cannot read: %v", errors.Unwrap(err))
+		}
+		data, env, value = b, EnvCodecKeyFile, c.KeyFile
+	}
+	ring, err := codec.ParseKeys(data)
+	if err == nil {
+		var cd *codec.Codec
+		if cd, err = codec.New(ring); err == nil {
+			return cd, nil
+		}
+	}
+	return nil, fieldErr(field, env, value, "%v", err)
+}
+
+// Warnings are what a person should fix that does not stop the
+// connection: a codec key file that others than its owner may read.
+func (c CodecConfig) Warnings() []string {
+	if c.KeyFile == "" {
+		return nil
+	}
+	st, err := os.Stat(c.KeyFile)
+	if err != nil || st.Mode().Perm()&0o077 == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("--codec-key-file %s is readable by its group or others (mode %04o): chmod 600 %s",
+		c.KeyFile, st.Mode().Perm(), c.KeyFile)}
 }
 
 // DefaultConnection is the connection without flags or environment: a
@@ -142,6 +209,8 @@ func (c *Connection) LoadEnv(getenv func(string) string) error {
 	str(&c.TLS.KeyFile, EnvTLSKey)
 	str(&c.TLS.CAFile, EnvTLSCA)
 	str(&c.TLS.ServerName, EnvTLSServerName)
+	str(&c.Codec.KeyFile, EnvCodecKeyFile)
+	str(&c.Codec.Key, EnvCodecKey)
 	if v := getenv(EnvTLS); v != "" {
 		b, err := strconv.ParseBool(v)
 		c.TLS.Enabled = b
@@ -199,6 +268,9 @@ func (c Connection) Validate() error {
 	if c.ConnectTimeout < 0 {
 		add(fieldErr("connect-timeout", "", c.ConnectTimeout.String(), "must not be negative"))
 	}
+	if _, err := c.Codec.New(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -218,16 +290,26 @@ func (c Connection) String() string {
 	if c.APIKey != "" {
 		b.WriteString(" api-key=(set)")
 	}
+	if c.Codec.Enabled() {
+		b.WriteString(" codec=aes-256-gcm")
+	}
 	return b.String()
 }
 
 // ClientOptions turns c into Temporal SDK client options, loading the TLS
-// files. Errors name the field at fault.
+// files and the codec's keys. Errors name the field at fault.
 func (c Connection) ClientOptions() (tclient.Options, error) {
 	opts := tclient.Options{
 		HostPort:  c.HostPort,
 		Namespace: c.Namespace,
 		Logger:    c.Logger,
+	}
+	dc, err := c.DataConverter()
+	if err != nil {
+		return tclient.Options{}, err
+	}
+	if c.Codec.Enabled() {
+		opts.DataConverter = dc
 	}
 	if c.APIKey != "" {
 		opts.Credentials = tclient.NewAPIKeyStaticCredentials(c.APIKey)
@@ -240,6 +322,21 @@ func (c Connection) ClientOptions() (tclient.Options, error) {
 		opts.ConnectionOptions.TLS = tc
 	}
 	return opts, nil
+}
+
+// DataConverter is the data converter of c's clients: Temporal's default,
+// with the payload codec when c.Codec is Enabled. Whatever reads payloads
+// besides the SDK (a workflow's history, client.Options.DataConverter)
+// must decode them with it.
+func (c Connection) DataConverter() (converter.DataConverter, error) {
+	cd, err := c.Codec.New()
+	if err != nil {
+		return nil, err
+	}
+	if cd == nil {
+		return converter.GetDefaultDataConverter(), nil
+	}
+	return cd.DataConverter(), nil
 }
 
 // ClientConfig builds the TLS configuration: system roots or CAFile, a
@@ -310,8 +407,9 @@ func (c Connection) Dial(ctx context.Context) (tclient.Client, error) {
 }
 
 // Args are the command-line flags that make another Gleaner process
-// (an agent a Slurm pilot starts) connect as c does. The API key is left
-// out: flags show up in ps; pass it in TEMPORAL_API_KEY.
+// (an agent a Slurm pilot starts) connect as c does. The API key and a
+// codec key given in GLEANER_CODEC_KEY are left out: flags show up in ps;
+// pass them in TEMPORAL_API_KEY and GLEANER_CODEC_KEY.
 func (c Connection) Args() []string {
 	args := []string{"--address", c.HostPort, "--namespace", c.Namespace, "--task-queue", c.TaskQueue}
 	for _, f := range []struct{ flag, v string }{
@@ -323,6 +421,9 @@ func (c Connection) Args() []string {
 	}
 	if c.TLS.Enabled {
 		args = append(args, "--tls")
+	}
+	if c.Codec.KeyFile != "" {
+		args = append(args, "--codec-key-file", c.Codec.KeyFile)
 	}
 	return args
 }

@@ -221,3 +221,103 @@ func writeSelfSigned(t *testing.T, dir string) (certFile, keyFile string) {
 	}
 	return certFile, keyFile
 }
+
+func writeKeyFile(t *testing.T, text string, mode os.FileMode) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "codec.key")
+	if err := os.WriteFile(path, []byte(text), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	return path
+}
+
+const testHexKey = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+
+func TestCodecConfig(t *testing.T) {
+	file := writeKeyFile(t, testHexKey+"\n", 0o600)
+	c := client.DefaultConnection()
+	if err := c.LoadEnv(env(map[string]string{client.EnvCodecKeyFile: file})); err != nil {
+		t.Fatal(err)
+	}
+	if c.Codec.KeyFile != file || !c.Codec.Enabled() {
+		t.Fatalf("LoadEnv: codec %+v, want the key file %s", c.Codec, file)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	if w := c.Codec.Warnings(); len(w) != 0 {
+		t.Errorf("a 0600 key file: warnings %q, want none", w)
+	}
+	opts, err := c.ClientOptions()
+	if err != nil || opts.DataConverter == nil {
+		t.Fatalf("ClientOptions: %v, data converter %v; want the codec's", err, opts.DataConverter)
+	}
+	p, err := opts.DataConverter.ToPayload("secret-spec")
+	if err != nil || strings.Contains(string(p.GetData()), "secret-spec") || string(p.GetMetadata()["encoding"]) != "binary/encrypted" {
+		t.Errorf("the client's data converter leaves payloads in clear: %v, %v", p, err)
+	}
+	if !strings.Contains(c.String(), "codec=aes-256-gcm") {
+		t.Errorf("String() = %q, want it to say payloads are encrypted", c.String())
+	}
+	if args := strings.Join(c.Args(), " "); !strings.Contains(args, "--codec-key-file "+file) {
+		t.Errorf("Args() = %s, want --codec-key-file %s", args, file)
+	}
+
+	// The keys in the environment work alike, and never show.
+	c2 := client.DefaultConnection()
+	_ = c2.LoadEnv(env(map[string]string{client.EnvCodecKey: testHexKey}))
+	if err := c2.Validate(); err != nil {
+		t.Fatalf("Validate with %s: %v", client.EnvCodecKey, err)
+	}
+	if strings.Contains(c2.String()+strings.Join(c2.Args(), " "), testHexKey) {
+		t.Error("String() or Args() shows the codec key")
+	}
+
+	// Without a codec, the client's converter is Temporal's default.
+	plain, err := client.DefaultConnection().ClientOptions()
+	if err != nil || plain.DataConverter != nil {
+		t.Errorf("no codec: DataConverter %v, %v; want the SDK default (nil)", plain.DataConverter, err)
+	}
+}
+
+func TestCodecConfigErrorsNameTheField(t *testing.T) {
+	dir := t.TempDir()
+	for name, tc := range map[string]struct {
+		codec client.CodecConfig
+		want  []string
+	}{
+		"missing file": {client.CodecConfig{KeyFile: filepath.Join(dir, "none")}, []string{"--codec-key-file", client.EnvCodecKeyFile, "cannot read"}},
+		"short key":    {client.CodecConfig{KeyFile: writeKeyFile(t, "abcd\n", 0o600)}, []string{"--codec-key-file", client.EnvCodecKeyFile, "line 1", "64 hex characters"}},
+		"bad variable": {client.CodecConfig{Key: "not-a-key"}, []string{client.EnvCodecKey, "bad codec key"}},
+		"both":         {client.CodecConfig{Key: testHexKey, KeyFile: writeKeyFile(t, testHexKey, 0o600)}, []string{"--codec-key-file", client.EnvCodecKey, "both set"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := client.DefaultConnection()
+			c.Codec = tc.codec
+			err := c.Validate()
+			var fe *client.FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("err = %v, want a *client.FieldError", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %q, want it to contain %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), testHexKey) {
+				t.Errorf("err shows the key: %v", err)
+			}
+		})
+	}
+}
+
+func TestCodecKeyFileReadableByOthersWarns(t *testing.T) {
+	file := writeKeyFile(t, testHexKey, 0o644)
+	w := client.CodecConfig{KeyFile: file}.Warnings()
+	if len(w) != 1 || !strings.Contains(w[0], "chmod 600 "+file) {
+		t.Errorf("a 0644 key file: warnings %q, want one saying chmod 600", w)
+	}
+}

@@ -64,6 +64,7 @@ var ErrLeftoversAlive = errors.New("leftover processes of an earlier run still a
 type LocalLauncher struct {
 	host    LocalHost
 	cgroups cgroupHome
+	policy  TrainerPolicy
 }
 
 // NewLocalLauncher launches on host's slots. It probes once whether runs
@@ -83,6 +84,20 @@ func NewLocalLauncher(host LocalHost) (*LocalLauncher, error) {
 	return l, nil
 }
 
+// SetPolicy sets the commands the launcher starts and the environment
+// their trainers inherit (the zero TrainerPolicy until then: any command,
+// the default environment). Call it before the first Launch.
+func (l *LocalLauncher) SetPolicy(p TrainerPolicy) error {
+	if err := p.Env.Validate(); err != nil {
+		return err
+	}
+	l.policy = p
+	return nil
+}
+
+// Policy is the launcher's TrainerPolicy.
+func (l *LocalLauncher) Policy() TrainerPolicy { return l.policy }
+
 // Host is the launcher's slot layout.
 func (l *LocalLauncher) Host() LocalHost { return l.host }
 
@@ -101,12 +116,20 @@ func (l *LocalLauncher) Cgroup() string { return l.cgroups.dir }
 // (spec.Nodes, one per line), report.jsonl (created if missing, never
 // truncated, so a retried run in the same RunDir can resume tailing at an
 // offset) and trainer.log (stdout and stderr, appended). CheckpointDir is
-// created. The environment is os.Environ(), then spec.Env, then the
-// GLEANER_* variables of package trial (trial.Env.Vars: GLEANER_BUDGET and
-// GLEANER_BUDGET_UNIT are set empty without a spec.Budget, so no budget of
-// the worker's own environment reaches the trainer), GLEANER_RUN_TOKEN
-// and, on a GPU host, CUDA_VISIBLE_DEVICES = the GPU indices of
-// spec.Nodes, comma separated.
+// created. The environment is the part of os.Environ() the launcher's
+// EnvPolicy passes (never the worker's secrets: DefaultEnvDeny), then
+// spec.Env, then the GLEANER_* variables of package trial (trial.Env.Vars:
+// GLEANER_BUDGET and GLEANER_BUDGET_UNIT are set empty without a
+// spec.Budget, so no budget of the worker's own environment reaches the
+// trainer), GLEANER_RUN_TOKEN and, on a GPU host, CUDA_VISIBLE_DEVICES =
+// the GPU indices of spec.Nodes, comma separated: a spec cannot override
+// the protocol's variables.
+//
+// The launcher's CommandPolicy is checked first: a command it does not
+// allow, or a spec.Env setting a denied variable, fails with an error
+// that is ErrNotAllowed (*CommandNotAllowedError, ErrEnvDenied) before
+// anything is created, killed or started. An allowed command is executed
+// by the path the policy matched (argv[0] stays as given).
 //
 // Before it starts the trainer, Launch SIGKILLs every process left from
 // an earlier launch of the same trial, on this host, by any launcher: a
@@ -128,6 +151,10 @@ func (l *LocalLauncher) Launch(ctx context.Context, spec LaunchSpec) (Process, e
 	if err != nil {
 		return fail(err)
 	}
+	path, err := l.commandPath(spec)
+	if err != nil {
+		return fail(err)
+	}
 	run, err := prepareRun(spec)
 	if err != nil {
 		return fail(err)
@@ -145,9 +172,10 @@ func (l *LocalLauncher) Launch(ctx context.Context, spec LaunchSpec) (Process, e
 	if spec.Rendezvous != nil {
 		vars = append(vars, spec.Rendezvous.Vars()...)
 	}
+	base := l.policy.Env.Inherited(os.Environ())
 	if spec.SocketIfname != "" {
 		for _, name := range []string{EnvGlooSocketIfname, EnvNCCLSocketIfname} {
-			_, inEnv := os.LookupEnv(name)
+			inEnv := slices.ContainsFunc(base, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
 			if _, inSpec := spec.Env[name]; !inEnv && !inSpec {
 				vars = append(vars, [2]string{name, spec.SocketIfname})
 			}
@@ -157,7 +185,7 @@ func (l *LocalLauncher) Launch(ctx context.Context, spec LaunchSpec) (Process, e
 	if len(l.host.GPUs) > 0 {
 		vars = append(vars, [2]string{EnvCUDAVisibleDevices, gpus})
 	}
-	env := mergeEnv(os.Environ(), spec.Env, vars)
+	env := mergeEnv(base, spec.Env, vars)
 
 	logFile, err := os.OpenFile(run.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
@@ -166,6 +194,10 @@ func (l *LocalLauncher) Launch(ctx context.Context, spec LaunchSpec) (Process, e
 	defer logFile.Close() // the child has its own copy once started
 	command := func() *exec.Cmd {
 		cmd := exec.Command(spec.Command[0], spec.Command[1:]...)
+		if path != "" {
+			cmd = exec.Command(path, spec.Command[1:]...)
+			cmd.Args[0] = spec.Command[0]
+		}
 		cmd.Dir = run.workDir
 		cmd.Env = env
 		cmd.Stdout = logFile
@@ -276,6 +308,9 @@ func (l *LocalLauncher) check(spec LaunchSpec) (string, error) {
 			return "", fmt.Errorf("env: invalid variable name %q", k)
 		}
 	}
+	if err := l.policy.Env.CheckSpecEnv(spec.Env); err != nil {
+		return "", err
+	}
 	if len(spec.Params) > 0 && !isJSONObject(spec.Params) {
 		return "", errors.New("params: not a JSON object")
 	}
@@ -298,6 +333,24 @@ func (l *LocalLauncher) check(spec LaunchSpec) (string, error) {
 		}
 	}
 	return strings.Join(gpus, ","), nil
+}
+
+// commandPath is the path to execute spec.Command[0] by when the
+// launcher's CommandPolicy allows it, "" when the policy allows any
+// command (exec resolves it then, as it always did).
+func (l *LocalLauncher) commandPath(spec LaunchSpec) (string, error) {
+	if l.policy.Commands.AllowsAny() {
+		return "", nil
+	}
+	dir := spec.WorkDir
+	if dir == "" {
+		dir = spec.RunDir
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("work dir: %w", err)
+	}
+	return l.policy.Commands.Check(spec.Command[0], dir)
 }
 
 func isJSONObject(b []byte) bool {

@@ -4,10 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gleaner-hpc/gleaner/allocator"
 	"github.com/gleaner-hpc/gleaner/client"
+	"github.com/gleaner-hpc/gleaner/cluster"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
@@ -64,6 +68,163 @@ type Config struct {
 	// Pool is how the pools this worker starts decide (docs/worker.md,
 	// "Pool settings"); zero fields take workflows' defaults.
 	Pool PoolSettings
+	// Trainers is what the trainers this worker launches may run and
+	// inherit (docs/security.md).
+	Trainers TrainerSettings
+}
+
+// Environment variables of TrainerSettings (gleaner worker and gleaner
+// agent read them alike).
+const (
+	// EnvAllowCommands holds --allow-command patterns separated by colons,
+	// as PATH holds directories.
+	EnvAllowCommands    = "GLEANER_ALLOW_COMMANDS"
+	EnvAllowCommandFile = "GLEANER_ALLOW_COMMAND_FILE"
+	EnvAllowAnyCommand  = "GLEANER_ALLOW_ANY_COMMAND"
+	// EnvTrainerEnvPass and EnvTrainerEnvDeny hold name patterns
+	// separated by commas.
+	EnvTrainerEnvPass = "GLEANER_TRAINER_ENV_PASS"
+	EnvTrainerEnvDeny = "GLEANER_TRAINER_ENV_DENY"
+)
+
+// TrainerSettings say which trainer commands a worker or an agent starts
+// and what of its environment they inherit: its launcher's
+// cluster.TrainerPolicy (docs/security.md).
+type TrainerSettings struct {
+	// AllowCommands are the patterns of the commands allowed
+	// (--allow-command, repeatable; GLEANER_ALLOW_COMMANDS): absolute
+	// paths with filepath.Match wildcards, /dir/** for a whole tree
+	// (cluster.CommandPolicy).
+	AllowCommands []string
+	// AllowCommandFile holds more patterns, one a line, # comments
+	// (--allow-command-file, GLEANER_ALLOW_COMMAND_FILE).
+	AllowCommandFile string
+	// AllowAnyCommand allows every command and says so: no warning
+	// (--allow-any-command, GLEANER_ALLOW_ANY_COMMAND). With neither it nor
+	// a pattern, every command is allowed too, with a warning at start.
+	AllowAnyCommand bool
+	// EnvPass and EnvDeny are variable name patterns added to the
+	// inherited and the denied variables (--trainer-env-pass,
+	// --trainer-env-deny, repeatable; GLEANER_TRAINER_ENV_PASS,
+	// GLEANER_TRAINER_ENV_DENY): cluster.EnvPolicy.
+	EnvPass, EnvDeny []string
+}
+
+// Unrestricted reports whether any command may run because nothing was
+// said: no pattern, no file, and no --allow-any-command. A worker or an
+// agent warns at start then.
+func (t TrainerSettings) Unrestricted() bool {
+	return len(t.AllowCommands) == 0 && t.AllowCommandFile == "" && !t.AllowAnyCommand
+}
+
+// LoadEnv sets the settings whose variables getenv has (non-empty).
+func (t *TrainerSettings) LoadEnv(getenv func(string) string) error {
+	var errs []error
+	if v := getenv(EnvAllowCommands); v != "" {
+		t.AllowCommands = splitList(v, string(os.PathListSeparator))
+	}
+	if v := getenv(EnvAllowCommandFile); v != "" {
+		t.AllowCommandFile = v
+	}
+	if v := getenv(EnvAllowAnyCommand); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fieldErr("allow-any-command", EnvAllowAnyCommand, v, "not a boolean (true or false)"))
+		}
+		t.AllowAnyCommand = b
+	}
+	if v := getenv(EnvTrainerEnvPass); v != "" {
+		t.EnvPass = splitList(v, ",")
+	}
+	if v := getenv(EnvTrainerEnvDeny); v != "" {
+		t.EnvDeny = splitList(v, ",")
+	}
+	return errors.Join(errs...)
+}
+
+func splitList(s, sep string) []string {
+	var out []string
+	for _, p := range strings.Split(s, sep) {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Validate names every setting that is wrong, reading the allow-list
+// file.
+func (t TrainerSettings) Validate() error {
+	_, err := t.Policy()
+	return err
+}
+
+// Policy is the launcher policy the settings describe: the patterns of
+// AllowCommands and AllowCommandFile, or any command when there are none.
+// Errors are *client.FieldError, joined.
+func (t TrainerSettings) Policy() (cluster.TrainerPolicy, error) {
+	var errs []error
+	p := cluster.TrainerPolicy{Env: cluster.EnvPolicy{Pass: t.EnvPass, Deny: t.EnvDeny}}
+	if t.AllowAnyCommand && (len(t.AllowCommands) > 0 || t.AllowCommandFile != "") {
+		errs = append(errs, fieldErr("allow-any-command", EnvAllowAnyCommand, "", "contradicts --allow-command and --allow-command-file: give one or the other"))
+	}
+	patterns := t.AllowCommands
+	for _, pat := range t.AllowCommands {
+		if _, err := cluster.NewCommandPolicy([]string{pat}); err != nil {
+			errs = append(errs, fieldErr("allow-command", EnvAllowCommands, pat, "%v", err))
+		}
+	}
+	if t.AllowCommandFile != "" {
+		more, err := cluster.ReadCommandPatterns(t.AllowCommandFile)
+		if err != nil {
+			errs = append(errs, fieldErr("allow-command-file", EnvAllowCommandFile, t.AllowCommandFile, "%v", err))
+		}
+		patterns = append(slices.Clone(patterns), more...)
+	}
+	for _, f := range []struct {
+		flag, env string
+		list      []string
+	}{{"trainer-env-pass", EnvTrainerEnvPass, t.EnvPass}, {"trainer-env-deny", EnvTrainerEnvDeny, t.EnvDeny}} {
+		for _, pat := range f.list {
+			if err := (cluster.EnvPolicy{Pass: []string{pat}}).Validate(); err != nil {
+				errs = append(errs, fieldErr(f.flag, f.env, pat, "want a variable name or a pattern like CUDA_*"))
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return cluster.TrainerPolicy{}, err
+	}
+	if len(patterns) > 0 || (t.AllowCommandFile != "" && !t.AllowAnyCommand) {
+		// A file of comments only allows nothing: it was given to restrict.
+		cp, err := cluster.NewCommandPolicy(patterns)
+		if err != nil {
+			return cluster.TrainerPolicy{}, fieldErr("allow-command", EnvAllowCommands, "", "%v", err)
+		}
+		p.Commands = cp
+	}
+	return p, nil
+}
+
+// Args are the flags that give another Gleaner process (an agent a Slurm
+// pilot starts) these settings.
+func (t TrainerSettings) Args() []string {
+	var args []string
+	for _, p := range t.AllowCommands {
+		args = append(args, "--allow-command", p)
+	}
+	if t.AllowCommandFile != "" {
+		args = append(args, "--allow-command-file", t.AllowCommandFile)
+	}
+	if t.AllowAnyCommand {
+		args = append(args, "--allow-any-command")
+	}
+	for _, p := range t.EnvPass {
+		args = append(args, "--trainer-env-pass", p)
+	}
+	for _, p := range t.EnvDeny {
+		args = append(args, "--trainer-env-deny", p)
+	}
+	return args
 }
 
 // PoolSettings are the pool workflow's timing and the allocator's
@@ -148,7 +309,7 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	errs := []error{c.Connection.LoadEnv(getenv)}
+	errs := []error{c.Connection.LoadEnv(getenv), c.Trainers.LoadEnv(getenv)}
 	if v := getenv(EnvDataDir); v != "" {
 		c.DataDir = v
 	}
@@ -199,7 +360,7 @@ func withEnv(err error, env string) error {
 // *client.FieldError (joined): the connection's first
 // (client.Connection.Validate), then the worker's own.
 func (c Config) Validate() error {
-	errs := []error{c.Connection.Validate()}
+	errs := []error{c.Connection.Validate(), c.Trainers.Validate()}
 	add := func(e *client.FieldError) { errs = append(errs, e) }
 	if c.DataDir == "" {
 		add(fieldErr("data-dir", EnvDataDir, "", "must be set"))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +63,7 @@ func TestLoadEnv(t *testing.T) {
 		StopTimeout:     worker.DefaultStopTimeout,
 		ThroughputModel: "/models/nas.json",
 	}
-	if c != want {
+	if !reflect.DeepEqual(c, want) {
 		t.Errorf("LoadEnv:\n got %+v\nwant %+v", c, want)
 	}
 	if !c.UsesTLS() {
@@ -78,7 +79,7 @@ func TestLoadEnvKeepsDefaultsWhenUnset(t *testing.T) {
 	if err := c.LoadEnv(env(nil)); err != nil {
 		t.Fatal(err)
 	}
-	if c != worker.DefaultConfig() {
+	if !reflect.DeepEqual(c, worker.DefaultConfig()) {
 		t.Errorf("LoadEnv with an empty environment changed the config: %+v", c)
 	}
 }
@@ -275,6 +276,101 @@ func TestLoadPriorCurvesAndGPURatios(t *testing.T) {
 		var fe *client.FieldError
 		if !errors.As(err, &fe) || fe.Field != tc.field || fe.Env != tc.ev {
 			t.Errorf("%s: %v; want a field error naming --%s and %s", tc.path, err, tc.field, tc.ev)
+		}
+	}
+}
+
+func TestTrainerSettingsFromTheEnvironment(t *testing.T) {
+	c := worker.DefaultConfig()
+	err := c.LoadEnv(env(map[string]string{
+		worker.EnvAllowCommands:    "/opt/trainers/**:/usr/bin/python3",
+		worker.EnvAllowCommandFile: "/etc/gleaner/allow",
+		worker.EnvTrainerEnvPass:   "HF_*, WANDB_PROJECT",
+		worker.EnvTrainerEnvDeny:   "HF_TOKEN",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := worker.TrainerSettings{
+		AllowCommands: []string{"/opt/trainers/**", "/usr/bin/python3"}, AllowCommandFile: "/etc/gleaner/allow",
+		EnvPass: []string{"HF_*", "WANDB_PROJECT"}, EnvDeny: []string{"HF_TOKEN"},
+	}
+	if !reflect.DeepEqual(c.Trainers, want) {
+		t.Errorf("LoadEnv: trainers %+v, want %+v", c.Trainers, want)
+	}
+	if c.Trainers.Unrestricted() || !worker.DefaultConfig().Trainers.Unrestricted() {
+		t.Error("Unrestricted: want true only without any allow setting")
+	}
+	checkFieldError(t, c.LoadEnv(env(map[string]string{worker.EnvAllowAnyCommand: "maybe"})), "--allow-any-command", worker.EnvAllowAnyCommand)
+}
+
+func TestTrainerSettingsPolicy(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "allow")
+	if err := os.WriteFile(file, []byte("# site trainers\n/opt/trainers/**\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := worker.TrainerSettings{AllowCommands: []string{"/usr/bin/python3"}, AllowCommandFile: file, EnvPass: []string{"HF_*"}}
+	p, err := s.Policy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(p.Commands.Patterns(), " "); got != "/usr/bin/python3 /opt/trainers/**" {
+		t.Errorf("patterns %q, want the flag's then the file's", got)
+	}
+	if !p.Commands.Allows("/opt/trainers/mnist") || p.Commands.Allows("/usr/bin/curl") {
+		t.Error("policy allows the wrong commands")
+	}
+	if !p.Env.Passes("HF_HOME") {
+		t.Error("--trainer-env-pass HF_* does not pass HF_HOME")
+	}
+	for _, s := range []worker.TrainerSettings{{}, {AllowAnyCommand: true}} {
+		p, err := s.Policy()
+		if err != nil || !p.Commands.AllowsAny() {
+			t.Errorf("%+v: policy %+v, %v; want any command", s, p, err)
+		}
+	}
+	// A file of comments only restricts to nothing: it was given to restrict.
+	empty := filepath.Join(t.TempDir(), "empty")
+	_ = os.WriteFile(empty, []byte("# nothing yet\n"), 0o644)
+	if p, err := (worker.TrainerSettings{AllowCommandFile: empty}).Policy(); err != nil || p.Commands.AllowsAny() || p.Commands.Allows("/bin/true") {
+		t.Errorf("an empty allow file: %+v, %v; want nothing allowed", p, err)
+	}
+	want := []string{"--allow-command", "/usr/bin/python3", "--allow-command-file", file, "--trainer-env-pass", "HF_*"}
+	if got := s.Args(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Args() = %q, want %q", got, want)
+	}
+}
+
+func TestTrainerSettingsErrorsNameTheFlag(t *testing.T) {
+	dir := t.TempDir()
+	for name, tc := range map[string]struct {
+		s    worker.TrainerSettings
+		want []string
+	}{
+		"relative pattern": {worker.TrainerSettings{AllowCommands: []string{"train.sh"}}, []string{"--allow-command", worker.EnvAllowCommands, "absolute"}},
+		"missing file":     {worker.TrainerSettings{AllowCommandFile: filepath.Join(dir, "none")}, []string{"--allow-command-file", "no such file"}},
+		"any and a list":   {worker.TrainerSettings{AllowAnyCommand: true, AllowCommands: []string{"/x"}}, []string{"--allow-any-command", "contradicts"}},
+		"bad env pattern":  {worker.TrainerSettings{EnvDeny: []string{"A=B"}}, []string{"--trainer-env-deny", worker.EnvTrainerEnvDeny}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := worker.DefaultConfig()
+			c.DataDir = dir
+			c.Trainers = tc.s
+			checkFieldError(t, c.Validate(), tc.want...)
+		})
+	}
+}
+
+// The variables that hold a worker's secrets are never a trainer's, even
+// when an operator passes everything.
+func TestTrainersNeverSeeTheConnectionSecrets(t *testing.T) {
+	p, err := worker.TrainerSettings{EnvPass: []string{"*"}}.Policy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{client.EnvAPIKey, client.EnvTLSCert, client.EnvTLSKey, client.EnvTLSCA, client.EnvCodecKey, client.EnvCodecKeyFile} {
+		if p.Env.Passes(name) || !p.Env.Denied(name) {
+			t.Errorf("%s reaches trainers, want it denied", name)
 		}
 	}
 }

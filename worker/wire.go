@@ -68,6 +68,13 @@ func NewResources(ctx context.Context, cfg Config) (Resources, error) {
 	if err != nil {
 		return Resources{}, fmt.Errorf("local launcher: %w", err)
 	}
+	policy, err := cfg.Trainers.Policy()
+	if err != nil {
+		return Resources{}, err
+	}
+	if err := launcher.SetPolicy(policy); err != nil {
+		return Resources{}, err
+	}
 	res.Host, res.Nodes, res.Launcher = host, src, launcher
 	return res, nil
 }

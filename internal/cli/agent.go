@@ -67,6 +67,7 @@ See docs/cluster.md.`,
 	f.StringVar(&c.GPUs, "gpus", c.GPUs, "auto (nvidia-smi), none, or GPU indices like 0,1 ["+agent.EnvGPUs+"]")
 	f.StringVar(&c.DataDir, "data-dir", c.DataDir, "shared data directory: checkpoints and run directories ["+worker.EnvDataDir+"]")
 	f.DurationVar(&c.StopTimeout, "stop-timeout", c.StopTimeout, "how long a leaving agent waits for its trainers to checkpoint and exit")
+	bindTrainerFlags(f, &c.Trainers)
 	f.StringVar(&o.logLevel, "log-level", "warn", "SDK log level: debug, info, warn or error (to stderr)")
 	return cmd
 }
@@ -77,6 +78,7 @@ func (o *agentOptions) config(flags *pflag.FlagSet) (agent.Config, error) {
 		return cfg, err
 	}
 	applyConnectionFlags(flags, &cfg.Connection, o.cfg.Connection, o.apiKey)
+	applyTrainerFlags(flags, &cfg.Trainers, o.cfg.Trainers)
 	flags.Visit(func(f *pflag.Flag) {
 		switch f.Name {
 		case "pool":
@@ -118,6 +120,8 @@ func (o *agentOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, st
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
 	}
+	warnConnection(stderr, "gleaner agent", cfg.Connection)
+	warnAnyCommand(stderr, "gleaner agent", cfg.Trainers, cfg.Namespace)
 	logf := func(format string, args ...any) { fmt.Fprintf(stdout, "gleaner "+format+"\n", args...) }
 	a, err := agent.New(ctx, cfg, logf)
 	if err != nil {

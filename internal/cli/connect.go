@@ -73,6 +73,7 @@ func bindConnectionFlags(f *pflag.FlagSet, c *client.Connection, apiKey *string,
 	f.StringVar(&c.TLS.KeyFile, "tls-key", "", "PEM client key for mTLS ["+client.EnvTLSKey+"]")
 	f.StringVar(&c.TLS.ServerName, "tls-server-name", "", "name to verify in the server's certificate ["+client.EnvTLSServerName+"]")
 	f.StringVar(apiKey, "api-key", "", "Temporal Cloud API key; prefer the environment variable ["+client.EnvAPIKey+"]")
+	f.StringVar(&c.Codec.KeyFile, "codec-key-file", "", "encrypt every payload with the AES-256-GCM keys in this file (32 raw bytes, or hex or base64 lines, the first encrypting); the keys may instead be in "+client.EnvCodecKey+" ["+client.EnvCodecKeyFile+"]")
 	f.DurationVar(&c.ConnectTimeout, "connect-timeout", c.ConnectTimeout, "how long to retry an unreachable server")
 }
 
@@ -101,6 +102,8 @@ func applyConnectionFlags(flags *pflag.FlagSet, dst *client.Connection, src clie
 			dst.APIKey = apiKey
 		case "connect-timeout":
 			dst.ConnectTimeout = src.ConnectTimeout
+		case "codec-key-file":
+			dst.Codec.KeyFile = src.Codec.KeyFile
 		}
 	})
 }
@@ -142,6 +145,11 @@ func (o *connectOptions) connect(ctx context.Context, flags *pflag.FlagSet, stde
 	}
 	// The SDK's warnings only: its default logger chats at info on stderr.
 	cfg.Logger = log.NewStructuredLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	warnConnection(stderr, "gleaner", cfg)
+	dc, err := cfg.DataConverter()
+	if err != nil {
+		return nil, nil, withCode(ExitUsage, err)
+	}
 	dial := o.dial
 	if dial == nil {
 		dial = func(ctx context.Context, c client.Connection) (tclient.Client, error) { return c.Dial(ctx) }
@@ -162,8 +170,16 @@ func (o *connectOptions) connect(ctx context.Context, flags *pflag.FlagSet, stde
 		return nil, nil, err
 	}
 	o.resolved = cfg
-	c := client.New(tc, client.Options{TaskQueue: cfg.TaskQueue, Namespace: cfg.Namespace, UIBase: <-ui})
+	c := client.New(tc, client.Options{TaskQueue: cfg.TaskQueue, Namespace: cfg.Namespace, UIBase: <-ui, DataConverter: dc})
 	return c, tc.Close, nil
+}
+
+// warnConnection prints the connection's warnings (a codec key file
+// others may read) to w.
+func warnConnection(w io.Writer, who string, c client.Connection) {
+	for _, msg := range c.Codec.Warnings() {
+		fmt.Fprintf(w, "%s: warning: %s\n", who, msg)
+	}
 }
 
 // uiProbeTimeout bounds the look for a dev server's web UI.
@@ -249,7 +265,7 @@ func probeTemporalUI(ctx context.Context, base string) bool {
 // hintConnectionFlags are the flags a hint repeats, in this order, so that
 // the command it suggests reaches the same server and namespace.
 var hintConnectionFlags = []string{"address", "namespace", "task-queue", "tls", "tls-ca", "tls-cert",
-	"tls-key", "tls-server-name", "api-key", "ui"}
+	"tls-key", "tls-server-name", "api-key", "codec-key-file", "ui"}
 
 // hintFlags renders the connection flags given on this command line for a
 // hint that suggests another gleaner command (connectionHint); withUI

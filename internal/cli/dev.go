@@ -250,6 +250,12 @@ func (o *devOptions) run(parent context.Context, nodesGiven bool, stdout, stderr
 	cfg.StopTimeout = o.stopTimeout
 	cfg.Pool = worker.InteractivePool // nodes come and go within a second (the defaults poll every 5 s)
 	cfg.Logger = logger
+	// Only the examples' trainers and this campaign's run here (docs/security.md).
+	cmd0 := spec.Command[0]
+	if spec.WorkDir != "" && strings.ContainsRune(cmd0, '/') && !filepath.IsAbs(cmd0) {
+		cmd0 = filepath.Join(spec.WorkDir, cmd0)
+	}
+	cfg.Trainers.AllowCommands = devenv.ExampleTrainers(".", cmd0)
 	gate := newDevTrainerGate()
 	w, err := devenv.StartWorker(ctx, srv, devenv.WorkerOptions{Config: cfg, WrapRunTrial: gate.wrap})
 	if err != nil {

@@ -63,5 +63,6 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newPoolCmd())
 	root.AddCommand(newSimCmd())
 	root.AddCommand(newSlurmDemoCmd())
+	root.AddCommand(newCodecServerCmd())
 	return root
 }

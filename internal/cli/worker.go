@@ -87,8 +87,48 @@ Node sources (--nodes):
 	f.StringVar(&c.PriorCurves, "prior-curves", c.PriorCurves, "directory of profiled scaling curves (CSV, the format of the project's scaling data) the JPA borrows shapes from ["+worker.EnvPriorCurves+"]")
 	f.StringVar(&c.GPURatios, "gpu-ratios", c.GPURatios, "single-GPU throughputs per model and GPU type in Gavel's format: predicts trials on node types they were not measured on ["+worker.EnvGPURatios+"]")
 	f.StringVar(&c.ThroughputModel, "throughput-model", c.ThroughputModel, "fitted throughput model (JSON; docs/nas.md): NAS trials start from their architecture's predicted curve ["+worker.EnvThroughputModel+"]")
+	bindTrainerFlags(f, &c.Trainers)
 	f.StringVar(&o.logLevel, "log-level", "info", "SDK log level: debug, info, warn or error (to stderr)")
 	return cmd
+}
+
+// bindTrainerFlags defines the flags of the trainer policy (what trainers
+// may run and inherit) that `gleaner worker` and `gleaner agent` share.
+func bindTrainerFlags(f *pflag.FlagSet, t *worker.TrainerSettings) {
+	f.StringArrayVar(&t.AllowCommands, "allow-command", nil, "trainer command allowed here: an absolute path with * ? [...] wildcards, or DIR/** for a whole tree; repeatable (none: any command, with a warning; docs/security.md) ["+worker.EnvAllowCommands+", colon separated]")
+	f.StringVar(&t.AllowCommandFile, "allow-command-file", "", "file of --allow-command patterns, one a line, # comments ["+worker.EnvAllowCommandFile+"]")
+	f.BoolVar(&t.AllowAnyCommand, "allow-any-command", false, "allow every trainer command, without the warning ["+worker.EnvAllowAnyCommand+"]")
+	f.StringArrayVar(&t.EnvPass, "trainer-env-pass", nil, "variable (or pattern, like HF_*) of this process's environment that trainers inherit too; repeatable ["+worker.EnvTrainerEnvPass+", comma separated]")
+	f.StringArrayVar(&t.EnvDeny, "trainer-env-deny", nil, "variable (or pattern) trainers never get, nor may a spec set; wins over --trainer-env-pass; repeatable ["+worker.EnvTrainerEnvDeny+", comma separated]")
+}
+
+// applyTrainerFlags copies into dst the trainer policy flags given on the
+// command line (bound to src): a flag wins over the environment.
+func applyTrainerFlags(flags *pflag.FlagSet, dst *worker.TrainerSettings, src worker.TrainerSettings) {
+	flags.Visit(func(f *pflag.Flag) {
+		switch f.Name {
+		case "allow-command":
+			dst.AllowCommands = src.AllowCommands
+		case "allow-command-file":
+			dst.AllowCommandFile = src.AllowCommandFile
+		case "allow-any-command":
+			dst.AllowAnyCommand = src.AllowAnyCommand
+		case "trainer-env-pass":
+			dst.EnvPass = src.EnvPass
+		case "trainer-env-deny":
+			dst.EnvDeny = src.EnvDeny
+		}
+	})
+}
+
+// warnAnyCommand warns, when nothing restricts the trainer commands, that
+// whoever can start workflows in the namespace runs what they like here.
+func warnAnyCommand(w io.Writer, who string, t worker.TrainerSettings, namespace string) {
+	if !t.Unrestricted() {
+		return
+	}
+	fmt.Fprintf(w, "%s: warning: any trainer command may run on this host: whoever can start workflows in namespace %s runs what they like here, as this user. "+
+		"Restrict it with --allow-command (or --allow-command-file), or say it is meant with --allow-any-command (docs/security.md)\n", who, namespace)
 }
 
 // config is the environment with the flags given on the command line on top.
@@ -98,6 +138,7 @@ func (o *workerOptions) config(flags *pflag.FlagSet) (worker.Config, error) {
 		return cfg, err
 	}
 	applyConnectionFlags(flags, &cfg.Connection, o.cfg.Connection, o.apiKey)
+	applyTrainerFlags(flags, &cfg.Trainers, o.cfg.Trainers)
 	flags.Visit(func(f *pflag.Flag) {
 		switch f.Name {
 		case "data-dir":
@@ -149,6 +190,10 @@ func (o *workerOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, s
 		return fmt.Errorf("--data-dir: %w", err)
 	}
 
+	warnConnection(stderr, "gleaner worker", cfg.Connection)
+	if cfg.Nodes.Kind != worker.NodeSourceNone && cfg.Nodes.Kind != worker.NodeSourceSlurm {
+		warnAnyCommand(stderr, "gleaner worker", cfg.Trainers, cfg.Namespace)
+	}
 	comps, cleanup, err := o.build(ctx, cfg)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,5 +95,26 @@ func TestBuildTrainer(t *testing.T) {
 	err := devenv.BuildTrainer(ctx, t.TempDir(), bin, nil)
 	if err == nil || !strings.Contains(err.Error(), "go build -o "+bin+" "+devenv.TrainerPackage) {
 		t.Fatalf("BuildTrainer outside a checkout: err = %v, want one naming the go build command", err)
+	}
+}
+
+// gleaner dev allows the examples' trainers and its campaign's command,
+// resolved as the launcher resolves them, and nothing else.
+func TestExampleTrainers(t *testing.T) {
+	dir := t.TempDir()
+	got := devenv.ExampleTrainers(dir, "bin/custom", "/opt/x/../y/train")
+	for _, want := range []string{filepath.Join(dir, "bin", "go-mlp"), "/usr/bin/python3", filepath.Join(dir, "bin", "custom"), "/opt/y/train"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("ExampleTrainers = %q, want it to contain %q", got, want)
+		}
+	}
+	cfg := devenv.WorkerConfig("q", t.TempDir(), 1)
+	cfg.Trainers.AllowCommands = got
+	p, err := cfg.Trainers.Policy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Commands.AllowsAny() || p.Commands.Allows("/usr/bin/curl") || !p.Commands.Allows(filepath.Join(dir, "bin", "go-mlp")) {
+		t.Errorf("the dev allow-list %q allows the wrong commands", got)
 	}
 }

@@ -8,8 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/gleaner-hpc/gleaner/cluster"
 )
 
 // TrainerPackage is the Go example trainer, which the dev environment's
@@ -58,4 +61,33 @@ func RepoDir(dir string) (string, error) {
 		return "", fmt.Errorf("%s is not a gleaner checkout (run from one, or pass --repo): %w", dir, err)
 	}
 	return dir, nil
+}
+
+// ExampleTrainers are allow-list patterns (worker.TrainerSettings) for the
+// trainers of the examples' campaigns run from dir, the checkout's root:
+// the Go example trainer built into dir/bin/go-mlp, and the Python
+// interpreters the Python examples start (python3 on PATH,
+// /usr/bin/python3, $GLEANER_PYTHON). Each command in more (a campaign's
+// argv[0], resolved in dir as the launcher would) is added.
+func ExampleTrainers(dir string, more ...string) []string {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		dir = filepath.Clean(dir)
+	}
+	out := []string{filepath.Join(dir, "bin", "go-mlp"), "/usr/bin/python3"}
+	if p, err := exec.LookPath("python3"); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			out = append(out, abs)
+		}
+	}
+	if p := os.Getenv("GLEANER_PYTHON"); filepath.IsAbs(p) {
+		out = append(out, filepath.Clean(p))
+	}
+	for _, argv0 := range more {
+		if p, err := cluster.ResolveCommand(argv0, dir); err == nil {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

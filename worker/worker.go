@@ -130,6 +130,10 @@ func New(c tclient.Client, cfg Config, comps Components) (sdkworker.Worker, erro
 		// a heartbeat's response: heartbeat often, so a rescale is quick.
 		MaxHeartbeatThrottleInterval:     heartbeatThrottle,
 		DefaultHeartbeatThrottleInterval: heartbeatThrottle,
+		// Many short trials end and start at once: more pollers than the
+		// SDK's 2 keep RunTrial tasks from queueing behind one another.
+		MaxConcurrentActivityTaskPollers: 8,
+		MaxConcurrentWorkflowTaskPollers: 4,
 	})
 	if err := Register(w, comps); err != nil {
 		return nil, err

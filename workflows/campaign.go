@@ -53,6 +53,7 @@ type campaign struct {
 	inline      *inliner
 	assignments workflow.ReceiveChannel
 	out         outbox
+	countsAt    time.Time // when the counts last went to visibility
 }
 
 func newCampaign(ctx workflow.Context, in CampaignInput) (*campaign, error) {

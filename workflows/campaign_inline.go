@@ -32,6 +32,9 @@ var (
 	// lets its running trials finish before it stops them at a checkpoint
 	// (they resume in the next run).
 	InlineDrainWait = 30 * time.Second
+	// InlineCountsEvery bounds how often an inline campaign upserts its
+	// trial counts (GleanerTrialsDone, GleanerTrialsRunning).
+	InlineCountsEvery = 5 * time.Second
 )
 
 // InlineState is an inline campaign's trials and nodes, carried across
@@ -133,7 +136,10 @@ func (x *inliner) listen(ctx workflow.Context) {
 
 func (x *inliner) onAssignment(a Assignment) {
 	st := x.st()
-	if a.Epoch <= st.Epoch || st.Told == 0 {
+	// (While the registration is on its way the pool may answer first: in
+	// one workflow task the signal can be handled before the activity's
+	// completion is.)
+	if a.Epoch <= st.Epoch || (st.Told == 0 && !x.registering) {
 		return // stale, or sent before the campaign left the pool
 	}
 	if slices.ContainsFunc(st.Nodes, func(n string) bool { return !slices.Contains(a.Nodes, n) }) {

@@ -41,6 +41,9 @@ type inlineHarness struct {
 	hold func(launch int, in RunTrialInput) bool
 	// onReleased runs when the campaign confirms a release.
 	onReleased func()
+	// assignFirst: the pool's assignment reaches the campaign before the
+	// registration's completion does.
+	assignFirst bool
 }
 
 func newInlineHarness(t *testing.T, grant int, runFor time.Duration) *inlineHarness {
@@ -58,8 +61,13 @@ func newInlineHarness(t *testing.T, grant int, runFor time.Duration) *inlineHarn
 	env.RegisterActivityWithOptions(func(ctx context.Context, in RegisterTrialInput) error {
 		h.mu.Lock()
 		h.regs = append(h.regs, in.Registration)
+		first := h.assignFirst
 		h.mu.Unlock()
-		env.RegisterDelayedCallback(func() { h.assign(h.grant) }, time.Millisecond)
+		if first {
+			h.assign(h.grant)
+		} else {
+			env.RegisterDelayedCallback(func() { h.assign(h.grant) }, time.Millisecond)
+		}
 		return nil
 	}, activity.RegisterOptions{Name: RegisterTrialActivityName})
 	env.RegisterActivityWithOptions(h.runTrial, activity.RegisterOptions{Name: RunTrialActivityName})
@@ -190,6 +198,20 @@ func TestInlineCampaignPacksTrialsOnItsNodes(t *testing.T) {
 	require.Len(t, ids, 10)
 	require.Equal(t, 3, len(h.records))
 	require.Equal(t, wantLeaderboard(&fakeTrials{inputs: inputsOf(h.launches)}, nil, 10), gotLeaderboard(res.Leaderboard))
+}
+
+// The pool can answer a registration before the campaign has handled the
+// registration's completion (both in one workflow task): the assignment
+// still counts. (It was dropped once, and the campaign waited forever.)
+func TestInlineCampaignTakesAnAssignmentThatOvertakesItsRegistration(t *testing.T) {
+	h := newInlineHarness(t, 2, 10*time.Millisecond)
+	h.assignFirst = true
+	h.env.ExecuteWorkflow(CampaignWorkflowName, inlineSpec(4, 2))
+	require.True(t, h.env.IsWorkflowCompleted())
+	require.NoError(t, h.env.GetWorkflowError())
+	var res CampaignResult
+	require.NoError(t, h.env.GetWorkflowResult(&res))
+	require.Equal(t, 4, res.Completed)
 }
 
 func inputsOf(runs []RunTrialInput) []TrialInput {

@@ -37,10 +37,15 @@ func (c *campaign) publish(ctx workflow.Context) {
 	if now.hasBest && (!prev.hasBest || now.best != prev.best) {
 		ups = append(ups, GleanerBestScore.ValueSet(now.best))
 	}
-	if now.ended != prev.ended {
+	// An inline campaign ends trials in most of its workflow tasks: its
+	// counts go to visibility at most every InlineCountsEvery (a change of
+	// status or best score still goes at once, and takes the counts along).
+	counts := c.inline == nil || len(ups) > 0 || now.status != prev.status ||
+		workflow.Now(ctx).Sub(c.countsAt) >= InlineCountsEvery
+	if counts && now.ended != prev.ended {
 		ups = append(ups, GleanerTrialsDone.ValueSet(now.ended))
 	}
-	if now.running != prev.running {
+	if counts && now.running != prev.running {
 		ups = append(ups, GleanerTrialsRunning.ValueSet(now.running))
 	}
 	if len(ups) > 0 {
@@ -48,6 +53,7 @@ func (c *campaign) publish(ctx workflow.Context) {
 			c.logger.Warn("search attributes not upserted", "error", err)
 		}
 		c.sa = &now
+		c.countsAt = workflow.Now(ctx)
 	}
 	// Details are workflow metadata, not history: refreshing them is free.
 	workflow.SetCurrentDetails(ctx, c.details())

@@ -2,10 +2,14 @@ package benchrun
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"sync"
@@ -45,6 +49,10 @@ type CampaignOptions struct {
 	// Inline runs the trials inline (spec trial.inline): activities of the
 	// campaign's workflow, not workflows of their own.
 	Inline bool
+	// VsOptuna runs the same campaign through Optuna afterwards
+	// (scripts/campaign_optuna.py with Python, default /usr/bin/python3).
+	VsOptuna bool
+	Python   string
 }
 
 // CampaignReport is RunCampaign's result; its JSON keys are a stable
@@ -97,6 +105,22 @@ type CampaignReport struct {
 	RayTune RayTuneFigure `json:"ray_tune"`
 	// PerCoreVsRayTune is TrialsPerSecondPerCore / Ray Tune's.
 	PerCoreVsRayTune float64 `json:"per_core_vs_ray_tune"`
+	// Optuna is the same campaign run by Optuna on this machine right
+	// after (--vs-optuna); VsOptuna is TrialsPerSecond / Optuna's.
+	Optuna   *OptunaFigure `json:"optuna,omitempty"`
+	VsOptuna float64       `json:"vs_optuna,omitempty"`
+}
+
+// OptunaFigure is scripts/campaign_optuna.py's result.
+type OptunaFigure struct {
+	Version         string   `json:"optuna_version"`
+	Trials          int      `json:"trials"`
+	Completed       int      `json:"completed"`
+	Failed          int      `json:"failed"`
+	Concurrent      int      `json:"concurrent"`
+	WallSeconds     float64  `json:"wall_seconds"`
+	TrialsPerSecond float64  `json:"trials_per_second"`
+	Best            *float64 `json:"best"`
 }
 
 // RayTuneFigure is the figure compared with.
@@ -190,7 +214,57 @@ func RunCampaign(ctx context.Context, o CampaignOptions) (*CampaignReport, error
 	if err := rep.histories(ctx, e.c, wfID, spec.Pool, res.Created); err != nil {
 		return nil, err
 	}
+	if o.VsOptuna {
+		// Optuna runs on the same machine with Gleaner's server and worker
+		// gone, on a copy of the same trainer.
+		trainer, err := os.CreateTemp("", "gleaner-bench-go-mlp-")
+		if err != nil {
+			return nil, err
+		}
+		trainer.Close()
+		defer os.Remove(trainer.Name())
+		if err := copyExecutable(e.trainer, trainer.Name()); err != nil {
+			return nil, err
+		}
+		repo := e.repo
+		e.Close()
+		if rep.Optuna, err = runOptuna(ctx, o, repo, trainer.Name(), stepMS); err != nil {
+			return nil, err
+		}
+		rep.VsOptuna = rep.TrialsPerSecond / rep.Optuna.TrialsPerSecond
+	}
 	return rep, nil
+}
+
+// runOptuna runs scripts/campaign_optuna.py: the same trainer, parameters
+// and concurrency through Optuna.
+func runOptuna(ctx context.Context, o CampaignOptions, repo, trainer string, stepMS float64) (*OptunaFigure, error) {
+	py := o.Python
+	if py == "" {
+		py = "/usr/bin/python3" // Debian's python3-optuna serves this one
+	}
+	script := filepath.Join(repo, "scripts", "campaign_optuna.py")
+	fmt.Fprintf(o.Log, "bench: the same campaign through Optuna (%s %s)\n", py, script)
+	cmd := exec.CommandContext(ctx, py, script, "--trainer", trainer, "--trials", fmt.Sprint(o.Trials),
+		"--concurrent", fmt.Sprint(o.Concurrent), "--steps", fmt.Sprint(o.Steps), "--step-ms", fmt.Sprint(stepMS))
+	cmd.Stderr = o.Log
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("--vs-optuna: %s %s: %w", py, script, err)
+	}
+	var f OptunaFigure
+	if err := json.Unmarshal(out, &f); err != nil {
+		return nil, fmt.Errorf("--vs-optuna: reading the script's result %q: %w", out, err)
+	}
+	return &f, nil
+}
+
+func copyExecutable(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o755)
 }
 
 func campaignSpec(trainer string, o CampaignOptions, stepMS float64) gleaner.CampaignSpec {
@@ -420,6 +494,11 @@ func (r *CampaignReport) WriteText(w io.Writer) error {
 	p("Ray Tune: %d × 1 s trials in %.0f s on %d CPUs = %.1f trials/s, %.3f per core\n",
 		rt.Trials, rt.Seconds, rt.CPUs, rt.TrialsPerSecond, rt.TrialsPerSecondPerCore)
 	p("per core: %.2f× Ray Tune's (%.3f vs %.3f trials/s per core)\n", r.PerCoreVsRayTune, r.TrialsPerSecondPerCore, rt.TrialsPerSecondPerCore)
+	if o := r.Optuna; o != nil {
+		p("Optuna %s, same trainer, parameters and concurrency, this machine: %d trials (%d completed, %d failed) in %.1f s = %.2f trials/s\n",
+			o.Version, o.Trials, o.Completed, o.Failed, o.WallSeconds, o.TrialsPerSecond)
+		p("vs Optuna: %.2f× Optuna's trials/s (%.2f vs %.2f)\n", r.VsOptuna, r.TrialsPerSecond, o.TrialsPerSecond)
+	}
 	return nil
 }
 

@@ -43,6 +43,7 @@ type env struct {
 	dir     string // temporary: trainer, database, data
 	dataDir string
 	trainer string
+	repo    string // the gleaner checkout
 	w       *devenv.Worker
 }
 
@@ -64,7 +65,7 @@ func setup(ctx context.Context, o envOptions) (_ *env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &env{dir: dir, dataDir: filepath.Join(dir, "data"), trainer: filepath.Join(dir, "go-mlp")}
+	e := &env{dir: dir, dataDir: filepath.Join(dir, "data"), trainer: filepath.Join(dir, "go-mlp"), repo: repo}
 	defer func() {
 		if err != nil {
 			e.Close()
@@ -97,9 +98,11 @@ func setup(ctx context.Context, o envOptions) (_ *env, err error) {
 func (e *env) Close() {
 	if e.w != nil {
 		e.w.Stop()
+		e.w = nil
 	}
 	if e.srv != nil {
 		_ = e.srv.Stop()
+		e.srv = nil
 	}
 	_ = os.RemoveAll(e.dir)
 }

@@ -261,6 +261,10 @@ func (s *Server) args() []string {
 		"--namespace", o.Namespace,
 		"--log-level", o.LogLevel,
 		"--dynamic-config-value", "frontend.enableServerVersionCheck=false",
+		// A worker that schedules an activity on its own task queue gets it
+		// in the answer to its workflow task (up to 3 a task): no matching,
+		// no poll. Inline trials start this way (docs/benchmarks.md).
+		"--dynamic-config-value", "system.enableActivityEagerExecution=true",
 	}
 	for _, kv := range o.DynamicConfig {
 		args = append(args, "--dynamic-config-value", kv)

@@ -11,6 +11,8 @@ require (
 	go.temporal.io/sdk v1.38.0
 	golang.org/x/net v0.39.0
 	gonum.org/v1/plot v0.15.2
+	google.golang.org/grpc v1.67.1
+	google.golang.org/protobuf v1.36.6
 	gopkg.in/yaml.v3 v3.0.1
 )
 
@@ -41,6 +43,4 @@ require (
 	golang.org/x/time v0.3.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20240827150818-7e3bb234dfed // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20240827150818-7e3bb234dfed // indirect
-	google.golang.org/grpc v1.67.1 // indirect
-	google.golang.org/protobuf v1.36.6 // indirect
 )

@@ -43,6 +43,9 @@ func NewSlurmPilots(ctx context.Context, c tclient.Client, cfg Config, run slurm
 		gpus = "none"
 	}
 	agentArgs := append(cfg.Connection.Args(), "--data-dir", dataDir, "--gpus", gpus)
+	// The pilots' agents run trainers under the worker's own allow-list
+	// and environment policy (docs/security.md).
+	agentArgs = append(agentArgs, cfg.Trainers.Args()...)
 	if sl.Type != "" {
 		agentArgs = append(agentArgs, "--type", sl.Type)
 	}

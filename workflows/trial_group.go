@@ -104,11 +104,13 @@ func groupResult(in RunTrialInput, first int, res RunTrialResult, errs []error) 
 		return res, errs[0]
 	case first == 0 && cause == nil:
 		return res, nil // rank 0 finished or was stopped: the run's result
-	case first == 0:
-		var app *temporal.ApplicationError
-		if errors.As(cause, &app) && app.Type() == ErrTypeInvalidTrial {
-			return res, cause
-		}
+	}
+	// A trial that can never run (its trainer is refused by a host's
+	// --allow-command, say) fails, whichever rank found out: a relaunch
+	// would be refused again.
+	var invalid *temporal.ApplicationError
+	if errors.As(cause, &invalid) && invalid.Type() == ErrTypeInvalidTrial {
+		return res, cause
 	}
 	h := in.Hosts[first]
 	errType := ErrTypeRankFailed

@@ -8,6 +8,22 @@ import (
 	"go.temporal.io/sdk/temporal"
 )
 
+// A trial that can never run fails whichever rank found out (a rank on a
+// host whose --allow-command refuses the trainer): no relaunch.
+func TestGroupResultFailsAnInvalidTrialFromAnyRank(t *testing.T) {
+	in := RunTrialInput{Hosts: []HostNodes{{Agent: "a"}, {Agent: "b"}}}
+	refused := temporal.NewNonRetryableApplicationError("trainer \"/bin/sh\" is not allowed on this host: add it with --allow-command", ErrTypeInvalidTrial, nil)
+	for first := range 2 {
+		errs := []error{nil, nil}
+		errs[first] = refused
+		_, err := groupResult(in, first, RunTrialResult{}, errs)
+		var app *temporal.ApplicationError
+		if !errors.As(err, &app) || app.Type() != ErrTypeInvalidTrial {
+			t.Errorf("rank %d refused: error %v, want %s", first, err, ErrTypeInvalidTrial)
+		}
+	}
+}
+
 func TestGroupResultNamesTheRankThatEndedTheRun(t *testing.T) {
 	in := RunTrialInput{Hosts: []HostNodes{{Agent: "a"}, {Agent: "b"}, {Agent: "c"}}}
 	res := RunTrialResult{Outcome: RunStopped, Samples: 42}

@@ -28,6 +28,11 @@ const (
 	ErrTypeLaunchFailed  = "LaunchFailed"
 )
 
+// quietHeartbeatInterval is how often a quiet run (RunTrialInput.Quiet)
+// heartbeats: a cancellation (the pool takes its nodes, the campaign
+// pauses) reaches it within this, well under TrialHeartbeatTimeout.
+const quietHeartbeatInterval = 5 * time.Second
+
 // runState is RunTrial's heartbeat details. The files of ledger.go are
 // the record a retry resumes from; the details only keep the failure count
 // should the run's directory be lost.
@@ -76,8 +81,11 @@ func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (
 	}
 	defer unlock()
 	// Nothing of a dead worker's trainer may write or prune checkpoints
-	// while the resume point is chosen.
-	if k, ok := a.Launcher.(leftoverKiller); ok {
+	// while the resume point is chosen. A trial whose checkpoint directory
+	// does not exist yet was never launched: nothing can be left of it.
+	_, statErr := os.Stat(r.ckptDir)
+	fresh := errors.Is(statErr, fs.ErrNotExist)
+	if k, ok := a.Launcher.(leftoverKiller); ok && !fresh {
 		pids, err := k.KillLeftovers(r.ckptDir)
 		if len(pids) > 0 {
 			r.log.Warn("killed processes an earlier run of the trial left behind", "trial", in.Trial.TrialID, "pids", pids)
@@ -112,6 +120,8 @@ func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (
 	if spec.Rendezvous, err = r.publishRendezvous(resume); err != nil {
 		return workflows.RunTrialResult{}, fmt.Errorf("trial %s: %w", in.Trial.TrialID, err)
 	}
+	_, sweeps := a.Launcher.(leftoverKiller)
+	spec.Swept = sweeps || fresh
 	proc, err := a.Launcher.Launch(ctx, spec)
 	if err != nil {
 		// The message carries the whole chain; no cause is attached, so the
@@ -333,6 +343,7 @@ func (r *runner) follow(ctx context.Context, proc cluster.Process) (workflows.Ru
 	}
 	beat := time.NewTicker(r.a.heartbeatInterval())
 	defer beat.Stop()
+	beatAt := r.a.now()
 	stop := r.stopping(ctx)
 	for {
 		select {
@@ -355,7 +366,14 @@ func (r *runner) follow(ctx context.Context, proc cluster.Process) (workflows.Ru
 			if r.trainsPastBudget() {
 				return r.stoppedAtBudget(ctx, proc)
 			}
-			r.heartbeat(ctx)
+			// A quiet run (an inline trial) heartbeats only every
+			// quietHeartbeatInterval: every heartbeat is a write to its
+			// campaign's workflow, which all its trials share, and a short
+			// trial then sends none (liveness: TrialHeartbeatTimeout).
+			if now := r.a.now(); !r.in.Quiet || now.Sub(beatAt) >= quietHeartbeatInterval {
+				r.heartbeat(ctx)
+				beatAt = now
+			}
 			// A heartbeat's response may have just cancelled ctx: the
 			// ctx.Done branch then sends the last progress, detached.
 			if ctx.Err() == nil && r.unsent && r.a.now().Sub(r.sentAt) >= r.a.progressInterval() {
@@ -408,7 +426,9 @@ func (r *runner) exited(ctx context.Context, proc cluster.Process) (workflows.Ru
 	if err := r.runLog.save(r.runDir); err != nil {
 		r.log.Warn("recording the trainer's exit", "trial", r.in.Trial.TrialID, "error", err)
 	}
-	r.heartbeat(ctx)
+	if !r.in.Quiet { // the result follows at once
+		r.heartbeat(ctx)
+	}
 	r.sendFinal()
 	return r.result(exit, workflows.RunCompleted), nil
 }

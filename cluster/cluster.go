@@ -45,6 +45,12 @@ type LaunchSpec struct {
 	BudgetUnit string
 	// RunDir holds this run's params file, hostfile, report file and log.
 	RunDir string
+	// Swept: the caller has just killed what earlier launches of the
+	// trial left (KillLeftovers), or knows there are none (the trial's
+	// checkpoint directory did not exist: every launch creates it first),
+	// so Launch does not sweep again. A sweep reads every process's
+	// environment: with many short trials it was a third of a worker's CPU.
+	Swept bool
 }
 
 // Process is one running trainer, the result of a launch (LocalLauncher

@@ -159,9 +159,11 @@ func (l *LocalLauncher) Launch(ctx context.Context, spec LaunchSpec) (Process, e
 	if err != nil {
 		return fail(err)
 	}
-	leftovers, err := l.killLeftovers(run.checkpointDir)
-	if err != nil {
-		return fail(err)
+	var leftovers []int
+	if !spec.Swept {
+		if leftovers, err = l.killLeftovers(run.checkpointDir); err != nil {
+			return fail(err)
+		}
 	}
 	token := newRunToken(l.trialKey(run.checkpointDir))
 	vars := trial.Env{

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/gleaner-hpc/gleaner"
+	gclient "github.com/gleaner-hpc/gleaner/client"
 	"github.com/gleaner-hpc/gleaner/hpo"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
@@ -105,6 +106,14 @@ type CampaignReport struct {
 	RayTune RayTuneFigure `json:"ray_tune"`
 	// PerCoreVsRayTune is TrialsPerSecondPerCore / Ray Tune's.
 	PerCoreVsRayTune float64 `json:"per_core_vs_ray_tune"`
+	// ServerCPUSeconds and WorkerCPUSeconds are the CPU time the dev
+	// server and this process (the worker, and the benchmark's probes)
+	// spent on the campaign; per trial they do not depend on the load.
+	ServerCPUSeconds float64 `json:"server_cpu_seconds"`
+	WorkerCPUSeconds float64 `json:"worker_cpu_seconds"`
+	// Probes are the user's commands and the memory, sampled as the
+	// campaign ran (every --progress-every).
+	Probes []ProbeSample `json:"probes,omitempty"`
 	// Optuna is the same campaign run by Optuna on this machine right
 	// after (--vs-optuna); VsOptuna is TrialsPerSecond / Optuna's.
 	Optuna   *OptunaFigure `json:"optuna,omitempty"`
@@ -189,16 +198,20 @@ func RunCampaign(ctx context.Context, o CampaignOptions) (*CampaignReport, error
 	fmt.Fprintf(o.Log, "bench: campaign of %d trials × %.3g s (%d steps of %g ms), %d in flight, %d nodes\n",
 		o.Trials, o.Seconds, o.Steps, stepMS, o.Concurrent, o.Nodes)
 	start := time.Now()
+	server0, worker0 := cpuSeconds(e.srv.PID()), cpuSeconds(os.Getpid())
 	run, err := e.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wfID, TaskQueue: TaskQueue},
 		workflows.CampaignWorkflowName, workflows.CampaignInput{Spec: spec})
 	if err != nil {
 		return nil, fmt.Errorf("starting the campaign: %w", err)
 	}
-	stopProgress := progress(ctx, e.c, wfID, o.Trials, start, o.ProgressEvery, o.Log)
+	gc := gclient.New(e.c, gclient.Options{TaskQueue: TaskQueue, Namespace: e.srv.Namespace(), UIBase: "-"})
+	stopProgress := progress(ctx, gc, spec.Name, e.srv.PID(), o.Trials, start, o.ProgressEvery, o.Log)
 	var res workflows.CampaignResult
 	err = run.Get(ctx, &res)
 	wall := time.Since(start)
-	stopProgress()
+	rep.Probes = stopProgress()
+	rep.ServerCPUSeconds = cpuSeconds(e.srv.PID()) - server0
+	rep.WorkerCPUSeconds = cpuSeconds(os.Getpid()) - worker0
 	if err != nil {
 		return nil, fmt.Errorf("campaign %s: %w", wfID, err)
 	}
@@ -291,10 +304,13 @@ func campaignSpec(trainer string, o CampaignOptions, stepMS float64) gleaner.Cam
 	}
 }
 
-// progress prints trials done / total every `every` until stopped.
-func progress(ctx context.Context, c client.Client, wfID string, total int, start time.Time, every time.Duration, w io.Writer) func() {
+// progress prints trials done / total every `every` until stopped, and
+// probes the campaign as a user would (status, leaderboard, trials) and the
+// memory of the worker and the server; stop returns the samples.
+func progress(ctx context.Context, c *gclient.Client, name string, serverPID, total int, start time.Time, every time.Duration, w io.Writer) (stop func() []ProbeSample) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	var samples []ProbeSample
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -306,25 +322,23 @@ func progress(ctx context.Context, c client.Client, wfID string, total int, star
 				return
 			case <-tick.C:
 			}
-			qctx, qcancel := context.WithTimeout(ctx, 10*time.Second)
-			v, err := c.QueryWorkflow(qctx, wfID, "", workflows.QueryStatus)
-			var st workflows.CampaignStatus
-			if err == nil {
-				err = v.Get(&st)
-			}
+			qctx, qcancel := context.WithTimeout(ctx, 30*time.Second)
+			ps, st, err := probe(qctx, c, name, serverPID, start)
 			qcancel()
 			el := time.Since(start).Seconds()
 			if err != nil {
 				if ctx.Err() == nil {
-					fmt.Fprintf(w, "bench: %5.0f s  (status query: %v)\n", el, err)
+					fmt.Fprintf(w, "bench: %5.0f s  (%v)\n", el, err)
 				}
 				continue
 			}
-			fmt.Fprintf(w, "bench: %5.0f s  %d/%d trials done, %d running, %d failed, %.2f trials/s, campaign run %d\n",
-				el, st.Ended(), total, st.Running, st.Failed, float64(st.Ended())/el, st.Runs+1)
+			samples = append(samples, ps)
+			fmt.Fprintf(w, "bench: %5.0f s  %d/%d trials done, %d running, %d failed, %.2f trials/s, campaign run %d · status %.0f ms, leaderboard %.0f ms, trials %.0f ms · RSS worker %.0f MB, server %.0f MB\n",
+				el, st.Ended(), total, st.Running, st.Failed, float64(st.Ended())/el, st.Runs+1,
+				ps.StatusMS, ps.LeaderboardMS, ps.TrialsMS, ps.WorkerRSSMB, ps.ServerRSSMB)
 		}
 	}()
-	return func() { cancel(); wg.Wait() }
+	return func() []ProbeSample { cancel(); wg.Wait(); return samples }
 }
 
 // histories measures the trial, campaign and pool histories.
@@ -454,6 +468,10 @@ func (r *CampaignReport) WriteText(w io.Writer) error {
 	}
 	p("result:   %s — %d completed, %d stopped, %d failed\n", r.State, r.Completed, r.Stopped, r.Failed)
 	p("wall:     %.1f s  →  %.2f trials/s, %.3f trials/s per core\n", r.WallSeconds, r.TrialsPerSecond, r.TrialsPerSecondPerCore)
+	if n := float64(r.Completed + r.Stopped + r.Failed); n > 0 {
+		p("cpu:      server %.1f s (%.1f ms per trial), worker %.1f s (%.1f ms per trial)\n",
+			r.ServerCPUSeconds, 1000*r.ServerCPUSeconds/n, r.WorkerCPUSeconds, 1000*r.WorkerCPUSeconds/n)
+	}
 	p("trial:    start→close %.2f s mean, p50 %.2f, p95 %.2f, max %.2f\n",
 		r.TrialWallSeconds.Mean, r.TrialWallSeconds.P50, r.TrialWallSeconds.P95, r.TrialWallSeconds.Max)
 	p("history:  %.1f events per trial (mean), max %.0f; peak of any run %d (%s %s), limit %d\n",
@@ -490,6 +508,23 @@ func (r *CampaignReport) WriteText(w io.Writer) error {
 		}
 		p("\n")
 	}
+	if len(r.Probes) > 0 {
+		var st, lb, tr, wr, sr []float64
+		for _, x := range r.Probes {
+			st, lb, tr = append(st, x.StatusMS), append(lb, x.LeaderboardMS), append(tr, x.TrialsMS)
+			wr, sr = append(wr, x.WorkerRSSMB), append(sr, x.ServerRSSMB)
+		}
+		p("commands (ms, p50/p95/max over %d probes): status %s, leaderboard %s, trials (newest 1,000) %s\n",
+			len(r.Probes), pm(summarize(st)), pm(summarize(lb)), pm(summarize(tr)))
+		p("memory (MB, first/p50/max/last): worker %.0f/%.0f/%.0f/%.0f, server %.0f/%.0f/%.0f/%.0f\n",
+			wr[0], summarize(wr).P50, summarize(wr).Max, wr[len(wr)-1], sr[0], summarize(sr).P50, summarize(sr).Max, sr[len(sr)-1])
+		step := max(1, len(r.Probes)/10)
+		for i := 0; i < len(r.Probes); i += step {
+			x := r.Probes[i]
+			p("          %6.0f s  %7d ended  worker %5.0f MB  server %5.0f MB  status %5.0f ms  trials %5.0f ms\n",
+				x.Seconds, x.Ended, x.WorkerRSSMB, x.ServerRSSMB, x.StatusMS, x.TrialsMS)
+		}
+	}
 	rt := r.RayTune
 	p("Ray Tune: %d × 1 s trials in %.0f s on %d CPUs = %.1f trials/s, %.3f per core\n",
 		rt.Trials, rt.Seconds, rt.CPUs, rt.TrialsPerSecond, rt.TrialsPerSecondPerCore)
@@ -501,6 +536,8 @@ func (r *CampaignReport) WriteText(w io.Writer) error {
 	}
 	return nil
 }
+
+func pm(s Stats) string { return fmt.Sprintf("%.3g/%.3g/%.3g", s.P50, s.P95, s.Max) }
 
 func pp(s Stats) string {
 	if s.N == 0 {

@@ -2,9 +2,11 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -15,6 +17,7 @@ import (
 func newBenchCampaignCmd() *cobra.Command {
 	o := benchrun.CampaignOptions{}
 	var asJSON bool
+	var cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "campaign",
 		Short: "Run one campaign of many short trials on a local dev server and measure Temporal's overhead",
@@ -38,6 +41,17 @@ stderr; --json prints one object on stdout.`,
 			o.Log = cmd.ErrOrStderr()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return withCode(ExitUsage, fmt.Errorf("--cpuprofile: %w", err))
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+			}
 			rep, err := benchrun.RunCampaign(ctx, o)
 			if err != nil {
 				return err
@@ -53,6 +67,7 @@ stderr; --json prints one object on stdout.`,
 	f.DurationVar(&o.ProgressEvery, "progress-every", 0, "how often progress goes to stderr (default 5s)")
 	f.StringVar(&o.RepoDir, "repo", "", "the gleaner checkout to build go-mlp from (default: go list -m)")
 	f.StringArrayVar(&o.ServerConfig, "server-config", nil, "dev server dynamic config KEY=VALUE (repeatable), e.g. history.timerProcessorMaxTimeShift=10ms")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write this process's CPU profile (the worker's, the benchmark's) to FILE (go tool pprof)")
 	f.BoolVar(&o.VsOptuna, "vs-optuna", false, "then run the same campaign through Optuna (scripts/campaign_optuna.py, Debian's python3-optuna) and compare")
 	f.StringVar(&o.Python, "python", "", "the Python with optuna for --vs-optuna (default /usr/bin/python3)")
 	f.BoolVar(&o.Inline, "inline", false, "run the trials inline (trial.inline: activities of the campaign, not workflows)")

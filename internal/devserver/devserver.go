@@ -381,6 +381,16 @@ func (s *Server) Address() string {
 	return net.JoinHostPort(s.opts.IP, strconv.Itoa(s.opts.Port))
 }
 
+// PID is the server process's id (0 when it is not running).
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // Namespace is the namespace the server was started with.
 func (s *Server) Namespace() string { return s.opts.Namespace }
 

@@ -177,8 +177,39 @@ func (c *Client) Status(ctx context.Context, name string) (workflows.CampaignSta
 	if err := checkName("campaign", name); err != nil {
 		return s, err
 	}
-	err := c.query(ctx, workflows.CampaignWorkflowID(name), fmt.Sprintf("campaign %q", name), workflows.QueryStatus, &s)
+	err := c.patientQuery(ctx, name, workflows.QueryStatus, &s, func(snap workflows.CampaignSnapshot) { s = snap.Status })
 	return s, err
+}
+
+// QueryPatience is how long Status and Leaderboard wait for an inline
+// campaign (spec trial.inline) to answer a query before they read the
+// snapshot it keeps in its memo (workflows.CampaignSnapshot, at most
+// workflows.InlineCountsEvery old; CampaignStatus.AsOf says when): such a
+// campaign ends trials in most of its workflow tasks, and a query waits
+// for the task in hand.
+var QueryPatience = 700 * time.Millisecond
+
+// patientQuery queries a campaign; when the query takes longer than
+// QueryPatience and the campaign keeps a snapshot in its memo, it reads
+// that instead (fromSnapshot), else it goes on waiting for the query.
+func (c *Client) patientQuery(ctx context.Context, name, query string, out any, fromSnapshot func(workflows.CampaignSnapshot)) error {
+	id, what := workflows.CampaignWorkflowID(name), fmt.Sprintf("campaign %q", name)
+	qctx, cancel := context.WithTimeout(ctx, QueryPatience)
+	err := c.query(qctx, id, what, query, out)
+	cancel()
+	if err == nil || ctx.Err() != nil || !errors.Is(qctx.Err(), context.DeadlineExceeded) {
+		return err
+	}
+	if d, derr := c.tc.DescribeWorkflowExecution(ctx, id, ""); derr == nil {
+		if p := d.GetWorkflowExecutionInfo().GetMemo().GetFields()[workflows.MemoSnapshot]; p != nil {
+			var snap workflows.CampaignSnapshot
+			if c.opts.DataConverter.FromPayload(p, &snap) == nil {
+				fromSnapshot(snap)
+				return nil
+			}
+		}
+	}
+	return c.query(ctx, id, what, query, out)
 }
 
 // Leaderboard is the campaign's trials that reported the objective, best
@@ -188,7 +219,7 @@ func (c *Client) Leaderboard(ctx context.Context, name string) ([]workflows.Lead
 	if err := checkName("campaign", name); err != nil {
 		return nil, err
 	}
-	err := c.query(ctx, workflows.CampaignWorkflowID(name), fmt.Sprintf("campaign %q", name), workflows.QueryLeaderboard, &l)
+	err := c.patientQuery(ctx, name, workflows.QueryLeaderboard, &l, func(snap workflows.CampaignSnapshot) { l = snap.Leaderboard })
 	return l, err
 }
 

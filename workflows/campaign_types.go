@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/hpo"
@@ -241,6 +242,10 @@ type CampaignStatus struct {
 	// finished trial that never reported objective.metric on (see
 	// ObjectiveMissing in the counts); empty when there are none.
 	Warnings []string `json:"warnings,omitempty"`
+	// AsOf is set on a status read from an inline campaign's memo
+	// (CampaignSnapshot) rather than asked of the campaign: the time the
+	// campaign wrote it.
+	AsOf time.Time `json:"as_of,omitzero"`
 }
 
 // CampaignResult is what a campaign returns. A campaign that reaches

@@ -31,22 +31,22 @@ func (c *campaign) publish(ctx workflow.Context) {
 		prev = &searchAttrValues{status: "\x00", ended: -1, running: -1}
 		ups = append(ups, GleanerCampaign.ValueSet(c.spec.Name), GleanerKind.ValueSet(KindCampaign))
 	}
-	if now.status != prev.status {
-		ups = append(ups, GleanerStatus.ValueSet(now.status))
-	}
-	if now.hasBest && (!prev.hasBest || now.best != prev.best) {
-		ups = append(ups, GleanerBestScore.ValueSet(now.best))
-	}
 	// An inline campaign ends trials in most of its workflow tasks: its
-	// counts go to visibility at most every InlineCountsEvery (a change of
-	// status or best score still goes at once, and takes the counts along).
-	counts := c.inline == nil || len(ups) > 0 || now.status != prev.status ||
-		workflow.Now(ctx).Sub(c.countsAt) >= InlineCountsEvery
-	if counts && now.ended != prev.ended {
-		ups = append(ups, GleanerTrialsDone.ValueSet(now.ended))
-	}
-	if counts && now.running != prev.running {
-		ups = append(ups, GleanerTrialsRunning.ValueSet(now.running))
+	// search attributes and memo snapshot go out at most every
+	// InlineCountsEvery, or when its status changes.
+	if c.inline == nil || now.status != prev.status || workflow.Now(ctx).Sub(c.countsAt) >= InlineCountsEvery {
+		if now.status != prev.status {
+			ups = append(ups, GleanerStatus.ValueSet(now.status))
+		}
+		if now.hasBest && (!prev.hasBest || now.best != prev.best) {
+			ups = append(ups, GleanerBestScore.ValueSet(now.best))
+		}
+		if now.ended != prev.ended {
+			ups = append(ups, GleanerTrialsDone.ValueSet(now.ended))
+		}
+		if now.running != prev.running {
+			ups = append(ups, GleanerTrialsRunning.ValueSet(now.running))
+		}
 	}
 	if len(ups) > 0 {
 		if err := workflow.UpsertTypedSearchAttributes(ctx, ups...); err != nil {
@@ -54,6 +54,9 @@ func (c *campaign) publish(ctx workflow.Context) {
 		}
 		c.sa = &now
 		c.countsAt = workflow.Now(ctx)
+		if c.inline != nil {
+			c.upsertSnapshot(ctx)
+		}
 	}
 	// Details are workflow metadata, not history: refreshing them is free.
 	workflow.SetCurrentDetails(ctx, c.details())
@@ -107,4 +110,26 @@ func formatParams(p hpo.Params) string {
 		parts = append(parts, n+"="+hpo.DescribeValue(p[n]))
 	}
 	return strings.Join(parts, " ")
+}
+
+// MemoSnapshot is the memo key of an inline campaign's CampaignSnapshot.
+const MemoSnapshot = "gleaner.snapshot"
+
+// CampaignSnapshot is an inline campaign's status and the top of its
+// leaderboard, in its memo, refreshed with its search attributes (at
+// most every InlineCountsEvery): a busy campaign answers queries only
+// between its workflow tasks, and a client that cannot wait reads this
+// instead (client.Status, client.Leaderboard).
+type CampaignSnapshot struct {
+	Status      CampaignStatus     `json:"status"`
+	Leaderboard []LeaderboardEntry `json:"leaderboard,omitempty"`
+}
+
+func (c *campaign) upsertSnapshot(ctx workflow.Context) {
+	snap := CampaignSnapshot{Status: c.status()}
+	snap.Status.AsOf = workflow.Now(ctx)
+	snap.Leaderboard = c.st.Leaderboard[:min(len(c.st.Leaderboard), detailsLeaderboardN)]
+	if err := workflow.UpsertMemo(ctx, map[string]any{MemoSnapshot: snap}); err != nil {
+		c.logger.Warn("memo not upserted", "error", err)
+	}
 }

@@ -176,6 +176,10 @@ func writeJSON(w io.Writer, v any) error {
 func writeStatus(w io.Writer, s workflows.CampaignStatus, url string) {
 	fmt.Fprintf(w, "campaign  %s\n", s.Campaign)
 	fmt.Fprintf(w, "state     %s\n", s.State)
+	if !s.AsOf.IsZero() {
+		fmt.Fprintf(w, "as of     %s (the campaign is busy: its snapshot, at most %v old)\n",
+			s.AsOf.UTC().Format(time.TimeOnly), workflows.InlineCountsEvery)
+	}
 	if s.Reason != "" {
 		fmt.Fprintf(w, "reason    %s\n", s.Reason)
 	}

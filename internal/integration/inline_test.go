@@ -78,6 +78,25 @@ func TestInlineCampaignCompletesAndKeepsEveryTrial(t *testing.T) {
 	if len(newest) != 5 || newest[0].TrialID != "t00026" || newest[4].TrialID != "t00030" {
 		t.Errorf("newest 5: %v", trialIDs(newest))
 	}
+	// A client that cannot wait for the campaign reads its memo snapshot:
+	// the final status and the top of the leaderboard.
+	defer func(d time.Duration) { client.QueryPatience = d }(client.QueryPatience)
+	client.QueryPatience = time.Nanosecond
+	st, err := c.Status(testContext(t, time.Minute), spec.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.AsOf.IsZero() || st.State != workflows.CampaignCompleted || st.Completed != 30 || st.Best == nil || st.Best.Score != best {
+		t.Errorf("status from the snapshot: %+v", st)
+	}
+	lb, err := c.Leaderboard(testContext(t, time.Minute), spec.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lb) != 10 || lb[0].Score != best {
+		t.Errorf("leaderboard from the snapshot: %d entries %+v, want 10 from val_loss %v", len(lb), lb, best)
+	}
+	client.QueryPatience = time.Minute
 	// The pool no longer counts the campaign.
 	waitFor(t, time.Minute, "the campaign to leave its pool", func() (bool, error) {
 		ps, err := c.PoolStatus(testContext(t, 10*time.Second), spec.Pool)

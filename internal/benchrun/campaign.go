@@ -111,6 +111,8 @@ type CampaignReport struct {
 	// spent on the campaign; per trial they do not depend on the load.
 	ServerCPUSeconds float64 `json:"server_cpu_seconds"`
 	WorkerCPUSeconds float64 `json:"worker_cpu_seconds"`
+	// ReadBack is every trial's result read back after the campaign.
+	ReadBack ReadBack `json:"read_back"`
 	// Probes are the user's commands and the memory, sampled as the
 	// campaign ran (every --progress-every).
 	Probes []ProbeSample `json:"probes,omitempty"`
@@ -118,6 +120,14 @@ type CampaignReport struct {
 	// after (--vs-optuna); VsOptuna is TrialsPerSecond / Optuna's.
 	Optuna   *OptunaFigure `json:"optuna,omitempty"`
 	VsOptuna float64       `json:"vs_optuna,omitempty"`
+}
+
+// ReadBack is `gleaner trials --limit 0` after the campaign: how long it
+// took, the trials it listed, and those completed with the objective.
+type ReadBack struct {
+	Seconds       float64 `json:"seconds"`
+	Trials        int     `json:"trials"`
+	WithObjective int     `json:"with_objective"`
 }
 
 // OptunaFigure is scripts/campaign_optuna.py's result.
@@ -226,6 +236,18 @@ func RunCampaign(ctx context.Context, o CampaignOptions) (*CampaignReport, error
 
 	if err := rep.histories(ctx, e.c, wfID, spec.Pool, res.Created); err != nil {
 		return nil, err
+	}
+	// Every trial's result, read back as `gleaner trials --limit 0` does.
+	t0 := time.Now()
+	all, err := gc.TrialsNewest(ctx, spec.Name, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reading every trial back: %w", err)
+	}
+	rep.ReadBack = ReadBack{Seconds: time.Since(t0).Seconds(), Trials: len(all)}
+	for _, t := range all {
+		if _, ok := t.Metrics[spec.Objective.Metric]; t.State == workflows.TrialCompleted && ok {
+			rep.ReadBack.WithObjective++
+		}
 	}
 	if o.VsOptuna {
 		// Optuna runs on the same machine with Gleaner's server and worker
@@ -508,6 +530,8 @@ func (r *CampaignReport) WriteText(w io.Writer) error {
 		}
 		p("\n")
 	}
+	p("read back: every trial (trials --limit 0): %d listed, %d completed with %s, in %.2f s\n",
+		r.ReadBack.Trials, r.ReadBack.WithObjective, "the objective", r.ReadBack.Seconds)
 	if len(r.Probes) > 0 {
 		var st, lb, tr, wr, sr []float64
 		for _, x := range r.Probes {

@@ -16,8 +16,9 @@ build:
 	$(GO) build -o bin/gleaner ./cmd/gleaner
 
 ## test: formatting, vet, then every test (unit, property, seeded, fuzz seed
-## corpora, and the integration tests against a real Temporal dev server).
-test: temporal fmt-check vet unit
+## corpora, and the integration tests against a real Temporal dev server),
+## then the short fault test on a live stack (chaos-short).
+test: temporal fmt-check vet unit chaos-short
 
 ## temporal: install the pinned temporal CLI unless one is found (TEMPORAL_CLI,
 ## PATH, GOBIN/GOPATH bin — where internal/devserver looks). Takes minutes once.
@@ -67,6 +68,7 @@ integration: temporal
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzDecodeProblem -fuzztime=$(FUZZTIME) ./allocator
 	$(GO) test -run='^$$' -fuzz=FuzzIngest -fuzztime=$(FUZZTIME) ./jpa
+	$(GO) test -run='^$$' -fuzz=FuzzParseKeys -fuzztime=$(FUZZTIME) ./codec
 	$(GO) test -run='^$$' -fuzz=FuzzReadScaling -fuzztime=$(FUZZTIME) ./internal/dataset
 	$(GO) test -run='^$$' -fuzz=FuzzReader -fuzztime=$(FUZZTIME) ./internal/swf
 	$(GO) test -run='^$$' -fuzz=FuzzParseRequest -fuzztime=$(FUZZTIME) ./internal/searchproto
@@ -140,3 +142,44 @@ slurm-down:
 slurm-demo: temporal build
 	$(GO) build -o bin/go-mlp ./examples/go-mlp
 	./bin/gleaner slurm-demo $(SLURM_DEMO_FLAGS)
+
+## stack: docker-compose.yml's stack on this machine without Docker
+## (deploy/stack/stack.sh, docs/deploy.md "A live stack without Docker"):
+## PostgreSQL 15 in bin/stack/postgres (port 55432), the schemas, the Temporal
+## server built from its Go module at compose's version (frontend on
+## 127.0.0.1:7233), the namespace and search attributes, the Temporal UI built
+## from its Go module (http://127.0.0.1:8080), a worker and an agent (4 CPU
+## slots); logs in bin/stack/logs. Idempotent.
+## stack-stop: stop it, agent first (its trainers checkpoint); data kept.
+## stack-status: what runs. Ports and paths: the GLEANER_STACK_* variables.
+STACK_SH := deploy/stack/stack.sh
+.PHONY: stack stack-stop stack-status stack-build chaos chaos-short
+stack: temporal build
+	$(GO) build -o bin/go-mlp ./examples/go-mlp
+	bash $(STACK_SH) start
+
+stack-stop:
+	bash $(STACK_SH) stop
+
+stack-status:
+	bash $(STACK_SH) status
+
+## stack-build: only build the Temporal server and temporal-sql-tool (once,
+## minutes) into bin/stack/temporal-<version>, and the UI into bin/stack/ui-<version>.
+stack-build: build
+	bash $(STACK_SH) build
+
+## chaos: the fault test (internal/chaos): a stack of its own on free ports,
+## campaigns of checkpointing go-mlp trials, and CHAOS_FAULTS faults of each
+## kind (SIGKILL of the worker, SIGKILL of the agent, Temporal server restart,
+## PostgreSQL restart); asserts no trial lost or done twice and at most one
+## checkpoint interval retrained, prints recovery times. chaos-short (2 of
+## each) runs in `make test`.
+CHAOS_FAULTS ?= 20
+chaos: temporal build
+	GLEANER_STACK_UI=0 bash $(STACK_SH) build
+	GLEANER_CHAOS_FAULTS=$(CHAOS_FAULTS) $(GO) test -count=1 -v -timeout 120m -run '^TestChaos$$' ./internal/chaos
+
+chaos-short: temporal build
+	GLEANER_STACK_UI=0 bash $(STACK_SH) build
+	GLEANER_CHAOS_FAULTS=2 $(GO) test -count=1 -timeout 30m -run '^TestChaos$$' ./internal/chaos

@@ -3,8 +3,10 @@
 # (persistence) store and the visibility store. docker-compose.yml runs it
 # once per `up`, in the official temporalio/admin-tools image, which ships
 # temporal-sql-tool and the versioned schemas under /etc/temporal/schema.
-# It is idempotent: on a database set up before, it only applies the
-# versions the image has and the database lacks (a server upgrade).
+# deploy/stack/stack.sh runs it too, with the temporal-sql-tool and the
+# schemas of the server it builds (TEMPORAL_HOME). It is idempotent: on a
+# database set up before, it only applies the versions the image has and
+# the database lacks (a server upgrade).
 #
 # Environment: POSTGRES_SEEDS (host), DB_PORT, POSTGRES_USER, SQL_PASSWORD,
 # DB (SQL plugin, postgres12), DBNAME, VISIBILITY_DBNAME.
@@ -48,9 +50,19 @@ setup() {
 	echo "setup-schema: $db set up"
 }
 
+# PostgreSQL's own pg_isready where there is one (deploy/stack/stack.sh
+# runs this script on a host without nc), else the port (admin-tools).
+reachable() {
+	if command -v pg_isready >/dev/null 2>&1; then
+		pg_isready -q -h "$host" -p "$port" -U "$user" -d postgres
+	else
+		nc -z -w 5 "$host" "$port"
+	fi
+}
+
 echo "setup-schema: waiting for PostgreSQL at $host:$port"
 i=0
-until nc -z -w 5 "$host" "$port"; do
+until reachable; do
 	i=$((i + 1))
 	if [ "$i" -ge 60 ]; then
 		echo "setup-schema: PostgreSQL at $host:$port did not answer" >&2

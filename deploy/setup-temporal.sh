@@ -21,14 +21,15 @@ if [ $# -eq 0 ]; then
 fi
 
 # Retries "$@" every 2 s, up to $tries times; exit status 2 is final.
+# (sh has no local variables: retry_rc must not be the callers' rc.)
 retry() {
 	tries=$1
 	shift
 	i=1
 	until "$@"; do
-		rc=$?
-		if [ "$rc" -eq 2 ] || [ "$i" -ge "$tries" ]; then
-			return "$rc"
+		retry_rc=$?
+		if [ "$retry_rc" -eq 2 ] || [ "$i" -ge "$tries" ]; then
+			return "$retry_rc"
 		fi
 		i=$((i + 1))
 		sleep 2

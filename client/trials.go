@@ -3,6 +3,7 @@ package client
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -19,36 +20,56 @@ import (
 // workflows.InlineRecordsChunk (TrialRecords workflows), read newest
 // first, and its in-flight ones in the campaign (QueryTrials); a campaign
 // with a workflow per trial queries only the newest limit workflows.
-func (c *Client) TrialsNewest(ctx context.Context, name string, limit int) ([]workflows.TrialStatus, error) {
+func (c *Client) TrialsNewest(ctx context.Context, name string, limit int) (TrialList, error) {
 	spec, err := c.Spec(ctx, name)
 	if err != nil {
-		return nil, err
+		return TrialList{}, err
 	}
-	if !spec.Trial.Inline {
-		if limit <= 0 {
-			return c.Trials(ctx, name)
-		}
-		return c.newestTrialWorkflows(ctx, name, limit)
+	var l TrialList
+	switch {
+	case spec.Trial.Inline:
+		l, err = c.inlineTrials(ctx, name, limit)
+	case limit <= 0:
+		l.Trials, err = c.Trials(ctx, name)
+	default:
+		l.Trials, err = c.newestTrialWorkflows(ctx, name, limit)
 	}
-	return c.inlineTrials(ctx, name, limit)
+	return l, err
+}
+
+// TrialList is TrialsNewest's answer.
+type TrialList struct {
+	Trials []workflows.TrialStatus
+	// Busy: an inline campaign too busy to answer within QueryPatience;
+	// Trials holds only its chunks (its in-flight trials and those ended
+	// since its last chunk, at most workflows.InlineRecordsChunk, are
+	// missing).
+	Busy bool
 }
 
 // inlineTrials reads an inline campaign's trials: the campaign's own
 // (in flight, and ended since its last chunk) and its chunks, newest
 // first until limit are found.
-func (c *Client) inlineTrials(ctx context.Context, name string, limit int) ([]workflows.TrialStatus, error) {
+func (c *Client) inlineTrials(ctx context.Context, name string, limit int) (TrialList, error) {
 	var live []workflows.TrialStatus
+	busy := false
 	wfID := workflows.CampaignWorkflowID(name)
-	if err := c.query(ctx, wfID, "campaign "+name, workflows.QueryTrials, &live); err != nil {
-		if limit > 0 {
-			return nil, err
-		}
-		live = nil // an ended campaign: its chunks hold every trial
+	// A busy campaign answers only between its workflow tasks: wait
+	// QueryPatience, then list what its chunks hold (Busy says so).
+	qctx, cancel := context.WithTimeout(ctx, QueryPatience)
+	err := c.query(qctx, wfID, "campaign "+name, workflows.QueryTrials, &live)
+	cancel()
+	switch {
+	case err == nil:
+	case ctx.Err() == nil && errors.Is(qctx.Err(), context.DeadlineExceeded):
+		live, busy = nil, true
+	default:
+		return TrialList{}, err
 	}
 	chunks, err := c.listIDs(ctx, fmt.Sprintf("%s = %q AND %s = %q",
 		workflows.GleanerCampaign.GetName(), name, workflows.GleanerKind.GetName(), workflows.KindRecords))
 	if err != nil {
-		return nil, fmt.Errorf("listing the trial records of campaign %q: %w", name, err)
+		return TrialList{}, fmt.Errorf("listing the trial records of campaign %q: %w", name, err)
 	}
 	slices.Sort(chunks) // …-records-00001, …-records-00002, …
 	seen := map[string]bool{}
@@ -80,7 +101,7 @@ func (c *Client) inlineTrials(ctx context.Context, name string, limit int) ([]wo
 		wg.Wait()
 		for i := len(batch) - 1; i >= 0; i-- {
 			if errs[i] != nil {
-				return nil, fmt.Errorf("reading trial records %s: %w", batch[i], errs[i])
+				return TrialList{}, fmt.Errorf("reading trial records %s: %w", batch[i], errs[i])
 			}
 			add(recs[i].Trials)
 		}
@@ -89,7 +110,7 @@ func (c *Client) inlineTrials(ctx context.Context, name string, limit int) ([]wo
 	if limit > 0 && len(out) > limit {
 		out = out[len(out)-limit:]
 	}
-	return out, nil
+	return TrialList{Trials: out, Busy: busy}, nil
 }
 
 // newestTrialWorkflows is Trials for the newest limit trial workflows.

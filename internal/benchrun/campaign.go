@@ -243,8 +243,8 @@ func RunCampaign(ctx context.Context, o CampaignOptions) (*CampaignReport, error
 	if err != nil {
 		return nil, fmt.Errorf("reading every trial back: %w", err)
 	}
-	rep.ReadBack = ReadBack{Seconds: time.Since(t0).Seconds(), Trials: len(all)}
-	for _, t := range all {
+	rep.ReadBack = ReadBack{Seconds: time.Since(t0).Seconds(), Trials: len(all.Trials)}
+	for _, t := range all.Trials {
 		if _, ok := t.Metrics[spec.Objective.Metric]; t.State == workflows.TrialCompleted && ok {
 			rep.ReadBack.WithObjective++
 		}
@@ -534,12 +534,16 @@ func (r *CampaignReport) WriteText(w io.Writer) error {
 		r.ReadBack.Trials, r.ReadBack.WithObjective, "the objective", r.ReadBack.Seconds)
 	if len(r.Probes) > 0 {
 		var st, lb, tr, wr, sr []float64
+		busy := 0
 		for _, x := range r.Probes {
+			if x.TrialsBusy {
+				busy++
+			}
 			st, lb, tr = append(st, x.StatusMS), append(lb, x.LeaderboardMS), append(tr, x.TrialsMS)
 			wr, sr = append(wr, x.WorkerRSSMB), append(sr, x.ServerRSSMB)
 		}
-		p("commands (ms, p50/p95/max over %d probes): status %s, leaderboard %s, trials (newest 1,000) %s\n",
-			len(r.Probes), pm(summarize(st)), pm(summarize(lb)), pm(summarize(tr)))
+		p("commands (ms, p50/p95/max over %d probes): status %s, leaderboard %s, trials (newest 1,000) %s; %d times the campaign was too busy and trials listed its chunks only\n",
+			len(r.Probes), pm(summarize(st)), pm(summarize(lb)), pm(summarize(tr)), busy)
 		p("memory (MB, first/p50/max/last): worker %.0f/%.0f/%.0f/%.0f, server %.0f/%.0f/%.0f/%.0f\n",
 			wr[0], summarize(wr).P50, summarize(wr).Max, wr[len(wr)-1], sr[0], summarize(sr).P50, summarize(sr).Max, sr[len(sr)-1])
 		step := max(1, len(r.Probes)/10)

@@ -24,6 +24,9 @@ type ProbeSample struct {
 	LeaderboardMS float64 `json:"leaderboard_ms"`
 	TrialsMS      float64 `json:"trials_ms"`
 	Trials        int     `json:"trials"`
+	// TrialsBusy: the campaign was too busy to answer within
+	// client.QueryPatience, and trials listed only its records chunks.
+	TrialsBusy bool `json:"trials_busy,omitempty"`
 	// WorkerRSSMB is this process's resident memory (the worker runs in
 	// it); ServerRSSMB the dev server's.
 	WorkerRSSMB float64 `json:"worker_rss_mb"`
@@ -48,8 +51,8 @@ func probe(ctx context.Context, c *gclient.Client, name string, serverPID int, s
 		return s, st, fmt.Errorf("leaderboard: %w", err)
 	}
 	if err := timed(&s.TrialsMS, func() error {
-		ts, err := c.TrialsNewest(ctx, name, 1000)
-		s.Trials = len(ts)
+		l, err := c.TrialsNewest(ctx, name, 1000)
+		s.Trials, s.TrialsBusy = len(l.Trials), l.Busy
 		return err
 	}); err != nil {
 		return s, st, fmt.Errorf("trials: %w", err)

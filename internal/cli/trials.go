@@ -73,9 +73,14 @@ func (o *trialsOptions) run(ctx context.Context, flags *pflag.FlagSet, name stri
 	if o.limit < 0 {
 		return withCode(ExitUsage, fmt.Errorf("--limit: %d must not be negative (0: all)", o.limit))
 	}
-	trials, err := c.TrialsNewest(ctx, name, o.limit)
+	list, err := c.TrialsNewest(ctx, name, o.limit)
 	if err != nil {
 		return campaignErr(name, err)
+	}
+	trials := list.Trials
+	if list.Busy {
+		fmt.Fprintf(stderr, "note: campaign %s is busy: its trials in flight and those ended in the last %d are not listed\n",
+			name, workflows.InlineRecordsChunk)
 	}
 	// The campaign's warnings; none if it does not answer.
 	var warnings []string

@@ -50,10 +50,11 @@ func TestInlineCampaignCompletesAndKeepsEveryTrial(t *testing.T) {
 	}
 
 	c := client.New(srv.Client(), client.Options{TaskQueue: "inline", Namespace: srv.Namespace(), UIBase: "-"})
-	trials, err := c.TrialsNewest(testContext(t, time.Minute), spec.Name, 0)
+	list, err := c.TrialsNewest(testContext(t, time.Minute), spec.Name, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	trials := list.Trials
 	if len(trials) != 30 {
 		t.Fatalf("%d trials readable, want 30", len(trials))
 	}
@@ -71,10 +72,11 @@ func TestInlineCampaignCompletesAndKeepsEveryTrial(t *testing.T) {
 	if res.Best == nil || res.Best.Score != best {
 		t.Errorf("best %+v, want val_loss %v", res.Best, best)
 	}
-	newest, err := c.TrialsNewest(testContext(t, time.Minute), spec.Name, 5)
+	l5, err := c.TrialsNewest(testContext(t, time.Minute), spec.Name, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
+	newest := l5.Trials
 	if len(newest) != 5 || newest[0].TrialID != "t00026" || newest[4].TrialID != "t00030" {
 		t.Errorf("newest 5: %v", trialIDs(newest))
 	}
@@ -95,6 +97,12 @@ func TestInlineCampaignCompletesAndKeepsEveryTrial(t *testing.T) {
 	}
 	if len(lb) != 10 || lb[0].Score != best {
 		t.Errorf("leaderboard from the snapshot: %d entries %+v, want 10 from val_loss %v", len(lb), lb, best)
+	}
+	// trials lists the chunks alone, and says so; an ended campaign's
+	// chunks hold every trial.
+	busy, err := c.TrialsNewest(testContext(t, time.Minute), spec.Name, 0)
+	if err != nil || !busy.Busy || len(busy.Trials) != 30 {
+		t.Errorf("trials of a campaign that does not answer: busy %v, %d trials, %v; want busy, 30", busy.Busy, len(busy.Trials), err)
 	}
 	client.QueryPatience = time.Minute
 	// The pool no longer counts the campaign.

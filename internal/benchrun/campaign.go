@@ -299,7 +299,10 @@ func copyExecutable(from, to string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(to, b, 0o755)
+	if err := os.WriteFile(to, b, 0o755); err != nil {
+		return err
+	}
+	return os.Chmod(to, 0o755) // WriteFile keeps an existing file's mode
 }
 
 func campaignSpec(trainer string, o CampaignOptions, stepMS float64) gleaner.CampaignSpec {

@@ -1,7 +1,7 @@
 # Gleaner — make targets. `make test` is what CI runs (.ci/run).
 GO       ?= go
 PKGS     ?= ./...
-DATA     ?= ../shared/data
+DATA     ?= data
 FUZZTIME ?= 30s
 # The temporal CLI (Temporal dev server) the integration tests run against;
 # `go install` puts it in GOBIN or the first GOPATH's bin.

@@ -3,24 +3,20 @@ package allocator_test
 import (
 	"fmt"
 	"math"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/gleaner-hpc/gleaner/allocator"
+	"github.com/gleaner-hpc/gleaner/data"
 	"github.com/gleaner-hpc/gleaner/internal/benchgen"
 	"github.com/gleaner-hpc/gleaner/internal/dataset"
 )
 
 func realCurves(tb testing.TB) []dataset.ScalingCurve {
 	tb.Helper()
-	dir := dataset.SharedDataDir()
-	if dir == "" {
-		tb.Skip("../shared/data not found beside the checkout")
-	}
-	curves, err := dataset.LoadScalingDir(filepath.Join(dir, "scaling"))
+	curves, err := dataset.LoadScaling(data.Prefix + data.Scaling)
 	require.NoError(tb, err)
 	return curves
 }

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
@@ -30,9 +31,10 @@ type Options struct {
 	// UIBase is the Temporal web UI's address, for links (default
 	// http://localhost:8233); "-" means there is no UI: links are "".
 	UIBase string
-	// Namespace is the Temporal client's namespace (default "default"). It
-	// is only used in links: set it to the namespace the client was dialled
-	// with.
+	// Namespace is the Temporal client's namespace (default "default"),
+	// for links and for the history reads the client makes itself: set it
+	// to the namespace the client was dialled with (Connection.Client
+	// does).
 	Namespace string
 	// DataConverter decodes the payloads the client reads from histories:
 	// the Temporal client's own (client.Connection.DataConverter; default
@@ -181,35 +183,85 @@ func (c *Client) Status(ctx context.Context, name string) (workflows.CampaignSta
 	return s, err
 }
 
-// QueryPatience is how long Status and Leaderboard wait for an inline
-// campaign (spec trial.inline) to answer a query before they read the
-// snapshot it keeps in its memo (workflows.CampaignSnapshot, at most
-// workflows.InlineCountsEvery old; CampaignStatus.AsOf says when): such a
-// campaign ends trials in most of its workflow tasks, and a query waits
-// for the task in hand.
-var QueryPatience = 700 * time.Millisecond
+// QueryPatience is how long Status, Leaderboard and TrialsNewest wait for
+// an inline campaign (spec trial.inline) to answer a query before they use
+// what it keeps outside its workflow tasks: the snapshot in its memo
+// (workflows.CampaignSnapshot, at most workflows.InlineCountsEvery old;
+// CampaignStatus.AsOf says when) or its records chunks. Such a campaign
+// ends trials in most of its workflow tasks, and a query waits for the
+// task in hand; the memo is read meanwhile, so a command takes about
+// QueryPatience at worst. Zero or less: no query when there is a
+// snapshot (for trials, the chunks alone).
+var QueryPatience = 400 * time.Millisecond
 
-// patientQuery queries a campaign; when the query takes longer than
-// QueryPatience and the campaign keeps a snapshot in its memo, it reads
-// that instead (fromSnapshot), else it goes on waiting for the query.
+// patientQuery queries a campaign and, when the query has not answered
+// within half of QueryPatience, also reads the snapshot in its memo; when
+// the query takes longer than QueryPatience and there is a snapshot, it
+// answers from that (fromSnapshot), else it goes on waiting for the query.
 func (c *Client) patientQuery(ctx context.Context, name, query string, out any, fromSnapshot func(workflows.CampaignSnapshot)) error {
 	id, what := workflows.CampaignWorkflowID(name), fmt.Sprintf("campaign %q", name)
-	qctx, cancel := context.WithTimeout(ctx, QueryPatience)
-	err := c.query(qctx, id, what, query, out)
-	cancel()
-	if err == nil || ctx.Err() != nil || !errors.Is(qctx.Err(), context.DeadlineExceeded) {
-		return err
-	}
-	if d, derr := c.tc.DescribeWorkflowExecution(ctx, id, ""); derr == nil {
-		if p := d.GetWorkflowExecutionInfo().GetMemo().GetFields()[workflows.MemoSnapshot]; p != nil {
-			var snap workflows.CampaignSnapshot
-			if c.opts.DataConverter.FromPayload(p, &snap) == nil {
-				fromSnapshot(snap)
-				return nil
-			}
+	if QueryPatience <= 0 {
+		if snap := c.memoSnapshot(ctx, id); snap != nil {
+			fromSnapshot(*snap)
+			return nil
 		}
+		return c.query(ctx, id, what, query, out)
 	}
-	return c.query(ctx, id, what, query, out)
+	qctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	queried := make(chan error, 1)
+	go func() { queried <- c.query(qctx, id, what, query, out) }()
+	// A query answered within half the patience costs no memo read.
+	half := time.NewTimer(QueryPatience / 2)
+	defer half.Stop()
+	select {
+	case err := <-queried:
+		return err
+	case <-half.C:
+	}
+	snapshot := make(chan *workflows.CampaignSnapshot, 1)
+	go func() { snapshot <- c.memoSnapshot(qctx, id) }()
+	patience := time.NewTimer(QueryPatience - QueryPatience/2)
+	defer patience.Stop()
+	select {
+	case err := <-queried:
+		return err
+	case <-patience.C:
+	}
+	select {
+	case err := <-queried:
+		return err
+	case snap := <-snapshot:
+		if snap == nil { // none, or unreadable: the query it is
+			return <-queried
+		}
+		select {
+		case err := <-queried:
+			if err == nil {
+				return nil // an answer that came meanwhile is fresher
+			}
+		default:
+			cancel()
+			<-queried // out is written by one goroutine only
+		}
+		fromSnapshot(*snap)
+		return nil
+	}
+}
+
+// memoSnapshot reads the snapshot an inline campaign keeps in its memo;
+// nil when there is none or it cannot be read.
+func (c *Client) memoSnapshot(ctx context.Context, id string) *workflows.CampaignSnapshot {
+	d, err := c.tc.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return nil
+	}
+	p := d.GetWorkflowExecutionInfo().GetMemo().GetFields()[workflows.MemoSnapshot]
+	var snap workflows.CampaignSnapshot
+	if p == nil || c.opts.DataConverter.FromPayload(p, &snap) != nil {
+		return nil
+	}
+	return &snap
 }
 
 // Leaderboard is the campaign's trials that reported the objective, best
@@ -235,24 +287,9 @@ func (c *Client) Trials(ctx context.Context, name string) ([]workflows.TrialStat
 	q := fmt.Sprintf("%s = %q AND %s = %q", workflows.GleanerCampaign.GetName(), name, workflows.GleanerKind.GetName(), workflows.KindTrial)
 	// A trial that continued as new is listed once per run: keep its
 	// workflow id once, open if any run is.
-	open := map[string]bool{}
-	var ids []string
-	var token []byte
-	for {
-		resp, err := c.tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, NextPageToken: token})
-		if err != nil {
-			return nil, fmt.Errorf("listing the trials of campaign %q: %w", name, err)
-		}
-		for _, e := range resp.GetExecutions() {
-			id := e.GetExecution().GetWorkflowId()
-			if _, seen := open[id]; !seen {
-				ids = append(ids, id)
-			}
-			open[id] = open[id] || e.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
-		}
-		if token = resp.GetNextPageToken(); len(token) == 0 {
-			break
-		}
+	ids, open, err := c.listWorkflows(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("listing the trials of campaign %q: %w", name, err)
 	}
 	if len(ids) == 0 {
 		// No trials yet, or no campaign: tell the two apart.
@@ -273,7 +310,7 @@ func (c *Client) Trials(ctx context.Context, name string) ([]workflows.TrialStat
 		}
 		out = append(out, s)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].TrialID < out[j].TrialID })
+	slices.SortFunc(out, byTrialID) // t99999 before t100000
 	return out, nil
 }
 
@@ -551,17 +588,19 @@ func (c *Client) PoolLibrary(ctx context.Context, pool string) (workflows.PoolLi
 
 // startInput decodes the input of a workflow's latest run.
 func (c *Client) startInput(ctx context.Context, workflowID string, out any) error {
-	it := c.tc.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	if !it.HasNext() {
+	// One event, not the first page: a busy campaign's run holds thousands.
+	resp, err := c.tc.WorkflowService().GetWorkflowExecutionHistory(ctx, &workflowservice.GetWorkflowExecutionHistoryRequest{
+		Namespace: c.opts.Namespace, Execution: &commonpb.WorkflowExecution{WorkflowId: workflowID}, MaximumPageSize: 1,
+	})
+	switch {
+	case isNotFound(err):
+		return fmt.Errorf("%s: %w", workflowID, ErrNotFound)
+	case err != nil:
+		return fmt.Errorf("reading the history of %s: %w", workflowID, err)
+	case len(resp.GetHistory().GetEvents()) == 0:
 		return fmt.Errorf("%s: %w", workflowID, ErrNotFound)
 	}
-	e, err := it.Next()
-	if err != nil {
-		if isNotFound(err) {
-			return fmt.Errorf("%s: %w", workflowID, ErrNotFound)
-		}
-		return fmt.Errorf("reading the history of %s: %w", workflowID, err)
-	}
+	e := resp.GetHistory().GetEvents()[0]
 	attrs := e.GetWorkflowExecutionStartedEventAttributes()
 	if attrs == nil {
 		return fmt.Errorf("%s: first event is %s", workflowID, e.GetEventType())

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,4 +11,11 @@ import (
 func TestLatestSegments(t *testing.T) {
 	ids := []string{"c-trial-00001", "c-trial-00002", "c-trial-00001.2", "c-trial-00003", "c-trial-00001.3", "c-trial-00002.2", "odd.name.x"}
 	require.Equal(t, []string{"c-trial-00003", "c-trial-00001.3", "c-trial-00002.2", "odd.name.x"}, latestSegments(ids))
+}
+
+// Trials are listed by number: t99999 before t100000, whose ids are longer.
+func TestTrialsSortByNumber(t *testing.T) {
+	ids := []string{"t100000", "t00002", "t99999", "t00010"}
+	slices.SortFunc(ids, byNumber)
+	require.Equal(t, []string{"t00002", "t00010", "t99999", "t100000"}, ids)
 }

@@ -3,11 +3,12 @@ package client
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/gleaner-hpc/gleaner/workflows"
@@ -21,6 +22,19 @@ import (
 // first, and its in-flight ones in the campaign (QueryTrials); a campaign
 // with a workflow per trial queries only the newest limit workflows.
 func (c *Client) TrialsNewest(ctx context.Context, name string, limit int) (TrialList, error) {
+	// An inline campaign's chunks are listed while its spec is read.
+	type listed struct {
+		ids []string
+		err error
+	}
+	lctx, cancel := context.WithCancel(ctx) // not needed past this call
+	defer cancel()
+	chunks := make(chan listed, 1)
+	go func() {
+		ids, err := c.listIDs(lctx, fmt.Sprintf("%s = %q AND %s = %q",
+			workflows.GleanerCampaign.GetName(), name, workflows.GleanerKind.GetName(), workflows.KindRecords))
+		chunks <- listed{ids, err}
+	}()
 	spec, err := c.Spec(ctx, name)
 	if err != nil {
 		return TrialList{}, err
@@ -28,7 +42,11 @@ func (c *Client) TrialsNewest(ctx context.Context, name string, limit int) (Tria
 	var l TrialList
 	switch {
 	case spec.Trial.Inline:
-		l, err = c.inlineTrials(ctx, name, limit)
+		ch := <-chunks
+		if ch.err != nil {
+			return TrialList{}, fmt.Errorf("listing the trial records of campaign %q: %w", name, ch.err)
+		}
+		l, err = c.inlineTrials(ctx, name, limit, ch.ids)
 	case limit <= 0:
 		l.Trials, err = c.Trials(ctx, name)
 	default:
@@ -48,30 +66,80 @@ type TrialList struct {
 }
 
 // inlineTrials reads an inline campaign's trials: the campaign's own
-// (in flight, and ended since its last chunk) and its chunks, newest
-// first until limit are found.
-func (c *Client) inlineTrials(ctx context.Context, name string, limit int) (TrialList, error) {
+// (in flight, and ended since its last chunk) and its chunks (the
+// workflow ids of its TrialRecords), newest first until limit are found.
+func (c *Client) inlineTrials(ctx context.Context, name string, limit int, chunks []string) (TrialList, error) {
+	// A busy campaign answers only between its workflow tasks: ask it
+	// while the chunks are read, wait until QueryPatience has passed, then
+	// list what its chunks hold (Busy says so; at once when QueryPatience
+	// is zero or less).
+	patience := time.NewTimer(QueryPatience)
+	defer patience.Stop()
+	qctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var live []workflows.TrialStatus
-	busy := false
-	wfID := workflows.CampaignWorkflowID(name)
-	// A busy campaign answers only between its workflow tasks: wait
-	// QueryPatience, then list what its chunks hold (Busy says so).
-	qctx, cancel := context.WithTimeout(ctx, QueryPatience)
-	err := c.query(qctx, wfID, "campaign "+name, workflows.QueryTrials, &live)
-	cancel()
-	switch {
-	case err == nil:
-	case ctx.Err() == nil && errors.Is(qctx.Err(), context.DeadlineExceeded):
-		live, busy = nil, true
-	default:
-		return TrialList{}, err
-	}
-	chunks, err := c.listIDs(ctx, fmt.Sprintf("%s = %q AND %s = %q",
-		workflows.GleanerCampaign.GetName(), name, workflows.GleanerKind.GetName(), workflows.KindRecords))
-	if err != nil {
-		return TrialList{}, fmt.Errorf("listing the trial records of campaign %q: %w", name, err)
+	asked := QueryPatience > 0
+	queried := make(chan error, 1)
+	if asked {
+		go func() {
+			queried <- c.query(qctx, workflows.CampaignWorkflowID(name), "campaign "+name, workflows.QueryTrials, &live)
+		}()
 	}
 	slices.Sort(chunks) // …-records-00001, …-records-00002, …
+	// Read chunks newest first, a few at a time, until limit are found.
+	var recs []workflows.TrialRecords // newest first
+	counted := map[string]bool{}      // a trial continued by its searcher is in several chunks
+	// A chunk holds up to workflows.InlineRecordsChunk trials: read as
+	// many at once as the limit still needs, at most 8.
+	const parallel = 8
+	for end, found := len(chunks), 0; end > 0 && (limit <= 0 || found < limit); {
+		n := parallel
+		if limit > 0 {
+			n = min(n, (limit-found+workflows.InlineRecordsChunk-1)/workflows.InlineRecordsChunk)
+		}
+		batch := chunks[max(0, end-n):end]
+		end -= len(batch)
+		got := make([]workflows.TrialRecords, len(batch))
+		errs := make([]error, len(batch))
+		var wg sync.WaitGroup
+		for i, id := range batch {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = c.tc.GetWorkflow(ctx, id, "").Get(ctx, &got[i])
+			}()
+		}
+		wg.Wait()
+		for i := len(batch) - 1; i >= 0; i-- {
+			if errs[i] != nil {
+				return TrialList{}, fmt.Errorf("reading trial records %s: %w", batch[i], errs[i])
+			}
+			recs = append(recs, got[i])
+			for _, t := range got[i].Trials {
+				if !counted[t.TrialID] {
+					counted[t.TrialID] = true
+					found++
+				}
+			}
+		}
+	}
+	busy := false
+	var err error
+	select {
+	case err = <-queried:
+	case <-patience.C:
+		select {
+		case err = <-queried:
+		default:
+			if cancel(); asked {
+				<-queried // live is written by one goroutine only
+			}
+			live, busy, err = nil, true, nil
+		}
+	}
+	if err != nil {
+		return TrialList{}, err
+	}
 	seen := map[string]bool{}
 	var out []workflows.TrialStatus
 	add := func(ts []workflows.TrialStatus) {
@@ -84,27 +152,8 @@ func (c *Client) inlineTrials(ctx context.Context, name string, limit int) (Tria
 		}
 	}
 	add(live)
-	// Read chunks newest first, a few at a time, until limit are found.
-	const parallel = 8
-	for end := len(chunks); end > 0 && (limit <= 0 || len(out) < limit); end -= parallel {
-		batch := chunks[max(0, end-parallel):end]
-		recs := make([]workflows.TrialRecords, len(batch))
-		errs := make([]error, len(batch))
-		var wg sync.WaitGroup
-		for i, id := range batch {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = c.tc.GetWorkflow(ctx, id, "").Get(ctx, &recs[i])
-			}()
-		}
-		wg.Wait()
-		for i := len(batch) - 1; i >= 0; i-- {
-			if errs[i] != nil {
-				return TrialList{}, fmt.Errorf("reading trial records %s: %w", batch[i], errs[i])
-			}
-			add(recs[i].Trials)
-		}
+	for _, r := range recs {
+		add(r.Trials)
 	}
 	slices.SortFunc(out, byTrialID)
 	if limit > 0 && len(out) > limit {
@@ -115,16 +164,7 @@ func (c *Client) inlineTrials(ctx context.Context, name string, limit int) (Tria
 
 // newestTrialWorkflows is Trials for the newest limit trial workflows.
 func (c *Client) newestTrialWorkflows(ctx context.Context, name string, limit int) ([]workflows.TrialStatus, error) {
-	ids, err := c.listIDs(ctx, fmt.Sprintf("%s = %q AND %s = %q AND %s = 'Running'",
-		workflows.GleanerCampaign.GetName(), name, workflows.GleanerKind.GetName(), workflows.KindTrial, "ExecutionStatus"))
-	if err != nil {
-		return nil, fmt.Errorf("listing the trials of campaign %q: %w", name, err)
-	}
-	open := map[string]bool{}
-	for _, id := range ids {
-		open[id] = true
-	}
-	all, err := c.listIDs(ctx, fmt.Sprintf("%s = %q AND %s = %q",
+	all, open, err := c.listWorkflows(ctx, fmt.Sprintf("%s = %q AND %s = %q",
 		workflows.GleanerCampaign.GetName(), name, workflows.GleanerKind.GetName(), workflows.KindTrial))
 	if err != nil {
 		return nil, fmt.Errorf("listing the trials of campaign %q: %w", name, err)
@@ -162,22 +202,30 @@ func (c *Client) newestTrialWorkflows(ctx context.Context, name string, limit in
 
 // listIDs lists the workflow ids a visibility query matches, each once.
 func (c *Client) listIDs(ctx context.Context, q string) ([]string, error) {
-	seen := map[string]bool{}
-	var ids []string
+	ids, _, err := c.listWorkflows(ctx, q)
+	return ids, err
+}
+
+// listWorkflows lists the workflow ids a visibility query matches, each
+// once (a workflow that continued as new is listed once per run), and
+// which of them have a running run.
+func (c *Client) listWorkflows(ctx context.Context, q string) (ids []string, open map[string]bool, err error) {
+	open = map[string]bool{}
 	var token []byte
 	for {
 		resp, err := c.tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, NextPageToken: token})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, e := range resp.GetExecutions() {
-			if id := e.GetExecution().GetWorkflowId(); !seen[id] {
-				seen[id] = true
+			id := e.GetExecution().GetWorkflowId()
+			if _, seen := open[id]; !seen {
 				ids = append(ids, id)
 			}
+			open[id] = open[id] || e.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 		}
 		if token = resp.GetNextPageToken(); len(token) == 0 {
-			return ids, nil
+			return ids, open, nil
 		}
 	}
 }

@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	tclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+
+	"google.golang.org/grpc"
 
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
@@ -64,14 +65,17 @@ func (f *fakeTemporal) QueryWorkflow(_ context.Context, workflowID, _ string, _ 
 	return tclient.NewValue(p), nil
 }
 
-func (f *fakeTemporal) GetWorkflowHistory(context.Context, string, string, bool, enumspb.HistoryEventFilterType) tclient.HistoryEventIterator {
-	return emptyHistory{}
+func (f *fakeTemporal) WorkflowService() workflowservice.WorkflowServiceClient { return emptyHistory{} }
+
+// emptyHistory has no workflow: every history is empty; any other call
+// panics.
+type emptyHistory struct {
+	workflowservice.WorkflowServiceClient
 }
 
-type emptyHistory struct{}
-
-func (emptyHistory) HasNext() bool                          { return false }
-func (emptyHistory) Next() (*historypb.HistoryEvent, error) { return nil, errors.New("empty") }
+func (emptyHistory) GetWorkflowExecutionHistory(context.Context, *workflowservice.GetWorkflowExecutionHistoryRequest, ...grpc.CallOption) (*workflowservice.GetWorkflowExecutionHistoryResponse, error) {
+	return &workflowservice.GetWorkflowExecutionHistoryResponse{}, nil
+}
 
 // Failed queries are sent and the watch goes on (backing off) until the
 // server answers again; it ends after the campaign has.

@@ -20,6 +20,7 @@
 // the plain data that crosses into workflows lives in the root package, so
 // workflows and clients need not import this one.
 //
-// See docs/cluster.md. It imports gleaner (the root package) and trial; it
-// must not import Temporal, workflows or activities.
+// See docs/cluster.md. It imports gleaner (the root package), trial and
+// data (the built-in traces a replay source may name); it must not import
+// Temporal, workflows or activities.
 package cluster

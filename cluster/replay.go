@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gleaner-hpc/gleaner/data"
 )
 
 // ReplayOptions configure a ReplaySource. Trace time runs as
@@ -78,9 +79,11 @@ type replaySlot struct {
 const MaxReplayLine = 1 << 20
 
 // OpenReplaySource reads the event file at path in one streaming pass,
-// keeping only the events of the chosen nodes.
+// keeping only the events of the chosen nodes. A path with data.Prefix
+// names a trace of the built-in reference data
+// ("embedded:traces/summit-idle-2021-02-10_14.csv").
 func OpenReplaySource(path string, opts ReplayOptions) (*ReplaySource, error) {
-	f, err := os.Open(path)
+	f, err := data.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("replay source: %w", err)
 	}

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gleaner-hpc/gleaner/data"
 )
 
 var w0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -179,16 +180,19 @@ func TestReplayErrors(t *testing.T) {
 	if _, err := OpenReplaySource(filepath.Join(t.TempDir(), "missing.csv"), ReplayOptions{Slots: 1}); err == nil {
 		t.Error("missing file accepted")
 	}
+	missing := data.Prefix + "traces/missing.csv"
+	if _, err := OpenReplaySource(missing, ReplayOptions{Slots: 1}); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("missing built-in trace: error %v, want it to name %s", err, missing)
+	}
 }
 
-const summitTrace = "../../shared/data/traces/summit-idle-2021-02-10_14.csv"
+// summitTrace is the built-in Summit trace, as a user names it on the
+// command line.
+const summitTrace = data.Prefix + data.SummitIdle
 
 // On the real Summit trace, compressed 600×, slots do come and go within a
 // minute of wall time, and IdleUntil says when each goes.
 func TestReplaySummitTrace(t *testing.T) {
-	if _, err := os.Stat(summitTrace); err != nil {
-		t.Skipf("Summit trace not available: %v", err)
-	}
 	const k = 8
 	s, err := OpenReplaySource(summitTrace, ReplayOptions{Slots: k, Factor: 600, WallStart: w0})
 	if err != nil {

@@ -1,21 +1,17 @@
 package jpa
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gleaner-hpc/gleaner/data"
 	"github.com/gleaner-hpc/gleaner/internal/dataset"
 )
 
 func realCurves(t *testing.T) []dataset.ScalingCurve {
 	t.Helper()
-	dir := dataset.SharedDataDir()
-	if dir == "" {
-		t.Skip("../shared/data/scaling not found")
-	}
-	curves, err := dataset.LoadScalingDir(filepath.Join(dir, "scaling"))
+	curves, err := dataset.LoadScaling(data.Prefix + data.Scaling)
 	require.NoError(t, err)
 	return curves
 }

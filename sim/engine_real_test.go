@@ -2,23 +2,19 @@ package sim
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/gleaner-hpc/gleaner/allocator"
+	"github.com/gleaner-hpc/gleaner/data"
 	"github.com/gleaner-hpc/gleaner/internal/dataset"
 )
 
 func loadRealCurves(t *testing.T) []dataset.ScalingCurve {
 	t.Helper()
-	dir := dataset.SharedDataDir()
-	if dir == "" {
-		t.Skip("../shared/data not found")
-	}
-	curves, err := dataset.LoadScalingDir(filepath.Join(dir, "scaling"))
+	curves, err := dataset.LoadScaling(data.Prefix + data.Scaling)
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	return curves
 }
@@ -53,13 +49,13 @@ func TestRunBFTrainerWorkloadTiming(t *testing.T) {
 	if os.Getenv("GLEANER_SIM_TIMING") == "" {
 		t.Skip("set GLEANER_SIM_TIMING=1 to time the 1000-job workload (minutes)")
 	}
-	jobs := loadSharedJobs(t, "jobs-shufflenet-hpo-1000.csv")
+	jobs := loadSharedJobs(t, data.HPO1000)
 	start := jobs[0].Submit
 	timeRun(t, "100 churning nodes over 5 days", Churn(100, start, 5*24*3600, 1800, 1800, 11), jobs)
 
-	f, err := os.Open(filepath.Join(dataset.SharedDataDir(), "traces", "summit-idle-2021-02-10_14.csv"))
+	f, err := data.Open(data.Prefix + data.SummitIdle)
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	tr, err := ReadIdleEvents(f, SourceOptions{})

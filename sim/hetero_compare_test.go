@@ -2,23 +2,17 @@ package sim
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/gleaner-hpc/gleaner/allocator"
-	"github.com/gleaner-hpc/gleaner/internal/dataset"
+	"github.com/gleaner-hpc/gleaner/data"
 )
 
 func loadGavel(t testing.TB) []GavelJobType {
 	t.Helper()
-	dir := dataset.SharedDataDir()
-	if dir == "" {
-		t.Skip("../shared/data not found")
-	}
-	f, err := os.Open(filepath.Join(dir, "gpus", "gavel-isolated-throughputs.csv"))
+	f, err := data.Open(data.Prefix + data.Gavel)
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	types, err := ReadGavel(f)

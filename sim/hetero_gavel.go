@@ -15,8 +15,8 @@ import (
 )
 
 // GavelJobType is one (model, batch size) job type of Gavel's isolated-
-// throughput table (../shared/data/gpus/gavel-isolated-throughputs.csv,
-// Narayanan et al., OSDI'20): its throughput on each GPU type, in steps/s,
+// throughput table (data/gpus/gavel-isolated-throughputs.csv in the
+// repository; Narayanan et al., OSDI'20): its throughput on each GPU type, in steps/s,
 // at each measured scale factor (1, 2, 4, 8 GPUs, or 1 only), as a curve
 // over node counts with one GPU per node.
 type GavelJobType struct {

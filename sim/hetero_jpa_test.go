@@ -1,12 +1,10 @@
 package sim
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/gleaner-hpc/gleaner/allocator"
-	"github.com/gleaner-hpc/gleaner/internal/dataset"
+	"github.com/gleaner-hpc/gleaner/data"
 	"github.com/gleaner-hpc/gleaner/jpa"
 )
 
@@ -24,9 +22,9 @@ import (
 // 0.946–1.009, mean 0.982.
 func TestJPAOnMixedPools(t *testing.T) {
 	gavel := loadGavel(t)
-	f, err := os.Open(filepath.Join(dataset.SharedDataDir(), "gpus", "gavel-isolated-throughputs.csv"))
+	f, err := data.Open(data.Prefix + data.Gavel)
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	speeds, err := jpa.ParseGavel(f)
 	f.Close()

@@ -1,7 +1,7 @@
 package sim
 
 import (
-	"os"
+	"io"
 	"testing"
 )
 
@@ -28,14 +28,14 @@ func TestJPAOnSaturatedSmallMachines(t *testing.T) {
 	curves := loadRealCurves(t)
 	theta := func(nodes int, from, to float64) func() *Trace {
 		return func() *Trace {
-			return readReal(t, "theta-2022.swf", func(f *os.File) (*Trace, error) {
+			return readReal(t, "theta-2022.swf", func(f io.Reader) (*Trace, error) {
 				return ReadSWF(f, SourceOptions{MaxNodes: nodes, Window: [2]float64{from, to}})
 			})
 		}
 	}
 	summit := func(nodes int) func() *Trace {
 		return func() *Trace {
-			tr := readReal(t, "summit-idle-2021-02-10_14.csv", func(f *os.File) (*Trace, error) {
+			tr := readReal(t, "summit-idle-2021-02-10_14.csv", func(f io.Reader) (*Trace, error) {
 				return ReadIdleEvents(f, SourceOptions{})
 			})
 			small, err := tr.Restrict(nodes)

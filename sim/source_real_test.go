@@ -1,22 +1,18 @@
 package sim
 
 import (
-	"os"
-	"path/filepath"
+	"io"
 	"slices"
 	"testing"
+
+	"github.com/gleaner-hpc/gleaner/data"
 )
 
-// realTraces is where the shared reference traces live, seen from this
-// package's directory (see ../shared/data/README.md).
-const realTraces = "../../shared/data/traces"
-
-func readReal(t *testing.T, name string, read func(*os.File) (*Trace, error)) *Trace {
+// readReal reads a trace of the built-in reference data (data/traces,
+// see data/README.md): name is its file name in traces/.
+func readReal(t *testing.T, name string, read func(io.Reader) (*Trace, error)) *Trace {
 	t.Helper()
-	f, err := os.Open(filepath.Join(realTraces, name))
-	if os.IsNotExist(err) {
-		t.Skipf("%s not present: %v", name, err)
-	}
+	f, err := data.Open(data.Prefix + "traces/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +41,7 @@ func logHoles(t *testing.T, tr *Trace) {
 }
 
 func TestRealSummitIdleEvents(t *testing.T) {
-	tr := readReal(t, "summit-idle-2021-02-10_14.csv", func(f *os.File) (*Trace, error) {
+	tr := readReal(t, "summit-idle-2021-02-10_14.csv", func(f io.Reader) (*Trace, error) {
 		return ReadIdleEvents(f, SourceOptions{})
 	})
 	checkTrace(t, tr, 0)
@@ -56,7 +52,7 @@ func TestRealSummitIdleEvents(t *testing.T) {
 		t.Errorf("mean idle fraction %.3f, want about 0.08 (README)", f)
 	}
 	logHoles(t, tr)
-	min := readReal(t, "summit-idle-2021-02-10_14.csv", func(f *os.File) (*Trace, error) {
+	min := readReal(t, "summit-idle-2021-02-10_14.csv", func(f io.Reader) (*Trace, error) {
 		return ReadIdleEvents(f, SourceOptions{MinHole: 120})
 	})
 	checkTrace(t, min, 120)
@@ -64,7 +60,7 @@ func TestRealSummitIdleEvents(t *testing.T) {
 }
 
 func TestRealThetaSWF(t *testing.T) {
-	tr := readReal(t, "theta-2022.swf", func(f *os.File) (*Trace, error) {
+	tr := readReal(t, "theta-2022.swf", func(f io.Reader) (*Trace, error) {
 		return ReadSWF(f, SourceOptions{})
 	})
 	if tr.Report.Jobs != 23911 || tr.Size != 4360 || len(tr.Nodes) != 4360 {

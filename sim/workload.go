@@ -70,7 +70,7 @@ var jobColumns = []string{"name", "submit_unix", "min_nodes", "max_nodes", "resc
 const modelColumn = 9
 
 // ReadJobs parses a workload in the BFTrainer job format
-// (../shared/data/workloads): a header line naming the columns
+// (data/workloads in the repository): a header line naming the columns
 // name, submit_unix, min_nodes, max_nodes, rescale_up_s, rescale_down_s,
 // total_samples, nodes, samples_per_s, then one job per line; nodes and
 // samples_per_s are space-separated lists giving the throughput curve,

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gleaner-hpc/gleaner/allocator"
+	"github.com/gleaner-hpc/gleaner/data"
 	"github.com/gleaner-hpc/gleaner/internal/dataset"
 )
 
@@ -36,11 +37,7 @@ func TestReadJobsTiny(t *testing.T) {
 }
 
 func TestReadJobsShared(t *testing.T) {
-	dir := dataset.SharedDataDir()
-	if dir == "" {
-		t.Skip("../shared/data not found")
-	}
-	for _, name := range []string{"jobs-shufflenet-hpo-10.csv", "jobs-shufflenet-hpo-1000.csv"} {
+	for _, name := range []string{data.HPO10, data.HPO1000} {
 		jobs := loadSharedJobs(t, name)
 		for _, j := range jobs {
 			if j.MinNodes != 1 || j.MaxNodes != 64 || j.Curve[0].Nodes != 1 || j.Curve[len(j.Curve)-1].Nodes != 64 {
@@ -50,15 +47,13 @@ func TestReadJobsShared(t *testing.T) {
 	}
 }
 
+// loadSharedJobs reads a workload of the built-in reference data; name is
+// its path there (data.HPO10, data.HPO1000).
 func loadSharedJobs(t *testing.T, name string) []Job {
 	t.Helper()
-	dir := dataset.SharedDataDir()
-	if dir == "" {
-		t.Skip("../shared/data not found")
-	}
-	f, err := os.Open(filepath.Join(dir, "workloads", name))
+	f, err := data.Open(data.Prefix + name)
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	jobs, err := ReadJobs(f)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gleaner-hpc/gleaner/data"
 )
 
 // NodeSourceKind names a kind of node source.
@@ -50,7 +52,9 @@ type StaticNodes struct {
 // ReplayNodes is
 // "replay:FILE[,slots=K][,factor=F][,offset=S][,loop=true][,type=T][,gpus=none]".
 type ReplayNodes struct {
-	// File is an idle-node trace (like ../shared/data/traces/summit-idle-*.csv).
+	// File is an idle-node trace (like data/traces/summit-idle-*.csv in
+	// the repository); a name with data.Prefix is one of the built-in
+	// traces ("embedded:traces/summit-idle-2021-02-10_14.csv").
 	File string
 	// Slots is how many local slots the trace's nodes map onto (default 4).
 	Slots int
@@ -333,7 +337,13 @@ func (n NodeSourceConfig) Validate() error {
 		case r.Offset < 0:
 			return bad("offset must be ≥ 0")
 		}
-		if st, err := os.Stat(r.File); err != nil {
+		if data.IsEmbedded(r.File) {
+			f, err := data.Open(r.File)
+			if err != nil {
+				return bad("trace file: %v", err)
+			}
+			f.Close()
+		} else if st, err := os.Stat(r.File); err != nil {
 			return bad("trace file: %v", errors.Unwrap(err))
 		} else if st.IsDir() {
 			return bad("trace file %s is a directory", r.File)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gleaner-hpc/gleaner/data"
 	"github.com/gleaner-hpc/gleaner/worker"
 )
 
@@ -27,6 +28,10 @@ func TestParseNodeSource(t *testing.T) {
 		{"static:2,gpus=auto", worker.NodeSourceConfig{Kind: worker.NodeSourceStatic, Static: worker.StaticNodes{Nodes: 2}}},
 		{"replay:t.csv,loop=true,gpus=none", worker.NodeSourceConfig{Kind: worker.NodeSourceReplay, NoGPUs: true, Replay: worker.ReplayNodes{
 			File: "t.csv", Slots: worker.DefaultReplaySlots, Factor: 1, Loop: true}}},
+		// A built-in trace: its name holds a colon, which must not end the
+		// source kind or the file.
+		{"replay:" + data.Prefix + data.SummitIdle + ",slots=8,factor=300", worker.NodeSourceConfig{Kind: worker.NodeSourceReplay, Replay: worker.ReplayNodes{
+			File: data.Prefix + data.SummitIdle, Slots: 8, Factor: 300}}},
 		{"replay:t.csv,offset=1.5", worker.NodeSourceConfig{Kind: worker.NodeSourceReplay, Replay: worker.ReplayNodes{
 			File: "t.csv", Slots: worker.DefaultReplaySlots, Factor: 1, Offset: 1500 * time.Millisecond}}},
 		{"slurm:partition=glean", worker.NodeSourceConfig{Kind: worker.NodeSourceSlurm, Slurm: worker.SlurmNodes{Partition: "glean"}}},
@@ -148,6 +153,53 @@ func TestNewResourcesStatic(t *testing.T) {
 	if len(nodes) != 3 || nodes[0].Type != "a100" {
 		t.Errorf("typed static source over a 3-slot host: %+v", nodes)
 	}
+}
+
+// A replay source reads the built-in Summit trace from any working
+// directory, and a built-in name that does not exist is refused naming it.
+func TestNewResourcesReplayBuiltInTrace(t *testing.T) {
+	n, err := worker.ParseNodeSource("replay:" + data.Prefix + data.SummitIdle + ",slots=4,factor=600,offset=48h,gpus=none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	cfg := worker.DefaultConfig()
+	cfg.Nodes, cfg.DataDir = n, t.TempDir()
+	res, err := worker.NewResources(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := res.Nodes.Idle(context.Background(), time.Now()); err != nil {
+		t.Errorf("Idle: %v", err)
+	}
+
+	missing := data.Prefix + "traces/missing.csv"
+	bad, err := worker.ParseNodeSource("replay:" + missing + ",slots=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFieldError(t, bad.Validate(), "nodes", missing)
+}
+
+// The JPA's library and GPU ratios load from the built-in reference data
+// by their embedded: names as well as from disk.
+func TestBuiltInPriorCurvesAndGPURatios(t *testing.T) {
+	lib, err := worker.LoadPriorCurves(data.Prefix + data.Scaling)
+	if err != nil || len(lib) == 0 {
+		t.Fatalf("LoadPriorCurves(%q): %d curves, %v", data.Prefix+data.Scaling, len(lib), err)
+	}
+	sp, err := worker.LoadGPURatios(data.Prefix + data.Gavel)
+	if err != nil {
+		t.Fatalf("LoadGPURatios(%q): %v", data.Prefix+data.Gavel, err)
+	}
+	if _, _, ok := sp.Ratio("", "k80", "v100"); !ok {
+		t.Errorf("no v100/k80 ratio in Gavel's table")
+	}
+	missing := data.Prefix + "gpus/missing.csv"
+	_, err = worker.LoadGPURatios(missing)
+	checkFieldError(t, err, "gpu-ratios", missing)
 }
 
 func TestNewResourcesReplay(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gleaner-hpc/gleaner/activities"
 	"github.com/gleaner-hpc/gleaner/cluster"
+	"github.com/gleaner-hpc/gleaner/data"
 	"github.com/gleaner-hpc/gleaner/internal/dataset"
 	"github.com/gleaner-hpc/gleaner/jpa"
 	"github.com/gleaner-hpc/gleaner/nas"
@@ -80,13 +81,14 @@ func NewResources(ctx context.Context, cfg Config) (Resources, error) {
 }
 
 // LoadPriorCurves reads a directory of profiled scaling curves
-// (dataset.LoadScalingDir) as the JPA's library; nil, nil for an empty
+// (dataset.LoadScaling: a directory on disk, or "embedded:scaling" for the
+// built-in reference curves) as the JPA's library; nil, nil for an empty
 // path. Errors name the flag and its variable.
 func LoadPriorCurves(dir string) ([]jpa.PriorCurve, error) {
 	if dir == "" {
 		return nil, nil
 	}
-	curves, err := dataset.LoadScalingDir(dir)
+	curves, err := dataset.LoadScaling(dir)
 	if err != nil {
 		return nil, fieldErr("prior-curves", EnvPriorCurves, dir, "%v", err)
 	}
@@ -100,13 +102,15 @@ func LoadPriorCurves(dir string) ([]jpa.PriorCurve, error) {
 	return out, nil
 }
 
-// LoadGPURatios reads a Gavel-format throughput table (jpa.ParseGavel);
-// nil, nil for an empty path. Errors name the flag and its variable.
+// LoadGPURatios reads a Gavel-format throughput table (jpa.ParseGavel): a
+// file on disk, or "embedded:gpus/gavel-isolated-throughputs.csv" for
+// Gavel's own; nil, nil for an empty path. Errors name the flag and its
+// variable.
 func LoadGPURatios(path string) (*jpa.TypeSpeeds, error) {
 	if path == "" {
 		return nil, nil
 	}
-	f, err := os.Open(path)
+	f, err := data.Open(path)
 	if err != nil {
 		return nil, fieldErr("gpu-ratios", EnvGPURatios, path, "%v", err)
 	}

@@ -28,6 +28,12 @@ var (
 	// InlineRecordsChunk is how many ended trials one TrialRecords
 	// workflow keeps (its input and result: about 0.5 KB a trial).
 	InlineRecordsChunk = 500
+	// InlineRecordsBytes bounds the ended trials waiting for a chunk, as
+	// JSON: a chunk is cut at InlineRecordsChunk trials or this size,
+	// whichever comes first, so that large parameters (a NAS
+	// architecture) keep the chunk's payload and the state carried across
+	// continue-as-new far below Temporal's 2 MB limit on one payload.
+	InlineRecordsBytes = 256 << 10
 	// InlineDrainWait is how long a campaign run about to continue as new
 	// lets its running trials finish before it stops them at a checkpoint
 	// (they resume in the next run).
@@ -54,6 +60,8 @@ type InlineState struct {
 	// Chunks counts those workflows.
 	Records []TrialStatus `json:"records,omitempty"`
 	Chunks  int           `json:"chunks,omitempty"`
+	// RecordBytes is the size of Records as JSON (InlineRecordsBytes).
+	RecordBytes int `json:"record_bytes,omitempty"`
 }
 
 // InlineTrial is one in-flight inline trial: how to launch it and how far
@@ -444,9 +452,16 @@ func (x *inliner) finish(ctx workflow.Context, key string, state TrialState, err
 		rep.Resume = &TrialResume{Owner: in.Owner, Samples: p.Samples, Step: p.Step, Epoch: p.Epoch,
 			Checkpoint: p.Checkpoint, Runs: p.Runs, Restarts: p.Restarts, Seen: p.ObjectiveSeen}
 	}
-	st.Records = append(st.Records, TrialStatus{TrialID: in.TrialID, Params: in.Params, TrialProgress: p})
+	rec := TrialStatus{TrialID: in.TrialID, Params: in.Params, TrialProgress: p}
+	st.Records = append(st.Records, rec)
+	st.RecordBytes += jsonSize(rec)
 	x.c.endTrial(ctx, key, rep)
-	if len(st.Records) >= InlineRecordsChunk {
+	full := len(st.Records) >= InlineRecordsChunk
+	if !full && st.RecordBytes >= InlineRecordsBytes {
+		// Cut by size only in runs that began with this rule.
+		full = workflow.GetVersion(ctx, "inline-records-bytes", workflow.DefaultVersion, 1) == 1
+	}
+	if full {
 		x.flushRecords(ctx)
 	}
 }
@@ -468,7 +483,7 @@ func (x *inliner) flushRecords(ctx workflow.Context) {
 	}
 	st.Chunks++
 	recs := TrialRecords{Campaign: c.spec.Name, Chunk: st.Chunks, Trials: st.Records}
-	st.Records = nil
+	st.Records, st.RecordBytes = nil, 0
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            TrialRecordsWorkflowID(c.wfID, recs.Chunk),
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,8 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/gleaner-hpc/gleaner/hpo"
 )
 
 // inlineHarness runs an inline campaign in the test environment with a
@@ -300,4 +303,37 @@ func TestInlineCampaignContinuesAsNewWithItsTrials(t *testing.T) {
 		require.Equal(t, 1, st.Trials[i].Progress.Runs)
 		require.Equal(t, TrialPending, st.Trials[i].Progress.State)
 	}
+}
+
+// Ended trials are cut into chunks by size too: with large parameters a
+// chunk (and the state carried across continue-as-new) stays small.
+func TestInlineCampaignCutsRecordChunksBySize(t *testing.T) {
+	defer func(n int) { InlineRecordsBytes = n }(InlineRecordsBytes)
+	InlineRecordsBytes = 1 // every ended trial fills a chunk
+	h := newInlineHarness(t, 3, 20*time.Millisecond)
+	h.env.ExecuteWorkflow(CampaignWorkflowName, inlineSpec(6, 3))
+	require.True(t, h.env.IsWorkflowCompleted())
+	require.NoError(t, h.env.GetWorkflowError())
+	require.Len(t, h.records, 6, "one chunk per trial")
+	for _, r := range h.records {
+		require.Len(t, r.Trials, 1)
+	}
+}
+
+// The memo's snapshot drops leaderboard entries, worst first, to stay
+// under MemoSnapshotMax: Temporal fails a workflow task whose memo is over
+// 32 KB.
+func TestCampaignSnapshotIsCapped(t *testing.T) {
+	big := strings.Repeat("x", 3000) // a long architecture string
+	var snap CampaignSnapshot
+	for i := range 10 {
+		snap.Leaderboard = append(snap.Leaderboard, LeaderboardEntry{TrialID: fmt.Sprintf("t%05d", i+1), Params: hpo.Params{"arch": hpo.String(big)}, Score: float64(i)})
+	}
+	capped := snap.capped(MemoSnapshotMax)
+	require.LessOrEqual(t, jsonSize(capped), MemoSnapshotMax)
+	require.NotEmpty(t, capped.Leaderboard)
+	require.Less(t, len(capped.Leaderboard), 10)
+	require.Equal(t, snap.Leaderboard[:len(capped.Leaderboard)], capped.Leaderboard, "the best entries stay")
+	small := CampaignSnapshot{Leaderboard: snap.Leaderboard[:1]}
+	require.Equal(t, small, small.capped(MemoSnapshotMax), "a small snapshot is kept whole")
 }

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -115,6 +116,25 @@ func formatParams(p hpo.Params) string {
 // MemoSnapshot is the memo key of an inline campaign's CampaignSnapshot.
 const MemoSnapshot = "gleaner.snapshot"
 
+// capped drops leaderboard entries, worst first, until the snapshot's
+// JSON is at most max bytes (or the leaderboard is empty).
+func (s CampaignSnapshot) capped(max int) CampaignSnapshot {
+	for len(s.Leaderboard) > 0 && jsonSize(s) > max {
+		s.Leaderboard = s.Leaderboard[:len(s.Leaderboard)-1]
+	}
+	return s
+}
+
+// jsonSize is the length of v as JSON (0 when it cannot be encoded):
+// deterministic, so workflow code may decide on it.
+func jsonSize(v any) int {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0
+	}
+	return len(b)
+}
+
 // CampaignSnapshot is an inline campaign's status and the top of its
 // leaderboard, in its memo, refreshed with its search attributes (at
 // most every InlineCountsEvery): a busy campaign answers queries only
@@ -125,10 +145,17 @@ type CampaignSnapshot struct {
 	Leaderboard []LeaderboardEntry `json:"leaderboard,omitempty"`
 }
 
+// MemoSnapshotMax bounds the snapshot in the memo, as JSON: Temporal
+// refuses a memo over 32 KB (limit.memoSize.error) and fails the workflow
+// task that upserts it, so large parameters (a NAS architecture) cost
+// leaderboard entries, never the campaign.
+const MemoSnapshotMax = 16 << 10
+
 func (c *campaign) upsertSnapshot(ctx workflow.Context) {
 	snap := CampaignSnapshot{Status: c.status()}
 	snap.Status.AsOf = workflow.Now(ctx)
 	snap.Leaderboard = c.st.Leaderboard[:min(len(c.st.Leaderboard), detailsLeaderboardN)]
+	snap = snap.capped(MemoSnapshotMax)
 	if err := workflow.UpsertMemo(ctx, map[string]any{MemoSnapshot: snap}); err != nil {
 		c.logger.Warn("memo not upserted", "error", err)
 	}

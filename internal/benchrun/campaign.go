@@ -47,6 +47,8 @@ type CampaignOptions struct {
 	Log           io.Writer
 	// ServerConfig are dynamic config values (KEY=VALUE) for the dev server.
 	ServerConfig []string
+	// ServerLog, when set, receives the dev server's output (appended).
+	ServerLog string
 	// Inline runs the trials inline (spec trial.inline): activities of the
 	// campaign's workflow, not workflows of their own.
 	Inline bool
@@ -191,7 +193,7 @@ func RunCampaign(ctx context.Context, o CampaignOptions) (*CampaignReport, error
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	e, err := setup(ctx, envOptions{Slots: o.Nodes, RepoDir: o.RepoDir, Log: o.Log, ServerConfig: o.ServerConfig})
+	e, err := setup(ctx, envOptions{Slots: o.Nodes, RepoDir: o.RepoDir, Log: o.Log, ServerConfig: o.ServerConfig, ServerLog: o.ServerLog})
 	if err != nil {
 		return nil, err
 	}

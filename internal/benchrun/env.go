@@ -32,6 +32,9 @@ type envOptions struct {
 	// ServerConfig are dynamic config values (KEY=VALUE) for the dev
 	// server, e.g. history.timerProcessorMaxTimeShift=10ms.
 	ServerConfig []string
+	// ServerLog, when set, receives the dev server's output (appended),
+	// so that a server that dies mid-run leaves its last words.
+	ServerLog string
 }
 
 // env is a dev environment (internal/devenv) in a temporary directory: a
@@ -45,6 +48,7 @@ type env struct {
 	trainer string
 	repo    string // the gleaner checkout
 	w       *devenv.Worker
+	log     *os.File // the server's output (envOptions.ServerLog), or nil
 }
 
 // setup checks for the temporal CLI, builds go-mlp, starts the server
@@ -76,11 +80,20 @@ func setup(ctx context.Context, o envOptions) (_ *env, err error) {
 		return nil, fmt.Errorf("in %s: %w", repo, err)
 	}
 	fmt.Fprintf(o.Log, "bench: starting the Temporal dev server (%s)\n", cli)
+	var serverLog io.Writer
+	if o.ServerLog != "" {
+		f, err := os.OpenFile(o.ServerLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("--server-log: %w", err)
+		}
+		e.log, serverLog = f, f
+	}
 	e.srv, err = devserver.Start(ctx, devserver.Options{
 		CLIPath:       cli,
 		DynamicConfig: o.ServerConfig,
 		DBFile:        filepath.Join(dir, "temporal.db"),
 		Logger:        log.NewStructuredLogger(slog.New(slog.NewTextHandler(o.Log, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+		Output:        serverLog,
 	})
 	if err != nil {
 		return nil, err
@@ -103,6 +116,10 @@ func (e *env) Close() {
 	if e.srv != nil {
 		_ = e.srv.Stop()
 		e.srv = nil
+	}
+	if e.log != nil {
+		_ = e.log.Close()
+		e.log = nil
 	}
 	_ = os.RemoveAll(e.dir)
 }

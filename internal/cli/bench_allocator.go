@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gleaner-hpc/gleaner/allocator"
+	"github.com/gleaner-hpc/gleaner/data"
 	"github.com/gleaner-hpc/gleaner/internal/benchgen"
 	"github.com/gleaner-hpc/gleaner/internal/dataset"
 )
@@ -62,7 +64,10 @@ The paper formulation has trials×nodes binaries for its assignment alone; it
 is skipped (status "skipped") above --paper-max-binaries.
 
 Status "optimal" means proven within --rel-gap of the optimum (the
-allocator's Settings.RelGap); "feasible", stopped at --time-limit first.`,
+allocator's Settings.RelGap); "feasible", stopped at --time-limit first.
+
+DATA is --data, by default the reference data built into the binary (the
+repository's data/ folder).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -79,7 +84,7 @@ allocator's Settings.RelGap); "feasible", stopped at --time-limit first.`,
 	f.IntVar(&o.paperMaxBinaries, "paper-max-binaries", 300_000, "skip the paper formulation above trials×nodes binaries")
 	f.IntVar(&o.types, "types", 1, "node types: K ≥ 2 makes the first K clusters of DATA/scaling node types (node i of type i mod K), each trial with its application's curve measured on each")
 	f.Float64Var(&o.scarcity, "scarcity", 2, "target Σ max_nodes / idle nodes: real curves are stretched so trials compete (negative: unstretched)")
-	f.StringVar(&o.dataDir, "data", "", "reference data directory holding scaling/ (default: ../shared/data found from the working directory)")
+	f.StringVar(&o.dataDir, "data", data.Prefix, "reference data directory holding scaling/, or embedded: for the data built into this binary")
 	f.BoolVar(&o.json, "json", false, "print one JSON array of rows")
 	return cmd
 }
@@ -244,19 +249,24 @@ func parseIntList(flag, s string) ([]int, error) {
 	return out, nil
 }
 
-// loadScaling reads DIR/scaling, DIR defaulting to ../shared/data.
+// loadScaling reads DIR/scaling of --data: a directory on disk, or the
+// built-in reference data (data.Prefix, the default).
 func loadScaling(dataDir string) ([]dataset.ScalingCurve, error) {
-	if dataDir == "" {
-		dataDir = dataset.SharedDataDir()
-		if dataDir == "" {
-			return nil, fmt.Errorf("--data: no ../shared/data/scaling found from the working directory; pass --data DIR")
-		}
-	}
-	curves, err := dataset.LoadScalingDir(filepath.Join(dataDir, "scaling"))
+	curves, err := dataset.LoadScaling(dataPath(dataDir, data.Scaling))
 	if err != nil {
 		return nil, fmt.Errorf("--data: %w", err)
 	}
 	return curves, nil
+}
+
+// dataPath is the file or folder rel (slash-separated, as data.Scaling)
+// under dir, a --data value: a directory on disk or a folder of the
+// built-in reference data ("embedded:", its root).
+func dataPath(dir, rel string) string {
+	if data.IsEmbedded(dir) {
+		return data.Prefix + path.Join(strings.TrimPrefix(dir, data.Prefix), rel)
+	}
+	return filepath.Join(dir, filepath.FromSlash(rel))
 }
 
 func quantile(xs []float64, q float64) float64 {

@@ -3,11 +3,11 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/gleaner-hpc/gleaner/internal/dataset"
 )
 
 func runCLI(t *testing.T, args ...string) (string, string, error) {
@@ -18,9 +18,6 @@ func runCLI(t *testing.T, args ...string) (string, string, error) {
 }
 
 func TestBenchAllocatorJSON(t *testing.T) {
-	if dataset.SharedDataDir() == "" {
-		t.Skip("../shared/data not found beside the checkout")
-	}
 	out, progress, err := runCLI(t, "bench", "allocator", "--trials", "4,12", "--nodes", "16",
 		"--formulation", "compact,paper,greedy,equal", "--instances", "3", "--json")
 	require.NoError(t, err)
@@ -51,9 +48,6 @@ func TestBenchAllocatorJSON(t *testing.T) {
 }
 
 func TestBenchAllocatorTableAndSkip(t *testing.T) {
-	if dataset.SharedDataDir() == "" {
-		t.Skip("../shared/data not found beside the checkout")
-	}
 	out, _, err := runCLI(t, "bench", "allocator", "--trials", "10", "--nodes", "40",
 		"--formulation", "compact,paper", "--instances", "1", "--paper-max-binaries", "100")
 	require.NoError(t, err)
@@ -62,12 +56,16 @@ func TestBenchAllocatorTableAndSkip(t *testing.T) {
 }
 
 func TestBenchAllocatorBadFlags(t *testing.T) {
+	emptyScaling := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(emptyScaling, "scaling"), 0o755))
 	cases := map[string][]string{
 		`--trials: "x" is not a positive integer`: {"--trials", "10,x"},
 		`--nodes: "0" is not a positive integer`:  {"--nodes", "0"},
 		`--formulation: "cbc" is not one of`:      {"--formulation", "compact,cbc"},
 		`--instances: 0 must be at least 1`:       {"--instances", "0"},
-		`--data: no *.csv scaling files in`:       {"--data", t.TempDir()},
+		`--data: stat `:                           {"--data", t.TempDir()},
+		`--data: no *.csv scaling files in`:       {"--data", emptyScaling},
+		`--data: embedded:nope/scaling: not in`:   {"--data", "embedded:nope"},
 		`--time-limit: -1s must be positive`:      {"--time-limit", "-1s"},
 	}
 	for want, args := range cases {

@@ -67,6 +67,7 @@ stderr; --json prints one object on stdout.`,
 	f.DurationVar(&o.ProgressEvery, "progress-every", 0, "how often progress goes to stderr (default 5s)")
 	f.StringVar(&o.RepoDir, "repo", "", "the gleaner checkout to build go-mlp from (default: go list -m)")
 	f.StringArrayVar(&o.ServerConfig, "server-config", nil, "dev server dynamic config KEY=VALUE (repeatable), e.g. history.timerProcessorMaxTimeShift=10ms")
+	f.StringVar(&o.ServerLog, "server-log", "", "append the dev server's output to this file (it is discarded otherwise)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write this process's CPU profile (the worker's, the benchmark's) to FILE (go tool pprof)")
 	f.BoolVar(&o.VsOptuna, "vs-optuna", false, "then run the same campaign through Optuna (scripts/campaign_optuna.py, Debian's python3-optuna) and compare")
 	f.StringVar(&o.Python, "python", "", "the Python with optuna for --vs-optuna (default /usr/bin/python3)")

@@ -2,53 +2,39 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/log"
 
-	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/client"
-	"github.com/gleaner-hpc/gleaner/internal/devenv"
+	"github.com/gleaner-hpc/gleaner/data"
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
 	"github.com/gleaner-hpc/gleaner/worker"
-	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
-// Defaults of `gleaner dev`. Paths are relative to the working directory:
-// the repository root, where `make demo` runs it.
+// Defaults of `gleaner dev`. In a checkout (the repository root, where
+// `make demo` runs it) its state lies in bin/dev; elsewhere (an installed
+// binary) in the user's state directory (devStateDir).
 const (
-	devDefaultDB      = "bin/dev/temporal.db"
-	devDefaultDataDir = "bin/dev/data"
-	// devDefaultTrace is the Summit idle-node trace beside the checkout.
-	devDefaultTrace = "../shared/data/traces/summit-idle-2021-02-10_14.csv"
+	devCheckoutState = "bin/dev"
+	devDBFile        = "temporal.db"
+	devDataSubdir    = "data"
+	// devDefaultTrace is the Summit idle-node trace, built into the binary.
+	devDefaultTrace = data.Prefix + data.SummitIdle
 	// devDefaultReplay replays it onto 8 local CPU slots, 300× faster (a
 	// trace hour in 12 s), from trace time 48h30m: there 4 to 7 of the 8
 	// nodes are idle at any moment of the first minute, and nodes come or
 	// go 10 times in its first 10 s and 27 times in all.
 	devDefaultReplay = "replay:" + devDefaultTrace + ",slots=8,factor=300,offset=48h30m,gpus=none"
-	devFallbackNodes = "static:8,gpus=none"
-	// devTrainer is the example trainer the example campaigns run.
-	devTrainer    = "bin/go-mlp"
-	devTrainerPkg = "./examples/go-mlp"
 )
-
-// devCampaignFiles are tried in order when --campaign is not given.
-var devCampaignFiles = []string{"examples/go-mlp/campaign.yaml", "examples/go-mlp/campaign.json"}
 
 type devOptions struct {
 	ip           string
@@ -68,41 +54,56 @@ func newDevCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run the demo: a local Temporal dev server and web UI, a worker, and an example HPO campaign",
-		Long: `Everything on this machine, in one process (what ` + "`make demo`" + ` runs):
+		Long: `Everything on this machine, in one process (what ` + "`make demo`" + ` runs),
+from a checkout or from an installed binary alone:
 
   1. a Temporal dev server with Gleaner's search attributes and its web UI
      (http://localhost:8233), its state kept in --db so a restart keeps
-     the history;
-  2. a worker with the local launcher and, by default, an idle-node trace
-     of OLCF Summit replayed 300× faster onto 8 local slots, so nodes come
-     and go (static:8 when ../shared/data is absent);
-  3. the example HPO campaign (--campaign; the Go example trainer is built
-     into bin/go-mlp when missing or out of date), under a name unique to
-     this run;
+     the history (the temporal CLI must be installed: see below);
+  2. a worker with the local launcher and, by default, the idle-node trace
+     of OLCF Summit built into this binary, replayed 300× faster onto 8
+     local slots, so nodes come and go;
+  3. the example HPO campaign (--campaign; default examples/go-mlp/
+     campaign.yaml, or its copy built into this binary outside a
+     checkout), under a name unique to this run; its trainer, bin/go-mlp,
+     is the Go example trainer built into this binary;
   4. its progress every --interval, then its leaderboard and where to look
      in the web UI.
 
 The server, its UI and the worker then stay up until Ctrl-C (or exit at
 once with --exit-when-done). Ctrl-C at any point stops everything this
 command started: running trainers get their grace period, then the worker
-and the server stop. A second Ctrl-C kills at once.`,
-		Example: `  make demo                                   # builds bin/gleaner, then runs: bin/gleaner dev
+and the server stop. A second Ctrl-C kills at once.
+
+State (--db, --data-dir) lies in bin/dev in a checkout, else in
+$XDG_STATE_HOME/gleaner/dev (~/.local/state/gleaner/dev).
+
+The temporal CLI is found through $TEMPORAL_CLI, PATH and $(go env
+GOPATH)/bin; install it with
+  go install github.com/temporalio/cli/cmd/temporal@` + devserver.PinnedVersion,
+		Example: `  make demo                                   # in a checkout: builds bin/gleaner, then runs: bin/gleaner dev
+  gleaner dev                                 # an installed binary, anywhere
   gleaner dev --port 7300 --ui-port 8300      # beside another dev server
   gleaner dev --nodes static:4,gpus=none --campaign my-campaign.yaml
   gleaner dev --exit-when-done --db ""        # in memory, exit when the campaign ends`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd.Context(), cmd.Flags().Changed("nodes"), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			f := cmd.Flags()
+			if err := o.defaultPaths(f.Changed("db"), f.Changed("data-dir")); err != nil {
+				return err
+			}
+			d := newDevRun(o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return d.run(cmd.Context(), f.Changed("nodes"))
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.ip, "ip", "127.0.0.1", "address the dev server and its web UI listen on")
 	f.IntVar(&o.port, "port", 7233, "dev server (frontend gRPC) port; 0 picks a free one")
 	f.IntVar(&o.uiPort, "ui-port", 8233, "web UI port; 0 picks a free one")
-	f.StringVar(&o.db, "db", devDefaultDB, `SQLite file keeping the server's state across restarts ("" keeps it in memory)`)
-	f.StringVar(&o.dataDir, "data-dir", devDefaultDataDir, "directory for the trials' checkpoints and run directories")
+	f.StringVar(&o.db, "db", "", `SQLite file keeping the server's state across restarts ("" keeps it in memory; default STATE/`+devDBFile+`, STATE as below)`)
+	f.StringVar(&o.dataDir, "data-dir", "", "directory for the trials' checkpoints and run directories (default STATE/"+devDataSubdir+"; STATE is "+devCheckoutState+" in a checkout, else $XDG_STATE_HOME/gleaner/dev)")
 	f.StringVar(&o.nodes, "nodes", devDefaultReplay, "node source: static:N or replay:FILE,slots=K,factor=F,offset=S (see gleaner worker --help)")
-	f.StringVar(&o.campaign, "campaign", "", "campaign spec, YAML or JSON (default "+strings.Join(devCampaignFiles, ", else ")+")")
+	f.StringVar(&o.campaign, "campaign", "", "campaign spec, YAML or JSON (default "+devCampaignFile+", else the copy built into this binary)")
 	f.BoolVar(&o.exitWhenDone, "exit-when-done", false, "stop everything and exit once the campaign has ended")
 	f.DurationVar(&o.interval, "interval", 2*time.Second, "how often to print the campaign's progress")
 	f.DurationVar(&o.stopTimeout, "stop-timeout", time.Minute, "on Ctrl-C, how long running trainers may take to stop (their grace period applies within it)")
@@ -110,15 +111,68 @@ and the server stop. A second Ctrl-C kills at once.`,
 	return cmd
 }
 
-// devRun is one run of `gleaner dev`: what it printed where, and what it
-// must stop.
+// defaultPaths fills --db and --data-dir when not given: under bin/dev in
+// a checkout, else under the user's state directory.
+func (o *devOptions) defaultPaths(dbGiven, dataDirGiven bool) error {
+	if dbGiven && dataDirGiven {
+		return nil
+	}
+	state := devCheckoutState
+	if !devInCheckout() {
+		var err error
+		if state, err = devStateDir(); err != nil {
+			return err
+		}
+	}
+	if !dbGiven {
+		o.db = filepath.Join(state, devDBFile)
+	}
+	if !dataDirGiven {
+		o.dataDir = filepath.Join(state, devDataSubdir)
+	}
+	return nil
+}
+
+// devInCheckout reports whether the working directory is the root of a
+// gleaner checkout (it holds the example campaign).
+func devInCheckout() bool {
+	st, err := os.Stat(devCampaignFile)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// devStateDir is $XDG_STATE_HOME/gleaner/dev, or ~/.local/state/gleaner/dev.
+func devStateDir() (string, error) {
+	if x := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "gleaner", "dev"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("--db and --data-dir: no home directory for their defaults (%w); pass both", err)
+	}
+	return filepath.Join(home, ".local", "state", "gleaner", "dev"), nil
+}
+
+// devRun is one run of `gleaner dev`: where it prints, its clock, and the
+// binary that carries the example trainer.
 type devRun struct {
 	o              *devOptions
 	stdout, stderr io.Writer
 	tty            bool // stdout is a terminal: redraw the progress line
-	// conn is what a hinted gleaner command needs to reach this run's
-	// server (devConnectionHint); set once the server is up.
-	conn string
+	now            func() time.Time
+	// executable finds the gleaner binary, whose hidden example-trainer
+	// subcommand runs the example campaigns' bin/go-mlp; exe is what it
+	// found, once a campaign needs it.
+	executable func() (string, error)
+	exe        string
+	// ui is the web UI's address and conn what a hinted gleaner command
+	// needs to reach this run's server (devConnectionHint); both set once
+	// the server is up.
+	ui, conn string
+	slots    int // local slots the node source drives (0: not local)
+}
+
+func newDevRun(o *devOptions, stdout, stderr io.Writer) *devRun {
+	return &devRun{o: o, stdout: stdout, stderr: stderr, tty: isTerminal(stdout), now: time.Now, executable: os.Executable}
 }
 
 func (d *devRun) say(format string, args ...any) {
@@ -129,46 +183,31 @@ func (d *devRun) warn(format string, args ...any) {
 	fmt.Fprintf(d.stderr, "gleaner dev: warning: "+format+"\n", args...)
 }
 
-func (o *devOptions) run(parent context.Context, nodesGiven bool, stdout, stderr io.Writer) (err error) {
+// run checks everything that needs no server, then starts the server, the
+// worker and the campaign, follows the campaign to its end and, unless
+// --exit-when-done, waits for Ctrl-C.
+func (d *devRun) run(parent context.Context, nodesGiven bool) (err error) {
 	if parent == nil {
 		parent = context.Background()
 	}
-	d := &devRun{o: o, stdout: stdout, stderr: stderr, tty: isTerminal(stdout)}
-
-	// Check everything that needs no server first.
-	level, err := parseLogLevel(o.logLevel)
+	o := d.o
+	level, err := o.check()
 	if err != nil {
 		return err
-	}
-	if o.interval <= 0 {
-		return fmt.Errorf("--interval %v: must be positive", o.interval)
-	}
-	if o.stopTimeout < 0 {
-		return fmt.Errorf("--stop-timeout %v: must not be negative", o.stopTimeout)
-	}
-	for _, p := range []struct {
-		flag string
-		port int
-	}{{"port", o.port}, {"ui-port", o.uiPort}} {
-		if p.port < 0 || p.port > 65535 {
-			return fmt.Errorf("--%s %d: want a port in 0..65535 (0 picks a free one)", p.flag, p.port)
-		}
-	}
-	if o.port != 0 && o.port == o.uiPort {
-		return fmt.Errorf("--port and --ui-port are both %d: they must differ", o.port)
 	}
 	nodes, err := d.nodeSource(nodesGiven)
 	if err != nil {
 		return err
 	}
-	spec, file, err := d.loadCampaign()
+	d.slots = devSlotCount(nodes)
+	camp, err := d.loadCampaign()
 	if err != nil {
 		return err
 	}
 	if err := d.portsFree(); err != nil {
 		return err
 	}
-	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})))
+	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(d.stderr, &slog.HandlerOptions{Level: level})))
 
 	// From here on, Ctrl-C (or SIGTERM) cancels ctx and everything below
 	// unwinds in reverse order: trainers, worker, server. After the first
@@ -187,167 +226,25 @@ func (o *devOptions) run(parent context.Context, nodesGiven bool, stdout, stderr
 		stopSignals()
 	}()
 
-	if err := d.ensureTrainer(ctx, spec); err != nil {
-		if interrupted() {
-			return nil
-		}
-		return err
-	}
-
-	// 1. The Temporal dev server.
-	srvOpts := devserver.Options{
-		IP: o.ip, Port: o.port, UI: true, UIPort: o.uiPort,
-		DBFile: o.db, Logger: logger,
-	}
-	var serverLog string
-	if o.db != "" {
-		serverLog = strings.TrimSuffix(o.db, filepath.Ext(o.db)) + ".log"
-		if err := os.MkdirAll(filepath.Dir(serverLog), 0o755); err != nil {
-			return fmt.Errorf("--db %s: %w", o.db, err)
-		}
-		lf, err := os.OpenFile(serverLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return fmt.Errorf("--db %s: server log: %w", o.db, err)
-		}
-		defer lf.Close()
-		srvOpts.Output = lf
-	}
-	where := "in memory"
-	if o.db != "" {
-		where = "state in " + o.db
-	}
-	d.say("starting Temporal dev server on %s (%s)…", net.JoinHostPort(o.ip, strconv.Itoa(o.port)), where)
-	start := time.Now()
-	srv, err := devserver.Start(ctx, srvOpts)
-	if err != nil {
-		if interrupted() {
-			return nil
-		}
-		if errors.Is(err, devserver.ErrCLINotFound) {
-			return fmt.Errorf("%w\n(`make demo` installs it: make temporal)", err)
-		}
-		return fmt.Errorf("starting the Temporal dev server: %w", err)
-	}
-	defer func() {
-		d.say("stopping the Temporal dev server…")
-		if err := srv.Stop(); err != nil {
-			d.warn("%v", err)
-		}
-		d.say("stopped")
-	}()
-	ui := devUIBase(srv.UIURL(), o.ip)
-	d.conn = devConnectionHint(srv.Address(), srv.Namespace(), ui)
-	d.say("Temporal dev server ready at %s in %v (namespace %s)", srv.Address(), time.Since(start).Round(100*time.Millisecond), srv.Namespace())
-	d.say("Temporal web UI:  %s", ui)
-	if serverLog != "" {
-		d.say("server log:       %s", serverLog)
-	}
-
-	// 2. The worker, in this process.
-	cfg := worker.DefaultConfig()
-	cfg.DataDir = o.dataDir
-	cfg.Nodes = nodes
-	cfg.StopTimeout = o.stopTimeout
-	cfg.Pool = worker.InteractivePool // nodes come and go within a second (the defaults poll every 5 s)
-	cfg.Logger = logger
-	// Only the examples' trainers and this campaign's run here (docs/security.md).
-	cmd0 := spec.Command[0]
-	if spec.WorkDir != "" && strings.ContainsRune(cmd0, '/') && !filepath.IsAbs(cmd0) {
-		cmd0 = filepath.Join(spec.WorkDir, cmd0)
-	}
-	cfg.Trainers.AllowCommands = devenv.ExampleTrainers(".", cmd0)
-	gate := newDevTrainerGate()
-	w, err := devenv.StartWorker(ctx, srv, devenv.WorkerOptions{Config: cfg, WrapRunTrial: gate.wrap})
+	srv, stopServer, err := d.startServer(ctx, logger)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		n := gate.close()
-		if n > 0 {
-			d.say("stopping %d running trainer(s): SIGTERM, then SIGKILL after the trial's grace period…", n)
-		}
-		stopped := make(chan struct{})
-		go func() {
-			// Stop stops polling at once and waits (up to --stop-timeout)
-			// for the activities in flight, the trainers' among them.
-			w.Stop()
-			close(stopped)
-		}()
-		if !gate.wait(o.stopTimeout) {
-			d.warn("trainers still running after --stop-timeout %v; they are killed as this process exits", o.stopTimeout)
-		}
-		<-stopped
-		d.say("worker stopped")
-	}()
-	d.say("worker polling task queue %s: nodes %s, data in %s", cfg.TaskQueue, nodes, cfg.DataDir)
-	slots := devSlotCount(nodes)
+	defer stopServer()
+	taskQueue, stopWorker, err := d.startWorker(ctx, srv, nodes, camp.spec, logger)
+	if err != nil {
+		return err
+	}
+	defer stopWorker()
 
-	// 3. The campaign.
-	c := client.New(srv.Client(), client.Options{TaskQueue: cfg.TaskQueue, UIBase: ui, Namespace: srv.Namespace()})
+	c := client.New(srv.Client(), client.Options{TaskQueue: taskQueue, UIBase: d.ui, Namespace: srv.Namespace()})
 	d.noteEarlierCampaigns(ctx, srv)
-	camp, err := c.Submit(ctx, spec)
+	submitted, err := d.submit(ctx, c, camp)
 	if err != nil {
 		return err
 	}
-	spec = spec.WithDefaults()
-	d.say("submitted campaign %s (%s): %d trials, at most %d at a time, on %d–%d nodes each, %s %s",
-		camp.Name, file, spec.Budget.MaxTrials, spec.Budget.MaxConcurrent,
-		spec.Resources.MinNodes, spec.Resources.MaxNodes, spec.Objective.Mode, spec.Objective.Metric)
-	d.say("campaign in the UI: %s", camp.UIURL)
-	d.say("follow it from another shell: %s", commandHint(d.conn, "status", camp.Name, "--watch"))
-	if slots > 0 && slots <= 64 {
-		d.say("progress every %v; node map: # running a trial, o idle and free, . taken back by the batch scheduler", o.interval)
-	}
-
-	// 4. Progress until the campaign ends.
-	submitted := time.Now()
-	var last client.Progress
-	for p := range c.Watch(ctx, camp.Name, o.interval) {
-		if p.Err != nil {
-			if errors.Is(p.Err, client.ErrNotFound) {
-				return fmt.Errorf("campaign %s vanished: %w", camp.Name, p.Err)
-			}
-			continue // not answering yet (its first task), or a transient error
-		}
-		last = p
-		line := devProgressLine(time.Since(submitted), p, slots)
-		if d.tty {
-			// Redraw in place; auto-wrap off while writing, so that a line
-			// wider than the terminal is clipped rather than wrapped (a
-			// wrapped line would defeat the carriage return).
-			fmt.Fprintf(d.stdout, "\r\x1b[K\x1b[?7l%s\x1b[?7h", line)
-		} else {
-			fmt.Fprintln(d.stdout, line)
-		}
-	}
-	if d.tty {
-		fmt.Fprintln(d.stdout)
-	}
-	if ctx.Err() != nil {
-		return nil
-	}
-	if !last.Done() {
-		return fmt.Errorf("campaign %s: progress stopped before it ended", camp.Name)
-	}
-
-	// 5. The result, the leaderboard and where to look.
-	res, waitErr := c.Wait(ctx, camp.Name)
-	if ctx.Err() != nil {
-		return nil
-	}
-	fmt.Fprintf(d.stdout, "\ncampaign %s %s after %v: %d completed, %d stopped, %d failed\n",
-		camp.Name, res.State, time.Since(submitted).Round(time.Second), res.Completed, res.Stopped, res.Failed)
-	if res.Reason != "" {
-		fmt.Fprintf(d.stdout, "  reason: %s\n", res.Reason)
-	}
-	devWriteLeaderboard(d.stdout, res.Leaderboard, spec.Objective)
-	devWriteUI(d.stdout, ui, srv.Namespace(), camp)
-
-	if waitErr != nil {
-		if o.exitWhenDone {
-			return waitErr
-		}
-		d.warn("%v", waitErr)
+	if err := d.follow(ctx, c, submitted, camp.spec, srv.Namespace()); err != nil || ctx.Err() != nil {
+		return err
 	}
 	if o.exitWhenDone {
 		return nil
@@ -357,190 +254,31 @@ func (o *devOptions) run(parent context.Context, nodesGiven bool, stdout, stderr
 	return nil
 }
 
-// nodeSource is --nodes, or its default: the replayed trace when it is
-// there, else static slots.
-func (d *devRun) nodeSource(given bool) (worker.NodeSourceConfig, error) {
-	spec := d.o.nodes
-	if !given && spec == devDefaultReplay {
-		if _, err := os.Stat(devDefaultTrace); err != nil {
-			d.warn("no idle-node trace at %s (the reference data sits beside the checkout); using %s: nodes never leave", devDefaultTrace, devFallbackNodes)
-			spec = devFallbackNodes
-		}
-	}
-	n, err := worker.ParseNodeSource(spec)
+// check validates the flags that need nothing started; it returns the
+// log level.
+func (o *devOptions) check() (slog.Level, error) {
+	level, err := parseLogLevel(o.logLevel)
 	if err != nil {
-		return n, err
+		return level, err
 	}
-	if err := n.Validate(); err != nil {
-		return n, err
+	if o.interval <= 0 {
+		return level, fmt.Errorf("--interval %v: must be positive", o.interval)
 	}
-	return n, nil
-}
-
-// loadCampaign loads --campaign (or the default example), names it
-// uniquely for this run and validates it.
-func (d *devRun) loadCampaign() (gleaner.CampaignSpec, string, error) {
-	file := d.o.campaign
-	if file == "" {
-		for _, f := range devCampaignFiles {
-			if _, err := os.Stat(f); err == nil {
-				file = f
-				break
-			}
-		}
-		if file == "" {
-			return gleaner.CampaignSpec{}, "", fmt.Errorf("--campaign: no %s here; run from the repository root or name a campaign spec with --campaign FILE",
-				strings.Join(devCampaignFiles, " or "))
-		}
+	if o.stopTimeout < 0 {
+		return level, fmt.Errorf("--stop-timeout %v: must not be negative", o.stopTimeout)
 	}
-	spec, err := gleaner.LoadSpec(file)
-	if err != nil {
-		return spec, file, withCode(ExitUsage, fmt.Errorf("--campaign %s: %w", file, err))
-	}
-	if spec.Name == "" {
-		spec.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
-	}
-	if err := gleaner.ValidateName("name", spec.Name); err != nil {
-		return spec, file, withCode(ExitUsage, fmt.Errorf("--campaign %s: %w", file, err))
-	}
-	// A name of its own per run, so that a rerun on the same --db starts
-	// a new campaign instead of colliding with the last one; the name is
-	// cut to leave the suffix room within gleaner.MaxNameLength.
-	suffix := "-" + time.Now().Format("20060102-150405")
-	spec.Name = spec.Name[:min(len(spec.Name), gleaner.MaxNameLength-len(suffix))] + suffix
-	if err := spec.WithDefaults().Validate(); err != nil {
-		return spec, file, withCode(ExitUsage, fmt.Errorf("--campaign %s: %w", file, err))
-	}
-	return spec, file, nil
-}
-
-// portsFree fails early, with flags to try, when a port is taken.
-func (d *devRun) portsFree() error {
-	o := d.o
-	var taken []string
 	for _, p := range []struct {
-		flag, what string
-		port       int
-	}{{"port", "the dev server", o.port}, {"ui-port", "the web UI", o.uiPort}} {
-		if p.port != 0 && !devPortFree(o.ip, p.port) {
-			taken = append(taken, fmt.Sprintf("--%s %d (%s)", p.flag, p.port, p.what))
+		flag string
+		port int
+	}{{"port", o.port}, {"ui-port", o.uiPort}} {
+		if p.port < 0 || p.port > 65535 {
+			return level, fmt.Errorf("--%s %d: want a port in 0..65535 (0 picks a free one)", p.flag, p.port)
 		}
 	}
-	if len(taken) == 0 {
-		return nil
+	if o.port != 0 && o.port == o.uiPort {
+		return level, fmt.Errorf("--port and --ui-port are both %d: they must differ", o.port)
 	}
-	hint := "--port 0 --ui-port 0 (free ports)"
-	for off := 10; off <= 500; off += 10 {
-		p, u := o.port+off, o.uiPort+off
-		if p <= 65535 && u <= 65535 && p != u && devPortFree(o.ip, p) && devPortFree(o.ip, u) {
-			hint = fmt.Sprintf("--port %d --ui-port %d", p, u)
-			break
-		}
-	}
-	return fmt.Errorf("%s on %s: already in use — is another Temporal dev server running (`make devserver`, an earlier `gleaner dev`)?\n"+
-		"stop it, or run beside it: gleaner dev %s", strings.Join(taken, " and "), o.ip, hint)
-}
-
-func devPortFree(ip string, port int) bool {
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
-	if err != nil {
-		return false
-	}
-	_ = l.Close()
-	return true
-}
-
-// ensureTrainer builds the example trainer when the campaign runs it and
-// it is missing or older than its sources; any other trainer must exist.
-func (d *devRun) ensureTrainer(ctx context.Context, spec gleaner.CampaignSpec) error {
-	cmd0 := spec.Command[0]
-	if filepath.Clean(cmd0) == devTrainer && spec.WorkDir == "" {
-		if st, err := os.Stat(devTrainerPkg); err == nil && st.IsDir() {
-			stale, why := devTrainerStale(devTrainer, devTrainerPkg)
-			if !stale {
-				return nil
-			}
-			d.say("building the example trainer (%s): go build -o %s %s", why, devTrainer, devTrainerPkg)
-			if err := devenv.BuildTrainer(ctx, "", devTrainer, d.stderr); err != nil {
-				return fmt.Errorf("building the example trainer: %w", err)
-			}
-			return nil
-		}
-	}
-	if !strings.ContainsRune(cmd0, '/') {
-		if _, err := exec.LookPath(cmd0); err != nil {
-			return fmt.Errorf("campaign command %q: not found on PATH", cmd0)
-		}
-		return nil
-	}
-	path := cmd0
-	if !filepath.IsAbs(path) && spec.WorkDir != "" {
-		path = filepath.Join(spec.WorkDir, path)
-	}
-	st, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("campaign command %q: %w (trainers run in the worker's directory unless the spec sets workdir)", cmd0, errors.Unwrap(err))
-	}
-	if st.IsDir() || st.Mode()&0o111 == 0 {
-		return fmt.Errorf("campaign command %q: not an executable file", cmd0)
-	}
-	return nil
-}
-
-// devTrainerStale reports whether bin is missing or older than the Go files
-// of pkg and of the trial package it uses, or go.mod.
-func devTrainerStale(bin, pkg string) (bool, string) {
-	st, err := os.Stat(bin)
-	if err != nil {
-		return true, bin + " is missing"
-	}
-	files, _ := filepath.Glob(filepath.Join(pkg, "*.go"))
-	more, _ := filepath.Glob(filepath.Join("trial", "*.go"))
-	files = append(append(files, more...), "go.mod", "go.sum")
-	for _, f := range files {
-		if fs, err := os.Stat(f); err == nil && fs.ModTime().After(st.ModTime()) {
-			return true, f + " is newer than " + bin
-		}
-	}
-	return false, ""
-}
-
-// noteEarlierCampaigns says which campaigns of an earlier run on the same
-// --db are still running: they resume on this worker and share its nodes.
-func (d *devRun) noteEarlierCampaigns(ctx context.Context, srv *devserver.Server) {
-	q := fmt.Sprintf("%s = %q AND ExecutionStatus = %q", workflows.GleanerKind.GetName(), workflows.KindCampaign, "Running")
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	resp, err := srv.Client().ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, PageSize: 20})
-	if err != nil || len(resp.GetExecutions()) == 0 {
-		return
-	}
-	var names []string
-	for _, e := range resp.GetExecutions() {
-		names = append(names, strings.TrimPrefix(e.GetExecution().GetWorkflowId(), workflows.CampaignWorkflowID("")))
-	}
-	sort.Strings(names)
-	d.say("note: %d campaign(s) of an earlier run are still running and resume on this worker, sharing its nodes: %s (stop one with: %s)",
-		len(names), strings.Join(names, " "), commandHint(d.conn, "stop", "NAME"))
-}
-
-// devConnectionHint is the connection flags (connectionHint) a gleaner
-// command run beside `gleaner dev` needs to reach its server: --address
-// and --namespace unless they are the defaults, and --ui unless the
-// command finds the UI by itself, at the server's port + 1000.
-func devConnectionHint(address, namespace, ui string) string {
-	return connectionHint(func(flag string) (string, bool) {
-		switch flag {
-		case "address":
-			return address, address != client.DefaultHostPort
-		case "namespace":
-			return namespace, namespace != client.DefaultNamespace
-		case "ui":
-			_, found, ok := devServerUI(address)
-			return ui, ui != "" && (!ok || found != ui)
-		}
-		return "", false
-	}, true)
+	return level, nil
 }
 
 // devSlotCount is the number of local slots a node source drives.

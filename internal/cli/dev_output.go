@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -109,7 +111,7 @@ func devWriteUI(w io.Writer, ui, namespace string, camp client.Campaign) {
 	fmt.Fprintf(w, "    %s = %q\n", workflows.GleanerKind.GetName(), workflows.KindPool)
 }
 
-// uiBase is the web UI's address for people: localhost for a loopback
+// devUIBase is the web UI's address for people: localhost for a loopback
 // server.
 func devUIBase(raw, ip string) string {
 	if raw == "" {
@@ -124,9 +126,61 @@ func devUIBase(raw, ip string) string {
 	return raw
 }
 
+// devOrMemory is where --db keeps the server's state, for messages.
 func devOrMemory(db string) string {
 	if db == "" {
 		return "memory until then"
 	}
 	return db
+}
+
+// follow prints the campaign's progress every --interval until it ends,
+// then its result, its leaderboard and where to look in the web UI. It
+// returns nil at once when ctx is cancelled (Ctrl-C).
+func (d *devRun) follow(ctx context.Context, c *client.Client, camp client.Campaign, spec gleaner.CampaignSpec, namespace string) error {
+	submitted := d.now()
+	var last client.Progress
+	for p := range c.Watch(ctx, camp.Name, d.o.interval) {
+		if p.Err != nil {
+			if errors.Is(p.Err, client.ErrNotFound) {
+				return fmt.Errorf("campaign %s vanished: %w", camp.Name, p.Err)
+			}
+			continue // not answering yet (its first task), or a transient error
+		}
+		last = p
+		line := devProgressLine(d.now().Sub(submitted), p, d.slots)
+		if d.tty {
+			// Redraw in place; auto-wrap off while writing, so that a line
+			// wider than the terminal is clipped rather than wrapped (a
+			// wrapped line would defeat the carriage return).
+			fmt.Fprintf(d.stdout, "\r\x1b[K\x1b[?7l%s\x1b[?7h", line)
+		} else {
+			fmt.Fprintln(d.stdout, line)
+		}
+	}
+	if d.tty {
+		fmt.Fprintln(d.stdout)
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	if !last.Done() {
+		return fmt.Errorf("campaign %s: progress stopped before it ended", camp.Name)
+	}
+	res, waitErr := c.Wait(ctx, camp.Name)
+	if ctx.Err() != nil {
+		return nil
+	}
+	fmt.Fprintf(d.stdout, "\ncampaign %s %s after %v: %d completed, %d stopped, %d failed\n",
+		camp.Name, res.State, d.now().Sub(submitted).Round(time.Second), res.Completed, res.Stopped, res.Failed)
+	if res.Reason != "" {
+		fmt.Fprintf(d.stdout, "  reason: %s\n", res.Reason)
+	}
+	devWriteLeaderboard(d.stdout, res.Leaderboard, spec.WithDefaults().Objective)
+	devWriteUI(d.stdout, d.ui, namespace, camp)
+	if waitErr != nil && !d.o.exitWhenDone {
+		d.warn("%v", waitErr)
+		return nil
+	}
+	return waitErr
 }

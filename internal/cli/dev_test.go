@@ -5,7 +5,6 @@ package cli
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -434,38 +433,64 @@ func setSubreaper(t *testing.T) {
 	})
 }
 
-// Without ../shared/data the default node source falls back to static
-// slots, with a warning; the default campaign is the example's YAML, else
-// its JSON, and each run names it anew.
+// Outside a checkout the defaults are built into the binary: the Summit
+// trace, the demo's campaign with the example trainer (bin/go-mlp, which
+// the worker runs as this binary's example-trainer subcommand), state
+// under $XDG_STATE_HOME; in a checkout
+// the example's file and bin/dev. Each run names the campaign anew, from
+// its clock.
 func TestDevDefaultsOutsideTheCheckout(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
 	t.Chdir(t.TempDir())
 	var out, errOut bytes.Buffer
-	d := &devRun{o: &devOptions{nodes: devDefaultReplay}, stdout: &out, stderr: &errOut}
+	o := &devOptions{nodes: devDefaultReplay}
+	require.NoError(t, o.defaultPaths(false, false))
+	require.Equal(t, filepath.Join(state, "gleaner", "dev", "temporal.db"), o.db)
+	require.Equal(t, filepath.Join(state, "gleaner", "dev", "data"), o.dataDir)
+	d := newDevRun(o, &out, &errOut)
+	d.now = func() time.Time { return time.Date(2026, 11, 24, 8, 30, 5, 0, time.UTC) }
+	exe := filepath.Join(t.TempDir(), "gleaner")
+	require.NoError(t, os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755))
+	d.executable = func() (string, error) { return exe, nil }
+
 	n, err := d.nodeSource(false)
 	require.NoError(t, err)
-	require.Equal(t, devFallbackNodes, n.String())
-	require.Contains(t, errOut.String(), "warning: no idle-node trace at "+devDefaultTrace)
+	require.Equal(t, 8, devSlotCount(n))
+	require.Empty(t, errOut.String())
 
-	_, _, err = d.loadCampaign()
-	require.ErrorContains(t, err, "--campaign: no examples/go-mlp/campaign.yaml or examples/go-mlp/campaign.json here")
-
-	require.NoError(t, os.MkdirAll("examples/go-mlp", 0o755))
-	require.NoError(t, os.WriteFile("examples/go-mlp/campaign.json", []byte(`{"name": "json-spec", "command": ["bin/go-mlp"],
-		"space": [{"name": "lr", "type": "float", "min": 0.01, "max": 0.1}],
-		"objective": {"metric": "val_loss"}, "budget": {"max_trials": 2}}`), 0o644))
-	spec, file, err := d.loadCampaign()
+	c, err := d.loadCampaign()
 	require.NoError(t, err)
-	require.Equal(t, "examples/go-mlp/campaign.json", file)
-	require.Regexp(t, `^json-spec-\d{8}-\d{6}$`, spec.Name)
+	require.Equal(t, "the built-in examples/go-mlp/campaign.yaml", c.from)
+	require.Equal(t, "go-mlp-spirals-20261124-083005", c.spec.Name)
+	// The spec keeps bin/go-mlp; the worker runs it with this binary.
+	require.Equal(t, []string{"bin/go-mlp"}, c.spec.Command)
+	require.Equal(t, exe, d.exe)
 
+	// In a checkout: the example's file, and bin/dev.
+	require.NoError(t, os.MkdirAll("examples/go-mlp", 0o755))
 	require.NoError(t, os.WriteFile("examples/go-mlp/campaign.yaml", []byte("name: yaml-spec\ncommand: [bin/go-mlp]\n"+
 		"space: [{name: lr, type: float, min: 0.01, max: 0.1}]\nobjective: {metric: val_loss}\nbudget: {max_trials: 2}\n"), 0o644))
-	spec, file, err = d.loadCampaign()
+	c, err = d.loadCampaign()
 	require.NoError(t, err)
-	require.Equal(t, "examples/go-mlp/campaign.yaml", file)
-	require.Regexp(t, `^yaml-spec-\d{8}-\d{6}$`, spec.Name)
+	require.Equal(t, "examples/go-mlp/campaign.yaml", c.from)
+	require.Equal(t, "yaml-spec-20261124-083005", c.spec.Name)
+	require.Equal(t, []string{"bin/go-mlp"}, c.spec.Command)
+	o2 := &devOptions{db: "given.db"}
+	require.NoError(t, o2.defaultPaths(true, false))
+	require.Equal(t, "given.db", o2.db)
+	require.Equal(t, filepath.Join("bin", "dev", "data"), o2.dataDir)
 
 	// A trainer that is not there is reported before anything starts.
-	spec.Command = []string{"bin/no-such-trainer"}
-	require.ErrorContains(t, d.ensureTrainer(context.Background(), spec), `campaign command "bin/no-such-trainer"`)
+	require.NoError(t, os.WriteFile("other.yaml", []byte("name: other\ncommand: [bin/no-such-trainer]\n"+
+		"space: [{name: lr, type: float, min: 0.01, max: 0.1}]\nobjective: {metric: val_loss}\nbudget: {max_trials: 2}\n"), 0o644))
+	d.o.campaign = "other.yaml"
+	_, err = d.loadCampaign()
+	require.ErrorContains(t, err, `campaign command "bin/no-such-trainer"`)
+	// A bad spec names the flag and the file.
+	require.NoError(t, os.WriteFile("bad.yaml", []byte("name: bad\ncommand: []\n"), 0o644))
+	d.o.campaign = "bad.yaml"
+	_, err = d.loadCampaign()
+	require.ErrorContains(t, err, "--campaign bad.yaml: ")
+	require.Equal(t, ExitUsage, ExitCode(err))
 }

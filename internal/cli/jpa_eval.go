@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gleaner-hpc/gleaner/data"
 	"github.com/gleaner-hpc/gleaner/internal/dataset"
 	"github.com/gleaner-hpc/gleaner/jpa"
 )
@@ -31,14 +32,18 @@ func newJPAEvalCmd() *cobra.Command {
 least 4 distinct node counts, the JPA sees only the --probes counts and
 predicts the others. Its prior is the complete curves of --prior or, without
 it, those of the other applications in --dir (leave-one-app-out). Prints the
-mean absolute percentage error (MAPE) per curve, then the median and p90.`,
+mean absolute percentage error (MAPE) per curve, then the median and p90.
+
+--dir and --prior are directories on disk, or embedded:NAME for a folder of
+the reference data built into the binary; --dir defaults to the built-in
+curves (embedded:scaling, the repository's data/scaling).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runJPAEval(cmd.OutOrStdout(), o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.dir, "dir", "", "directory of <app>__<cluster>.csv scaling curves (required)")
+	f.StringVar(&o.dir, "dir", data.Prefix+data.Scaling, "directory of <app>__<cluster>.csv scaling curves, or embedded:scaling for the curves built into this binary")
 	f.StringVar(&o.prior, "prior", "", "directory of curves used as the prior instead of the other apps of --dir")
 	f.StringVar(&o.probes, "probes", "1,2,4", "comma-separated node counts the JPA measures")
 	f.BoolVar(&o.json, "json", false, "print JSON instead of a table")
@@ -61,19 +66,19 @@ func parseProbes(s string) ([]int, error) {
 
 func runJPAEval(w io.Writer, o jpaEvalOptions) error {
 	if o.dir == "" {
-		return fmt.Errorf("--dir: required")
+		return fmt.Errorf("--dir: must not be empty (leave it out for the built-in curves, %s%s)", data.Prefix, data.Scaling)
 	}
 	probes, err := parseProbes(o.probes)
 	if err != nil {
 		return err
 	}
-	curves, err := dataset.LoadScalingDir(o.dir)
+	curves, err := dataset.LoadScaling(o.dir)
 	if err != nil {
 		return fmt.Errorf("--dir: %w", err)
 	}
 	var prior []dataset.ScalingCurve
 	if o.prior != "" {
-		prior, err = dataset.LoadScalingDir(o.prior)
+		prior, err = dataset.LoadScaling(o.prior)
 		if err != nil {
 			return fmt.Errorf("--prior: %w", err)
 		}

@@ -3,13 +3,12 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gleaner-hpc/gleaner/internal/dataset"
+	"github.com/gleaner-hpc/gleaner/data"
 )
 
 const tinyScaling = "../../jpa/testdata/scaling"
@@ -64,13 +63,10 @@ func TestJPAEvalPriorDir(t *testing.T) {
 	assert.NotEmpty(t, got.Curves)
 }
 
+// Without --dir, jpa eval reads the built-in curves.
 func TestJPAEvalRealData(t *testing.T) {
-	dir := dataset.SharedDataDir()
-	if dir == "" {
-		t.Skip("../shared/data not found")
-	}
 	var out, errOut bytes.Buffer
-	require.NoError(t, Run([]string{"jpa", "eval", "--dir", filepath.Join(dir, "scaling"), "--json"}, &out, &errOut), errOut.String())
+	require.NoError(t, Run([]string{"jpa", "eval", "--json"}, &out, &errOut), errOut.String())
 	var got evalJSON
 	require.NoError(t, json.Unmarshal(out.Bytes(), &got))
 	assert.Greater(t, len(got.Curves), 50)
@@ -84,8 +80,10 @@ func TestJPAEvalBadFlags(t *testing.T) {
 	}{
 		{[]string{"--dir", tinyScaling, "--probes", "1,x"}, `--probes: "x" is not a positive integer`},
 		{[]string{"--dir", tinyScaling, "--probes", "0"}, `--probes: "0" is not a positive integer`},
-		{[]string{}, "--dir: required"},
+		{[]string{"--dir", ""}, "--dir: must not be empty"},
 		{[]string{"--dir", "does-not-exist"}, "--dir:"},
+		{[]string{"--dir", "embedded:nope"}, "--dir: embedded:nope"},
+		{[]string{"--dir", "embedded:" + data.Gavel}, "--dir: embedded:" + data.Gavel},
 		{[]string{"--dir", tinyScaling, "--prior", "does-not-exist"}, "--prior:"},
 	} {
 		var out, errOut bytes.Buffer

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,18 +94,19 @@ func TestDevCampaignNames(t *testing.T) {
 	spec := func(name string) string {
 		p := filepath.Join(dir, "c.json")
 		body := strings.Replace(validSpecJSON, `"name": "ok"`, `"name": "`+name+`"`, 1)
+		body = strings.Replace(body, `["trainer"]`, `["true"]`, 1) // a command on PATH
 		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
 		return p
 	}
-	d := &devRun{o: &devOptions{campaign: spec("my campaign")}}
-	_, _, err := d.loadCampaign()
+	d := newDevRun(&devOptions{campaign: spec("my campaign")}, io.Discard, io.Discard)
+	_, err := d.loadCampaign()
 	require.Equal(t, ExitUsage, ExitCode(err), "%v", err)
 	require.Contains(t, err.Error(), `name: "my campaign" has ' '`)
 
 	long := strings.Repeat("n", gleaner.MaxNameLength)
-	d = &devRun{o: &devOptions{campaign: spec(long)}}
-	s, _, err := d.loadCampaign()
+	d = newDevRun(&devOptions{campaign: spec(long)}, io.Discard, io.Discard)
+	c, err := d.loadCampaign()
 	require.NoError(t, err)
-	require.Len(t, s.Name, gleaner.MaxNameLength)
-	require.Regexp(t, `^n{47}-\d{8}-\d{6}$`, s.Name)
+	require.Len(t, c.spec.Name, gleaner.MaxNameLength)
+	require.Regexp(t, `^n{47}-\d{8}-\d{6}$`, c.spec.Name)
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,12 +18,13 @@ func Execute() {
 }
 
 // Run runs the CLI with the given arguments and streams; tests call it.
-// Errors are printed to stderr and returned.
+// Errors are printed to stderr and returned (but for errReported, whose
+// command printed its own).
 func Run(args []string, stdout, stderr io.Writer) error {
 	root := newRootCmd(stdout, stderr)
 	root.SetArgs(args)
 	err := root.Execute()
-	if err != nil {
+	if err != nil && !errors.Is(err, errReported) {
 		fmt.Fprintf(stderr, "gleaner: %v\n", err)
 	}
 	return err
@@ -64,5 +66,6 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newSimCmd())
 	root.AddCommand(newSlurmDemoCmd())
 	root.AddCommand(newCodecServerCmd())
+	root.AddCommand(newExampleTrainerCmd())
 	return root
 }

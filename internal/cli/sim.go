@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gleaner-hpc/gleaner/allocator"
+	"github.com/gleaner-hpc/gleaner/data"
 	"github.com/gleaner-hpc/gleaner/sim"
 	"github.com/gleaner-hpc/gleaner/sim/simplot"
 )
@@ -165,6 +165,12 @@ types (type-blind); use --objective efficiency, production's, since
 samples of different models do not add up. The table then adds the work
 rate (reference nodes), the makespan and the node-time per type.
 
+DATA is --data, by default the reference data built into the binary (the
+repository's data/ folder). --events, --swf, --jobs and --gpu-ratios take
+files on disk, or embedded:NAME for a built-in file: for example
+--events embedded:traces/summit-idle-2021-02-10_14.csv
+--jobs embedded:workloads/jobs-shufflenet-hpo-1000.csv.
+
 Progress goes to stderr. See docs/sim.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -176,16 +182,16 @@ Progress goes to stderr. See docs/sim.md.`,
 	}
 	cmd.SetFlagErrorFunc(flagError)
 	f := cmd.Flags()
-	f.StringVar(&o.events, "events", "", "idle-event file in the BFTrainer format (unix_time,event,nodes)")
-	f.StringVar(&o.swf, "swf", "", "job log in the Standard Workload Format, replayed into idle nodes")
-	f.StringVar(&o.jobs, "jobs", "", "workload in the BFTrainer job format")
+	f.StringVar(&o.events, "events", "", "idle-event file in the BFTrainer format (unix_time,event,nodes); "+data.Prefix+data.SummitIdle+" is the built-in Summit trace")
+	f.StringVar(&o.swf, "swf", "", "job log in the Standard Workload Format, replayed into idle nodes; "+data.Prefix+data.Theta2022+" is the built-in Theta log")
+	f.StringVar(&o.jobs, "jobs", "", "workload in the BFTrainer job format; "+data.Prefix+data.HPO1000+" (or "+data.HPO10+") is BFTrainer's built-in HPO workload")
 	f.IntVar(&o.synthetic, "synthetic", 0, "draw N synthetic jobs from DATA/scaling (see --synthetic-*)")
 	f.StringVar(&o.synArrivals, "synthetic-arrivals", "start", "when --synthetic jobs arrive: start (all at the trace's start) or uniform (uniformly over the replayed window)")
 	f.Float64Var(&o.synNodeHours, "synthetic-node-hours", 1, "node-hours each --synthetic job takes at its best fixed scale")
 	f.IntVar(&o.synStretch, "synthetic-stretch", 1, "multiply the --synthetic curves' node counts by G (the measured curves stop at 16 nodes)")
 	f.StringVar(&o.policies, "policy", "compact,greedy,equal", "comma-separated policies: compact, paper, greedy, equal")
 	f.StringVar(&o.curves, "curves", curvesOracle, "what the allocator knows of each job's throughput: oracle (the true curves; on a mixed pool, each type's), blind (with --node-types: each job's mean curve on every type), jpa (learnt online by the JPA from noisy measurements), or several, comma-separated (every policy runs with each)")
-	f.StringVar(&o.gpuRatios, "gpu-ratios", "", "with --curves jpa on a mixed pool: single-GPU throughputs per model and GPU type in Gavel's format (as a worker's --gpu-ratios), from which the JPA predicts a job on a type it was not measured on (e.g. DATA/gpus/gavel-isolated-throughputs.csv)")
+	f.StringVar(&o.gpuRatios, "gpu-ratios", "", "with --curves jpa on a mixed pool: single-GPU throughputs per model and GPU type in Gavel's format (as a worker's --gpu-ratios), from which the JPA predicts a job on a type it was not measured on (e.g. "+data.Prefix+data.Gavel+", the built-in table)")
 	f.StringVar(&o.nodeTypes, "node-types", "", "mixed pool: give the trace's nodes types in these proportions, TYPE=WEIGHT,… (e.g. k80=1,p100=1,v100=1; seeded by --seed), and draw the --synthetic jobs from Gavel's per-GPU throughputs in DATA/gpus")
 	f.StringVar(&o.objective, "objective", string(allocator.ObjectiveThroughput), "the allocator's objective: throughput (samples/s) or efficiency (speedups, production's; use it on mixed pools)")
 	f.Float64Var(&o.noise, "noise", 0.05, "with --curves jpa: relative noise (log-normal sigma) of the simulated throughput measurements")
@@ -196,7 +202,7 @@ Progress goes to stderr. See docs/sim.md.`,
 	f.IntVar(&o.maxNodes, "max-nodes", 0, "machine size in nodes (required for an SWF log without a MaxNodes header; overrides the file's)")
 	f.IntVar(&o.nodes, "nodes", 0, "replay only the trace's first N nodes (by id): a small, saturated machine with a large one's rhythm of holes (0: all)")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of --synthetic, of the JPA's measurement noise (--curves jpa) and of --idle-estimate noisy")
-	f.StringVar(&o.dataDir, "data", "", "reference data directory holding scaling/, for --synthetic (default: ../shared/data found from the working directory)")
+	f.StringVar(&o.dataDir, "data", data.Prefix, "reference data directory holding scaling/ (and gpus/ for --node-types), for --synthetic; embedded: is the data built into this binary")
 	f.BoolVar(&o.json, "json", false, "print one JSON object {trace, workload, policies}")
 	f.BoolVar(&o.perJob, "per-job", false, "with --json: add each job's metrics to every run (per_job)")
 	f.StringVar(&o.plot, "plot", "", "write figures into DIR (created if missing): nodes (idle and used over time), samples (cumulative), solver (solve time distribution)")
@@ -490,7 +496,7 @@ func (o *simOptions) parseTrace(opts sim.SourceOptions) (*sim.Trace, error) {
 	if o.swf != "" {
 		flag, path, read = "--swf", o.swf, sim.ReadSWF
 	}
-	f, err := os.Open(path)
+	f, err := data.Open(path)
 	if err != nil {
 		return nil, usageErrorf("%s: %w", flag, err)
 	}
@@ -509,7 +515,7 @@ func (o *simOptions) parseTrace(opts sim.SourceOptions) (*sim.Trace, error) {
 // trace's start or uniformly over it (--synthetic-arrivals).
 func (o *simOptions) readWorkload(tr *sim.Trace) ([]sim.Job, simWorkloadReport, error) {
 	if o.jobs != "" {
-		f, err := os.Open(o.jobs)
+		f, err := data.Open(o.jobs)
 		if err != nil {
 			return nil, simWorkloadReport{}, usageErrorf("--jobs: %w", err)
 		}

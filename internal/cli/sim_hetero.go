@@ -2,12 +2,10 @@ package cli
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/gleaner-hpc/gleaner/allocator"
-	"github.com/gleaner-hpc/gleaner/internal/dataset"
+	"github.com/gleaner-hpc/gleaner/data"
 	"github.com/gleaner-hpc/gleaner/jpa"
 	"github.com/gleaner-hpc/gleaner/sim"
 )
@@ -18,9 +16,6 @@ import (
 // curvesBlind is the --curves mode of a type-blind allocator: told each
 // job's mean curve on every node type (sim.TypeBlind).
 const curvesBlind = "blind"
-
-// gavelFile is Gavel's throughput table under --data.
-var gavelFile = filepath.Join("gpus", "gavel-isolated-throughputs.csv")
 
 // typeMix parses --node-types (nil without it).
 func (o *simOptions) typeMix() ([]sim.TypeShare, error) {
@@ -65,7 +60,7 @@ func (o *simOptions) speeds() (*jpa.TypeSpeeds, error) {
 	if o.gpuRatios == "" {
 		return nil, nil
 	}
-	f, err := os.Open(o.gpuRatios)
+	f, err := data.Open(o.gpuRatios)
 	if err != nil {
 		return nil, usageErrorf("--gpu-ratios: %w", err)
 	}
@@ -94,14 +89,8 @@ func (o *simOptions) nodeTypesFor(tr *sim.Trace) (map[string]string, error) {
 // gavelWorkload draws --synthetic jobs from Gavel's table under --data,
 // with a curve on every type of --node-types.
 func (o *simOptions) gavelWorkload(opts sim.SyntheticOptions) ([]sim.Job, error) {
-	dir := o.dataDir
-	if dir == "" {
-		if dir = dataset.SharedDataDir(); dir == "" {
-			return nil, usageErrorf("--data: no ../shared/data found from the working directory; pass --data DIR")
-		}
-	}
-	path := filepath.Join(dir, gavelFile)
-	f, err := os.Open(path)
+	path := dataPath(o.dataDir, data.Gavel)
+	f, err := data.Open(path)
 	if err != nil {
 		return nil, usageErrorf("--data: %w", err)
 	}

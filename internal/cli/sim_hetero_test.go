@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gleaner-hpc/gleaner/data"
 )
 
 // simGavelData is a --data directory holding a small table in Gavel's
@@ -17,7 +19,7 @@ func simGavelData(t *testing.T) string {
 	table := "job_type,scale_factor,a,b\n" +
 		"fast on b,1,1,5\nfast on b,2,2,9\n" +
 		"flat,1,4,4.4\nflat,2,7,8\n"
-	require.NoError(t, os.WriteFile(filepath.Join(dir, gavelFile), []byte(table), 0o644))
+	require.NoError(t, os.WriteFile(dataPath(dir, data.Gavel), []byte(table), 0o644))
 	return dir
 }
 
@@ -57,9 +59,9 @@ func TestSimMixedPool(t *testing.T) {
 // The JPA learns a mixed pool's curves per type, with the GPU ratios
 // (--gpu-ratios) to predict a job on a type it has not run on.
 func TestSimMixedPoolJPA(t *testing.T) {
-	data := simGavelData(t)
-	r := runSimJSON(t, "--swf", simSWF, "--synthetic", "6", "--seed", "2", "--data", data, "--node-types", "a=1,b=1",
-		"--objective", "efficiency", "--curves", "oracle,jpa", "--policy", "compact", "--gpu-ratios", filepath.Join(data, gavelFile), "--json")
+	dir := simGavelData(t)
+	r := runSimJSON(t, "--swf", simSWF, "--synthetic", "6", "--seed", "2", "--data", dir, "--node-types", "a=1,b=1",
+		"--objective", "efficiency", "--curves", "oracle,jpa", "--policy", "compact", "--gpu-ratios", dataPath(dir, data.Gavel), "--json")
 	checkSimPolicies(t, r, 6, "compact", "compact")
 	require.Equal(t, "jpa", r.Policies[1]["curves"])
 	require.Positive(t, r.Policies[1]["work_rate"])
@@ -77,8 +79,7 @@ func TestSimOneTypeReportUnchanged(t *testing.T) {
 }
 
 func TestSimMixedPoolBadFlags(t *testing.T) {
-	data := simGavelData(t)
-	syn := []string{"--events", simEvents, "--synthetic", "2", "--data", data}
+	syn := []string{"--events", simEvents, "--synthetic", "2", "--data", simGavelData(t)}
 	cases := []struct {
 		name string
 		args []string

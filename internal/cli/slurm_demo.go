@@ -15,6 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gleaner-hpc/gleaner/data"
+	"github.com/gleaner-hpc/gleaner/examples"
 	"github.com/gleaner-hpc/gleaner/internal/devenv"
 	"github.com/gleaner-hpc/gleaner/internal/slurmdemo"
 )
@@ -25,7 +27,7 @@ import (
 // of the cluster; 750× faster, it is submitted over 12 minutes and its
 // longest job runs 2 minutes.
 const (
-	slurmDemoTrace       = "../shared/data/traces/theta-2022.swf"
+	slurmDemoTrace       = data.Prefix + data.Theta2022
 	slurmDemoOffset      = 179*24*time.Hour + 17*time.Hour
 	slurmDemoJobs        = 220
 	slurmDemoCompression = 750
@@ -80,7 +82,7 @@ cluster) and still writes what was measured.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&s.SWF, "swf", slurmDemoTrace, "job log (Standard Workload Format) to replay")
+	f.StringVar(&s.SWF, "swf", slurmDemoTrace, "job log (Standard Workload Format) to replay: a file, or embedded:NAME for one built into this binary (the default: ALCF Theta's 2022 log)")
 	f.DurationVar(&s.Plan.Offset, "offset", slurmDemoOffset, "where the window starts, in trace time after the log's first submission")
 	f.IntVar(&s.Plan.Jobs, "jobs", slurmDemoJobs, "jobs in the window")
 	f.Float64Var(&s.Plan.Compression, "compression", slurmDemoCompression, "trace seconds per second: submit, run and requested times are divided by it")
@@ -193,4 +195,34 @@ func (o *slurmDemoOptions) ensureTrainer(ctx context.Context, stderr io.Writer) 
 	}
 	*t = abs
 	return nil
+}
+
+// devTrainer is the example trainer as the examples' campaigns name it,
+// and the package slurm-demo builds it from (its pilots' nodes run the
+// binary, not gleaner's built-in copy).
+const (
+	devTrainer    = examples.GoMLPCommand
+	devTrainerPkg = "./examples/go-mlp"
+)
+
+// devTrainerStale reports whether bin is missing or older than the Go files
+// of pkg (and its sub-packages) and of the trial package it uses, or
+// go.mod.
+func devTrainerStale(bin, pkg string) (bool, string) {
+	st, err := os.Stat(bin)
+	if err != nil {
+		return true, bin + " is missing"
+	}
+	var files []string
+	for _, glob := range []string{filepath.Join(pkg, "*.go"), filepath.Join(pkg, "*", "*.go"), filepath.Join("trial", "*.go")} {
+		more, _ := filepath.Glob(glob)
+		files = append(files, more...)
+	}
+	files = append(files, "go.mod", "go.sum")
+	for _, f := range files {
+		if fs, err := os.Stat(f); err == nil && fs.ModTime().After(st.ModTime()) {
+			return true, f + " is newer than " + bin
+		}
+	}
+	return false, ""
 }

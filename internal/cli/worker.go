@@ -51,7 +51,9 @@ Node sources (--nodes):
   static:N[,type=T]                                  N local slots that never leave
   replay:FILE[,slots=K][,factor=F][,offset=S][,type=T]
                                                      an idle-node trace replayed onto K local
-                                                     slots, F× faster, from trace time S
+                                                     slots, F× faster, from trace time S; FILE
+                                                     embedded:traces/summit-idle-2021-02-10_14.csv
+                                                     is OLCF Summit's, built into this binary
   none                                               no local nodes: the pool's nodes are its
                                                      agents' (gleaner agent, docs/cluster.md)
   slurm:partition=P[,pool=NAME][,max_pending=K][,max_pilots=N][,time=D][,time_min=D]

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gleaner-hpc/gleaner/data"
 )
 
 // ScalingRow is one line of a scaling CSV: the median throughput of an
@@ -153,19 +156,57 @@ func splitScalingName(base string) (app, cluster string) {
 	return stem, ""
 }
 
-// LoadScalingDir reads every *.csv in dir, in file-name order.
-func LoadScalingDir(dir string) ([]ScalingCurve, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.csv"))
+// LoadScaling reads every *.csv of the folder name, in file-name order:
+// a directory on disk or, with data.Prefix, a folder of the built-in
+// reference data (data.Prefix + data.Scaling). Errors name the file.
+func LoadScaling(name string) ([]ScalingCurve, error) {
+	fsys, err := data.Dir(name)
 	if err != nil {
 		return nil, err
 	}
+	return loadScaling(fsys, name)
+}
+
+// LoadScalingDir reads every *.csv in the directory dir on disk, in
+// file-name order. Errors name the file.
+func LoadScalingDir(dir string) ([]ScalingCurve, error) {
+	return loadScaling(os.DirFS(dir), dir)
+}
+
+// LoadScalingFS reads every *.csv at the root of fsys, in file-name order:
+// for example data.Dir(data.Prefix + data.Scaling), the built-in curves.
+// Errors name the file.
+func LoadScalingFS(fsys fs.FS) ([]ScalingCurve, error) {
+	return loadScaling(fsys, "")
+}
+
+// loadScaling reads the *.csv files of fsys; dir, when not empty, is where
+// fsys lives on disk, for error messages.
+func loadScaling(fsys fs.FS, dir string) ([]ScalingCurve, error) {
+	files, err := fs.Glob(fsys, "*.csv")
+	if err != nil {
+		return nil, err
+	}
+	where := dir
+	if where == "" {
+		where = "the scaling folder"
+	}
 	if len(files) == 0 {
-		return nil, fmt.Errorf("no *.csv scaling files in %s", dir)
+		return nil, fmt.Errorf("no *.csv scaling files in %s", where)
 	}
 	sort.Strings(files)
 	var curves []ScalingCurve
-	for _, f := range files {
-		cs, err := LoadScalingFile(f)
+	for _, name := range files {
+		label := name
+		if dir != "" {
+			label = filepath.Join(dir, name)
+		}
+		f, err := fsys.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", label, err)
+		}
+		cs, err := readScalingCurves(f, label)
+		f.Close()
 		if err != nil {
 			return nil, err
 		}
@@ -181,30 +222,15 @@ func LoadScalingFile(path string) ([]ScalingCurve, error) {
 		return nil, err
 	}
 	defer f.Close()
-	rows, err := ReadScaling(f)
+	return readScalingCurves(f, path)
+}
+
+// readScalingCurves parses one scaling CSV named path (its base name gives
+// the application and cluster).
+func readScalingCurves(r io.Reader, path string) ([]ScalingCurve, error) {
+	rows, err := ReadScaling(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return CurvesFromRows(path, rows), nil
-}
-
-// SharedDataDir finds ../shared/data relative to the working directory or
-// any of its parents (tests run in package directories), so tests and the
-// CLI agree on where the reference data lives. It returns "" if none exists.
-func SharedDataDir() string {
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for {
-		cand := filepath.Join(dir, "..", "shared", "data")
-		if st, err := os.Stat(filepath.Join(cand, "scaling")); err == nil && st.IsDir() {
-			return filepath.Clean(cand)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
 }

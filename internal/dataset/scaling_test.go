@@ -2,11 +2,14 @@ package dataset
 
 import (
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gleaner-hpc/gleaner/data"
 )
 
 const sample = `nodes,gpus_per_node,local_bsz,step_time_s,samples_per_s
@@ -48,13 +51,14 @@ func TestReadScalingErrorsNameLineAndColumn(t *testing.T) {
 	}
 }
 
-func TestLoadSharedScaling(t *testing.T) {
-	dir := SharedDataDir()
-	if dir == "" {
-		t.Skip("../shared/data not found beside the checkout")
-	}
-	curves, err := LoadScalingDir(filepath.Join(dir, "scaling"))
+func TestLoadBuiltInScaling(t *testing.T) {
+	fsys, err := data.Dir(data.Prefix + data.Scaling)
 	require.NoError(t, err)
+	curves, err := LoadScalingFS(fsys)
+	require.NoError(t, err)
+	same, err := LoadScaling(data.Prefix + data.Scaling)
+	require.NoError(t, err)
+	require.Equal(t, curves, same)
 	files := map[string]bool{}
 	for _, c := range curves {
 		files[c.File] = true
@@ -64,6 +68,25 @@ func TestLoadSharedScaling(t *testing.T) {
 		}
 	}
 	require.Len(t, files, 24, "the scaling/ directory has 24 files (4 apps × 6 clusters)")
+}
+
+func TestLoadScalingDirNamesTheBadFile(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a__x.csv"), []byte(sample), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b__x.csv"), []byte("nodes\n"), 0o644))
+	_, err := LoadScalingDir(dir)
+	require.ErrorContains(t, err, filepath.Join(dir, "b__x.csv"))
+
+	_, err = LoadScalingDir(t.TempDir())
+	require.ErrorContains(t, err, "no *.csv scaling files")
+	_, err = LoadScaling(dir)
+	require.ErrorContains(t, err, filepath.Join(dir, "b__x.csv"))
+	_, err = LoadScaling(data.Prefix + "nope")
+	require.ErrorContains(t, err, data.Prefix+"nope")
+
+	curves, err := LoadScalingFile(filepath.Join(dir, "a__x.csv"))
+	require.NoError(t, err)
+	require.Equal(t, "a", curves[0].App)
 }
 
 func FuzzReadScaling(f *testing.F) {

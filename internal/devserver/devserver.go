@@ -33,7 +33,8 @@ const EnvCLI = "TEMPORAL_CLI"
 
 // ErrCLINotFound is returned by FindCLI when no `temporal` binary exists.
 var ErrCLINotFound = errors.New("temporal CLI not found (set " + EnvCLI +
-	", put it on PATH, or run `make temporal` to install " + PinnedVersion + " into $(go env GOPATH)/bin)")
+	" or put it on PATH); install it with: go install github.com/temporalio/cli/cmd/temporal@" + PinnedVersion +
+	" (in a checkout: make temporal)")
 
 // DefaultSearchAttributes are Gleaner's typed search attributes (name →
 // Temporal type). workflows/searchattrs.go declares the same list; it is

@@ -83,7 +83,7 @@ func TestInlineCampaignCompletesAndKeepsEveryTrial(t *testing.T) {
 	// A client that cannot wait for the campaign reads its memo snapshot:
 	// the final status and the top of the leaderboard.
 	defer func(d time.Duration) { client.QueryPatience = d }(client.QueryPatience)
-	client.QueryPatience = time.Nanosecond
+	client.QueryPatience = 0
 	st, err := c.Status(testContext(t, time.Minute), spec.Name)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gleaner-hpc/gleaner/cluster/slurm"
+	"github.com/gleaner-hpc/gleaner/data"
 )
 
 // Settings are one run of the demo. Zero optional fields take the
@@ -331,7 +332,7 @@ func (d *demo) prepare() error {
 		return fmt.Errorf("--out: %w", err)
 	}
 	d.res.Files.Result = filepath.Join(s.Out, "result.json")
-	f, err := os.Open(s.SWF)
+	f, err := data.Open(s.SWF) // a file, or a built-in log (data.Prefix)
 	if err != nil {
 		return fmt.Errorf("--swf: %w", err)
 	}

@@ -1,12 +1,15 @@
 package swf
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"io"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/gleaner-hpc/gleaner/data"
 )
 
 // FuzzReader: any input is read to io.EOF or to an *Error naming a line
@@ -15,11 +18,15 @@ import (
 // the limits; a record written back out reads the same; and Line counts
 // the lines as bufio.ScanLines does.
 //
-// Seeds: testdata/fuzz/FuzzReader. seed-theta is a comment naming its
-// source and then the first 8 lines (3 header comments, 5 jobs) of
-// ../shared/data/traces/theta-2022.swf, the ALCF Theta job log for 2022;
-// the others are hand-written.
+// Seeds: testdata/fuzz/FuzzReader, where seed-theta is a comment naming
+// its source and then the first 8 lines (3 header comments, 5 jobs) of
+// data/traces/theta-2022.swf, the ALCF Theta job log for 2022, and the
+// others are hand-written; plus the first 64 lines of that log, read from
+// the built-in reference data.
 func FuzzReader(f *testing.F) {
+	theta := builtInHead(f, data.Prefix+data.Theta2022, 64)
+	f.Add(theta, true)
+	f.Add(theta, false)
 	f.Fuzz(func(t *testing.T, data []byte, unixSeconds bool) {
 		lim := Limits{MaxNodes: 1 << 20, UnixSeconds: unixSeconds}
 		rd := NewReader(bytes.NewReader(data), lim)
@@ -54,6 +61,26 @@ func FuzzReader(f *testing.F) {
 			t.Fatalf("Line() = %d at EOF, want %d", rd.Line(), lines)
 		}
 	})
+}
+
+// builtInHead is the first n lines of a file of the built-in reference
+// data.
+func builtInHead(tb testing.TB, name string, n int) []byte {
+	tb.Helper()
+	rc, err := data.Open(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer rc.Close()
+	var head []byte
+	sc := bufio.NewScanner(rc)
+	for i := 0; i < n && sc.Scan(); i++ {
+		head = append(append(head, sc.Bytes()...), '\n')
+	}
+	if err := sc.Err(); err != nil {
+		tb.Fatalf("%s: %v", name, err)
+	}
+	return head
 }
 
 func checkHeader(t *testing.T, h Header, lim Limits) {

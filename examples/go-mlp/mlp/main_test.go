@@ -1,4 +1,4 @@
-package main
+package mlp
 
 import (
 	"bufio"
@@ -49,7 +49,7 @@ func trainerBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(buildDir, "go-mlp")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", binPath, "..").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -517,7 +517,7 @@ func TestBadInputExitsWithAClearError(t *testing.T) {
 }
 
 func TestCampaignSpecIsValid(t *testing.T) {
-	raw, err := os.ReadFile("campaign.json")
+	raw, err := os.ReadFile("../campaign.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package mlp
 
 import (
 	"bytes"
@@ -291,7 +291,7 @@ func TestArchMismatchOnResumeFails(t *testing.T) {
 // nas.yaml validates as a NAS campaign, and every architecture and
 // parameter its space draws is one the trainer builds.
 func TestNASSpecIsValid(t *testing.T) {
-	spec, err := gleaner.LoadAndValidate("nas.yaml")
+	spec, err := gleaner.LoadAndValidate("../nas.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,116 @@
+package client
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	tclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/gleaner-hpc/gleaner/workflows"
+)
+
+// busyCampaign is a campaign whose queries answer only when release is
+// closed (or never, when it is nil), with snap in its memo (none when nil).
+type busyCampaign struct {
+	tclient.Client
+	release   chan struct{}
+	answer    workflows.CampaignStatus
+	snap      *workflows.CampaignSnapshot
+	described chan struct{} // closed at the first memo read
+	describes atomic.Int32
+}
+
+func (b *busyCampaign) QueryWorkflow(ctx context.Context, _, _, _ string, _ ...any) (converter.EncodedValue, error) {
+	if b.release == nil {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	p, err := converter.GetDefaultDataConverter().ToPayloads(b.answer)
+	if err != nil {
+		return nil, err
+	}
+	return tclient.NewValue(p), nil
+}
+
+func (b *busyCampaign) DescribeWorkflowExecution(context.Context, string, string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+	if b.describes.Add(1) == 1 && b.described != nil {
+		close(b.described)
+	}
+	info := &workflowpb.WorkflowExecutionInfo{}
+	if b.snap != nil {
+		p, err := converter.GetDefaultDataConverter().ToPayload(*b.snap)
+		if err != nil {
+			return nil, err
+		}
+		info.Memo = &commonpb.Memo{Fields: map[string]*commonpb.Payload{workflows.MemoSnapshot: p}}
+	}
+	return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: info}, nil
+}
+
+func withPatience(t *testing.T, d time.Duration) {
+	old := QueryPatience
+	QueryPatience = d
+	t.Cleanup(func() { QueryPatience = old })
+}
+
+// A campaign too busy to answer within QueryPatience is read from its
+// memo snapshot, which says when it was taken.
+func TestStatusOfABusyCampaignComesFromItsSnapshot(t *testing.T) {
+	withPatience(t, 20*time.Millisecond)
+	asOf := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+	fake := &busyCampaign{snap: &workflows.CampaignSnapshot{Status: workflows.CampaignStatus{Running: 7, AsOf: asOf}}}
+	s, err := New(fake, Options{}).Status(t.Context(), "c")
+	require.NoError(t, err)
+	require.Equal(t, 7, s.Running)
+	require.True(t, s.AsOf.Equal(asOf), "AsOf %v", s.AsOf)
+}
+
+// Without a snapshot the query is all there is: the call waits for it,
+// past QueryPatience, and returns its answer.
+func TestStatusWithoutSnapshotWaitsForTheQuery(t *testing.T) {
+	withPatience(t, 20*time.Millisecond)
+	fake := &busyCampaign{release: make(chan struct{}), answer: workflows.CampaignStatus{Running: 3}, described: make(chan struct{})}
+	go func() {
+		<-fake.described // the memo was read (and had nothing) before the answer
+		close(fake.release)
+	}()
+	s, err := New(fake, Options{}).Status(t.Context(), "c")
+	require.NoError(t, err)
+	require.Equal(t, 3, s.Running)
+	require.True(t, s.AsOf.IsZero(), "the answer is the query's, not a snapshot's")
+}
+
+// A campaign that answers at once costs no memo read.
+func TestStatusOfAnIdleCampaignReadsNoMemo(t *testing.T) {
+	withPatience(t, time.Minute)
+	release := make(chan struct{})
+	close(release)
+	fake := &busyCampaign{release: release, answer: workflows.CampaignStatus{Running: 5}}
+	s, err := New(fake, Options{}).Status(t.Context(), "c")
+	require.NoError(t, err)
+	require.Equal(t, 5, s.Running)
+	require.Zero(t, fake.describes.Load())
+}
+
+// With no patience at all, the snapshot answers and no query is sent.
+func TestStatusWithZeroPatienceReadsOnlyTheSnapshot(t *testing.T) {
+	withPatience(t, 0)
+	fake := &busyCampaign{snap: &workflows.CampaignSnapshot{Status: workflows.CampaignStatus{Running: 9}}}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	s, err := New(fake, Options{}).Status(ctx, "c")
+	require.NoError(t, err)
+	require.Equal(t, 9, s.Running)
+}

@@ -8,11 +8,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	tclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"google.golang.org/grpc"
 
+	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
@@ -92,16 +96,18 @@ func TestStatusWithoutSnapshotWaitsForTheQuery(t *testing.T) {
 	require.True(t, s.AsOf.IsZero(), "the answer is the query's, not a snapshot's")
 }
 
-// A campaign that answers at once costs no memo read.
-func TestStatusOfAnIdleCampaignReadsNoMemo(t *testing.T) {
+// A campaign that answers within the patience answers from its query,
+// also when its memo holds an older snapshot.
+func TestStatusOfAnIdleCampaignIsItsQuerysAnswer(t *testing.T) {
 	withPatience(t, time.Minute)
 	release := make(chan struct{})
 	close(release)
-	fake := &busyCampaign{release: release, answer: workflows.CampaignStatus{Running: 5}}
+	fake := &busyCampaign{release: release, answer: workflows.CampaignStatus{Running: 5},
+		snap: &workflows.CampaignSnapshot{Status: workflows.CampaignStatus{Running: 2, AsOf: time.Now()}}}
 	s, err := New(fake, Options{}).Status(t.Context(), "c")
 	require.NoError(t, err)
 	require.Equal(t, 5, s.Running)
-	require.Zero(t, fake.describes.Load())
+	require.True(t, s.AsOf.IsZero(), "the answer is the query's, not a snapshot's")
 }
 
 // With no patience at all, the snapshot answers and no query is sent.
@@ -113,4 +119,93 @@ func TestStatusWithZeroPatienceReadsOnlyTheSnapshot(t *testing.T) {
 	s, err := New(fake, Options{}).Status(ctx, "c")
 	require.NoError(t, err)
 	require.Equal(t, 9, s.Running)
+}
+
+// busyInlineCampaign is an inline campaign with one records chunk whose
+// server reads its spec only after the campaign has been asked for its
+// in-flight trials, and whose campaign never answers that question.
+type busyInlineCampaign struct {
+	tclient.Client
+	asked chan struct{} // closed when the campaign is queried
+	chunk workflows.TrialRecords
+}
+
+func (b *busyInlineCampaign) QueryWorkflow(ctx context.Context, _, _, _ string, _ ...any) (converter.EncodedValue, error) {
+	close(b.asked)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (b *busyInlineCampaign) WorkflowService() workflowservice.WorkflowServiceClient {
+	return slowHistory{b: b}
+}
+
+func (b *busyInlineCampaign) ListWorkflow(context.Context, *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error) {
+	id := workflows.TrialRecordsWorkflowID(workflows.CampaignWorkflowID("c"), 1)
+	return &workflowservice.ListWorkflowExecutionsResponse{Executions: []*workflowpb.WorkflowExecutionInfo{
+		{Execution: &commonpb.WorkflowExecution{WorkflowId: id}},
+	}}, nil
+}
+
+func (b *busyInlineCampaign) GetWorkflow(context.Context, string, string) tclient.WorkflowRun {
+	return chunkRun{b.chunk}
+}
+
+// slowHistory serves the campaign's first event once it has been asked.
+type slowHistory struct {
+	workflowservice.WorkflowServiceClient
+	b *busyInlineCampaign
+}
+
+func (s slowHistory) GetWorkflowExecutionHistory(ctx context.Context, _ *workflowservice.GetWorkflowExecutionHistoryRequest, _ ...grpc.CallOption) (*workflowservice.GetWorkflowExecutionHistoryResponse, error) {
+	select {
+	case <-s.b.asked:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	var spec gleaner.CampaignSpec
+	spec.Trial.Inline = true
+	p, err := converter.GetDefaultDataConverter().ToPayloads(workflows.CampaignInput{Spec: spec})
+	if err != nil {
+		return nil, err
+	}
+	return &workflowservice.GetWorkflowExecutionHistoryResponse{History: &historypb.History{Events: []*historypb.HistoryEvent{{
+		EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED,
+		Attributes: &historypb.HistoryEvent_WorkflowExecutionStartedEventAttributes{
+			WorkflowExecutionStartedEventAttributes: &historypb.WorkflowExecutionStartedEventAttributes{Input: p},
+		},
+	}}}}, nil
+}
+
+// chunkRun is a closed TrialRecords run.
+type chunkRun struct{ recs workflows.TrialRecords }
+
+func (chunkRun) GetID() string    { return "" }
+func (chunkRun) GetRunID() string { return "" }
+func (r chunkRun) Get(_ context.Context, out any) error {
+	p, err := converter.GetDefaultDataConverter().ToPayload(r.recs)
+	if err != nil {
+		return err
+	}
+	return converter.GetDefaultDataConverter().FromPayload(p, out)
+}
+func (r chunkRun) GetWithOptions(ctx context.Context, out any, _ tclient.WorkflowRunGetOptions) error {
+	return r.Get(ctx, out)
+}
+
+// trials asks a busy inline campaign for its in-flight trials while its
+// spec is read and its chunks listed: on a loaded server the reads and the
+// patience must not add up. Here the spec is served only once the
+// campaign has been asked; the chunk's trials come back, marked Busy.
+func TestTrialsOfABusyInlineCampaignAskWhileTheSpecIsRead(t *testing.T) {
+	withPatience(t, 20*time.Millisecond)
+	fake := &busyInlineCampaign{asked: make(chan struct{}), chunk: workflows.TrialRecords{Campaign: "c", Chunk: 1,
+		Trials: []workflows.TrialStatus{{TrialID: "t00001"}, {TrialID: "t00002"}}}}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	l, err := New(fake, Options{}).TrialsNewest(ctx, "c", 1000)
+	require.NoError(t, err)
+	require.True(t, l.Busy)
+	require.Len(t, l.Trials, 2)
+	require.Equal(t, "t00002", l.Trials[1].TrialID)
 }

@@ -22,19 +22,31 @@ import (
 // first, and its in-flight ones in the campaign (QueryTrials); a campaign
 // with a workflow per trial queries only the newest limit workflows.
 func (c *Client) TrialsNewest(ctx context.Context, name string, limit int) (TrialList, error) {
-	// An inline campaign's chunks are listed while its spec is read.
+	// On a loaded server every read takes a while: an inline campaign's
+	// chunks are listed and its in-flight trials asked for while its spec
+	// is read (a campaign with a workflow per trial answers the query
+	// with nothing, and the answer is dropped).
+	patience := time.NewTimer(QueryPatience)
+	defer patience.Stop()
+	lctx, cancel := context.WithCancel(ctx) // not needed past this call
+	defer cancel()
 	type listed struct {
 		ids []string
 		err error
 	}
-	lctx, cancel := context.WithCancel(ctx) // not needed past this call
-	defer cancel()
 	chunks := make(chan listed, 1)
 	go func() {
 		ids, err := c.listIDs(lctx, fmt.Sprintf("%s = %q AND %s = %q",
 			workflows.GleanerCampaign.GetName(), name, workflows.GleanerKind.GetName(), workflows.KindRecords))
 		chunks <- listed{ids, err}
 	}()
+	var live liveTrials
+	if QueryPatience > 0 {
+		live.answer = make(chan error, 1)
+		go func() {
+			live.answer <- c.query(lctx, workflows.CampaignWorkflowID(name), "campaign "+name, workflows.QueryTrials, &live.trials)
+		}()
+	}
 	spec, err := c.Spec(ctx, name)
 	if err != nil {
 		return TrialList{}, err
@@ -46,13 +58,21 @@ func (c *Client) TrialsNewest(ctx context.Context, name string, limit int) (Tria
 		if ch.err != nil {
 			return TrialList{}, fmt.Errorf("listing the trial records of campaign %q: %w", name, ch.err)
 		}
-		l, err = c.inlineTrials(ctx, name, limit, ch.ids)
+		l, err = c.inlineTrials(ctx, limit, ch.ids, live, patience.C, cancel)
 	case limit <= 0:
 		l.Trials, err = c.Trials(ctx, name)
 	default:
 		l.Trials, err = c.newestTrialWorkflows(ctx, name, limit)
 	}
 	return l, err
+}
+
+// liveTrials is an inline campaign's answer to QueryTrials: its in-flight
+// trials and those ended since its last chunk; answer is nil when the
+// campaign was not asked.
+type liveTrials struct {
+	trials []workflows.TrialStatus
+	answer chan error
 }
 
 // TrialList is TrialsNewest's answer.
@@ -66,25 +86,12 @@ type TrialList struct {
 }
 
 // inlineTrials reads an inline campaign's trials: the campaign's own
-// (in flight, and ended since its last chunk) and its chunks (the
+// (live: in flight, and ended since its last chunk) and its chunks (the
 // workflow ids of its TrialRecords), newest first until limit are found.
-func (c *Client) inlineTrials(ctx context.Context, name string, limit int, chunks []string) (TrialList, error) {
-	// A busy campaign answers only between its workflow tasks: ask it
-	// while the chunks are read, wait until QueryPatience has passed, then
-	// list what its chunks hold (Busy says so; at once when QueryPatience
-	// is zero or less).
-	patience := time.NewTimer(QueryPatience)
-	defer patience.Stop()
-	qctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var live []workflows.TrialStatus
-	asked := QueryPatience > 0
-	queried := make(chan error, 1)
-	if asked {
-		go func() {
-			queried <- c.query(qctx, workflows.CampaignWorkflowID(name), "campaign "+name, workflows.QueryTrials, &live)
-		}()
-	}
+// A busy campaign answers only between its workflow tasks: once patience
+// fires and the chunks are read, it lists what they hold (Busy says so;
+// at once when the campaign was not asked); cancel stops the query.
+func (c *Client) inlineTrials(ctx context.Context, limit int, chunks []string, live liveTrials, patience <-chan time.Time, cancel func()) (TrialList, error) {
 	slices.Sort(chunks) // …-records-00001, …-records-00002, …
 	// Read chunks newest first, a few at a time, until limit are found.
 	var recs []workflows.TrialRecords // newest first
@@ -123,19 +130,23 @@ func (c *Client) inlineTrials(ctx context.Context, name string, limit int, chunk
 			}
 		}
 	}
-	busy := false
+	busy := live.answer == nil
 	var err error
-	select {
-	case err = <-queried:
-	case <-patience.C:
+	if !busy {
 		select {
-		case err = <-queried:
-		default:
-			if cancel(); asked {
-				<-queried // live is written by one goroutine only
+		case err = <-live.answer:
+		case <-patience:
+			select {
+			case err = <-live.answer:
+			default:
+				cancel()
+				<-live.answer // live.trials is written by one goroutine only
+				busy, err = true, nil
 			}
-			live, busy, err = nil, true, nil
 		}
+	}
+	if busy {
+		live.trials = nil
 	}
 	if err != nil {
 		return TrialList{}, err
@@ -151,7 +162,7 @@ func (c *Client) inlineTrials(ctx context.Context, name string, limit int, chunk
 			}
 		}
 	}
-	add(live)
+	add(live.trials)
 	for _, r := range recs {
 		add(r.Trials)
 	}

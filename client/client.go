@@ -189,16 +189,15 @@ func (c *Client) Status(ctx context.Context, name string) (workflows.CampaignSta
 // (workflows.CampaignSnapshot, at most workflows.InlineCountsEvery old;
 // CampaignStatus.AsOf says when) or its records chunks. Such a campaign
 // ends trials in most of its workflow tasks, and a query waits for the
-// task in hand; the memo and the chunks are read while the query waits,
-// so a command takes about QueryPatience, or one read of the server, at
-// worst. Zero or less: no query when there is a snapshot (for trials, the
-// chunks alone).
+// task in hand; the memo is read meanwhile, so a command takes about
+// QueryPatience at worst. Zero or less: no query when there is a
+// snapshot (for trials, the chunks alone).
 var QueryPatience = 400 * time.Millisecond
 
-// patientQuery queries a campaign and reads the snapshot in its memo
-// meanwhile; when the query takes longer than QueryPatience and there is
-// a snapshot, it answers from that (fromSnapshot), else it goes on
-// waiting for the query.
+// patientQuery queries a campaign and, when the query has not answered
+// within half of QueryPatience, also reads the snapshot in its memo; when
+// the query takes longer than QueryPatience and there is a snapshot, it
+// answers from that (fromSnapshot), else it goes on waiting for the query.
 func (c *Client) patientQuery(ctx context.Context, name, query string, out any, fromSnapshot func(workflows.CampaignSnapshot)) error {
 	id, what := workflows.CampaignWorkflowID(name), fmt.Sprintf("campaign %q", name)
 	if QueryPatience <= 0 {
@@ -208,16 +207,22 @@ func (c *Client) patientQuery(ctx context.Context, name, query string, out any, 
 		}
 		return c.query(ctx, id, what, query, out)
 	}
-	patience := time.NewTimer(QueryPatience)
-	defer patience.Stop()
 	qctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	queried := make(chan error, 1)
 	go func() { queried <- c.query(qctx, id, what, query, out) }()
-	// The memo is read at once: on a loaded server one read can take as
-	// long as the patience, and the two must not add up.
+	// A query answered within half the patience costs no memo read.
+	half := time.NewTimer(QueryPatience / 2)
+	defer half.Stop()
+	select {
+	case err := <-queried:
+		return err
+	case <-half.C:
+	}
 	snapshot := make(chan *workflows.CampaignSnapshot, 1)
 	go func() { snapshot <- c.memoSnapshot(qctx, id) }()
+	patience := time.NewTimer(QueryPatience - QueryPatience/2)
+	defer patience.Stop()
 	select {
 	case err := <-queried:
 		return err

@@ -11,6 +11,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
+	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
@@ -64,6 +65,7 @@ func (c *Client) TrialsNewest(ctx context.Context, name string, limit int) (Tria
 	default:
 		l.Trials, err = c.newestTrialWorkflows(ctx, name, limit)
 	}
+	l.Spec = spec
 	return l, err
 }
 
@@ -83,6 +85,9 @@ type TrialList struct {
 	// since its last chunk, at most workflows.InlineRecordsChunk, are
 	// missing).
 	Busy bool
+	// Spec is the campaign's spec, read to tell how it keeps its trials
+	// (its objective names the metric the trials are scored by).
+	Spec gleaner.CampaignSpec
 }
 
 // inlineTrials reads an inline campaign's trials: the campaign's own

@@ -189,15 +189,31 @@ const CampaignName = "bench-campaign"
 // o.Seconds each, o.Concurrent in flight, each on exactly one of o.Nodes
 // CPU slots, against a fresh dev server and an in-process worker, and
 // measures it.
-func RunCampaign(ctx context.Context, o CampaignOptions) (*CampaignReport, error) {
+//
+// The report comes before the temporary directory is removed: the worker
+// keeps a run directory per trial, and removing 100,000 of them takes
+// minutes. cleanup removes it; it is never nil.
+func RunCampaign(ctx context.Context, o CampaignOptions) (_ *CampaignReport, cleanup func(), _ error) {
+	cleanup = func() {}
 	if err := o.validate(); err != nil {
-		return nil, err
+		return nil, cleanup, err
 	}
 	e, err := setup(ctx, envOptions{Slots: o.Nodes, RepoDir: o.RepoDir, Log: o.Log, ServerConfig: o.ServerConfig, ServerLog: o.ServerLog})
 	if err != nil {
-		return nil, err
+		return nil, cleanup, err
 	}
-	defer e.Close()
+	rep, err := runCampaign(ctx, o, e)
+	e.stop()
+	return rep, func() {
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, "bench: removing the worker's run directories (%s)\n", e.dir)
+		}
+		e.Close()
+	}, err
+}
+
+// runCampaign runs and measures the campaign in e.
+func runCampaign(ctx context.Context, o CampaignOptions, e *env) (*CampaignReport, error) {
 
 	stepMS := math.Round(o.Seconds*1000/float64(o.Steps)*1000) / 1000
 	rep := &CampaignReport{
@@ -264,7 +280,7 @@ func RunCampaign(ctx context.Context, o CampaignOptions) (*CampaignReport, error
 			return nil, err
 		}
 		repo := e.repo
-		e.Close()
+		e.stop()
 		if rep.Optuna, err = runOptuna(ctx, o, repo, trainer.Name(), stepMS); err != nil {
 			return nil, err
 		}

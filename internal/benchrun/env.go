@@ -109,6 +109,12 @@ func setup(ctx context.Context, o envOptions) (_ *env, err error) {
 // Close stops the worker and the server and removes the temporary
 // directory.
 func (e *env) Close() {
+	e.stop()
+	_ = os.RemoveAll(e.dir)
+}
+
+// stop stops the worker and the server; the temporary directory stays.
+func (e *env) stop() {
 	if e.w != nil {
 		e.w.Stop()
 		e.w = nil
@@ -121,5 +127,4 @@ func (e *env) Close() {
 		_ = e.log.Close()
 		e.log = nil
 	}
-	_ = os.RemoveAll(e.dir)
 }

@@ -52,7 +52,8 @@ stderr; --json prints one object on stdout.`,
 				}
 				defer pprof.StopCPUProfile()
 			}
-			rep, err := benchrun.RunCampaign(ctx, o)
+			rep, cleanup, err := benchrun.RunCampaign(ctx, o)
+			defer cleanup() // after the report: minutes after 100,000 trials
 			if err != nil {
 				return err
 			}

@@ -64,29 +64,38 @@ func (o *trialsOptions) run(ctx context.Context, flags *pflag.FlagSet, name stri
 		return err
 	}
 	defer closeClient()
-	// The spec says which metric is the objective; reading it also tells
-	// an unknown campaign (exit 3) from one without trials yet.
-	spec, err := c.Spec(ctx, name)
-	if err != nil {
-		return campaignErr(name, err)
-	}
 	if o.limit < 0 {
 		return withCode(ExitUsage, fmt.Errorf("--limit: %d must not be negative (0: all)", o.limit))
 	}
+	// The campaign's warnings and how many trials it made, asked while
+	// the trials are read (on a busy server each read takes a while);
+	// none if it does not answer.
+	type answered struct {
+		s   workflows.CampaignStatus
+		err error
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	status := make(chan answered, 1)
+	go func() {
+		s, err := c.Status(sctx, name)
+		status <- answered{s, err}
+	}()
+	// The list carries the spec: its objective names the metric, and an
+	// unknown campaign (exit 3) is told from one without trials yet.
 	list, err := c.TrialsNewest(ctx, name, o.limit)
 	if err != nil {
 		return campaignErr(name, err)
 	}
-	trials := list.Trials
+	trials, spec := list.Trials, list.Spec
 	if list.Busy {
 		fmt.Fprintf(stderr, "note: campaign %s is busy: its trials in flight and those ended in the last %d are not listed\n",
 			name, workflows.InlineRecordsChunk)
 	}
-	// The campaign's warnings; none if it does not answer.
 	var warnings []string
 	created := 0
-	if s, err := c.Status(ctx, name); err == nil {
-		warnings, created = s.Warnings, s.Created
+	if a := <-status; a.err == nil {
+		warnings, created = a.s.Warnings, a.s.Created
 	}
 	if o.json {
 		if trials == nil {

@@ -59,14 +59,14 @@ func (o *trialsOptions) run(ctx context.Context, flags *pflag.FlagSet, name stri
 	if err := checkCampaignName(name); err != nil {
 		return err
 	}
+	if o.limit < 0 {
+		return withCode(ExitUsage, fmt.Errorf("--limit: %d must not be negative (0: all)", o.limit))
+	}
 	c, closeClient, err := o.conn.connect(ctx, flags, stderr)
 	if err != nil {
 		return err
 	}
 	defer closeClient()
-	if o.limit < 0 {
-		return withCode(ExitUsage, fmt.Errorf("--limit: %d must not be negative (0: all)", o.limit))
-	}
 	// The campaign's warnings and how many trials it made, asked while
 	// the trials are read (on a busy server each read takes a while);
 	// none if it does not answer.

@@ -1,18 +1,21 @@
 """Python side of Gleaner's trial protocol (docs/protocol.md); stdlib only.
 
-The same contract as the Go package ``trial``::
+The same contract as the Go package ``trial``, with the same names where
+they mean the same (``load_env`` is ``trial.LoadEnv``, ``env.resuming()``
+is ``Env.Resuming()``, ``env.budget_reached`` is ``Env.BudgetReached``)::
 
     import gleaner_trial as gt
 
-    env = gt.env()                      # GLEANER_* variables, validated
-    p = gt.params()                     # the params file as a dict
-    rep = gt.Reporter()                 # appends to GLEANER_REPORT_FILE
     gt.install_stop_handler()           # SIGTERM -> gt.stopping() is True
+    env = gt.load_env()                 # GLEANER_* variables, validated
+    rep = env.reporter()                # appends to GLEANER_REPORT_FILE
+    if env.resuming():                  # GLEANER_RESUME_FROM: restore the counters
+        state = gt.load_checkpoint(env.resume_from, pickle.load)
     for step in ...:
         # a stop, or the counters at GLEANER_BUDGET: checkpoint, report, exit 0
         if gt.stopping() or env.budget_reached(samples, step, samples / n):
-            path = gt.save_checkpoint(gt.checkpoint_name(step, ".pt"),
-                                      lambda f: torch.save(state, f))
+            path = env.save_checkpoint(gt.checkpoint_name(step, ".pt"),
+                                       lambda f: torch.save(state, f))
             rep.report(step=step, samples=samples, checkpoint=path)
             sys.exit(0)
         ...
@@ -33,6 +36,7 @@ import signal
 import tempfile
 import threading
 import time
+import warnings
 from typing import Any, BinaryIO, Callable, Mapping, Optional
 
 ENV_TRIAL_ID = "GLEANER_TRIAL_ID"
@@ -88,8 +92,21 @@ class Env:
     budget_unit: str = ""  # one of BUDGET_UNITS; "" without a budget
 
     @property
-    def resuming(self) -> bool:
-        return self.resume_from != ""
+    def resuming(self) -> "_Resuming":
+        """Call it: ``env.resuming()`` is True when GLEANER_RESUME_FROM names
+        a checkpoint to restore, as Go's ``Env.Resuming()``. Reading it as
+        a bare attribute (``if env.resuming:``, the property it was before)
+        still works, with a DeprecationWarning."""
+        return _Resuming(self.resume_from != "")
+
+    def reporter(self, fsync: bool = False) -> "Reporter":
+        """A Reporter on GLEANER_REPORT_FILE, as Go's ``Env.Reporter()``."""
+        return Reporter(self.report_file, fsync=fsync)
+
+    def save_checkpoint(self, name: str, write_fn: Callable[[BinaryIO], Any]) -> str:
+        """save_checkpoint into GLEANER_CHECKPOINT_DIR, as Go's
+        ``Env.SaveCheckpoint``: returns the absolute path to report."""
+        return save_checkpoint(name, write_fn, directory=self.checkpoint_dir)
 
     def budget_reached(self, samples: float, step: int, epoch: float) -> bool:
         """True once a run at these counters (a report's, cumulative since
@@ -99,6 +116,46 @@ class Env:
             return False
         counter = {BUDGET_SAMPLES: samples, BUDGET_STEPS: step, BUDGET_EPOCHS: epoch}.get(self.budget_unit)
         return counter is not None and counter >= self.budget
+
+
+class _Resuming:
+    """What Env.resuming returns: a method-like flag. ``env.resuming()`` is
+    the form Go has (``Env.Resuming()``); the truth of the bare attribute
+    is the old property's, kept working with a DeprecationWarning."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: bool):
+        self._value = value
+
+    def __call__(self) -> bool:
+        return self._value
+
+    def _deprecated(self) -> bool:
+        warnings.warn(
+            "gleaner_trial: env.resuming is a method, as Go's Env.Resuming(): call env.resuming()",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return self._value
+
+    def __bool__(self) -> bool:
+        return self._deprecated()
+
+    def __eq__(self, other: object) -> bool:
+        return self._deprecated() == other
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+    def __repr__(self) -> str:
+        return f"<bound method Env.resuming: {self._value}>"
+
+
+def load_env(environ: Optional[Mapping[str, str]] = None) -> Env:
+    """Read and check the GLEANER_* variables, as Go's ``trial.LoadEnv``;
+    the same as env()."""
+    return env(environ)
 
 
 def env(environ: Optional[Mapping[str, str]] = None) -> Env:
@@ -482,6 +539,14 @@ def save_checkpoint(name: str, write_fn: Callable[[BinaryIO], Any], directory: O
     return final
 
 
+def load_checkpoint(path: str, read_fn: Callable[[BinaryIO], Any]) -> Any:
+    """Open the checkpoint at path (GLEANER_RESUME_FROM) for reading and
+    return what read_fn makes of it, as Go's ``trial.LoadCheckpoint``:
+    ``state = gt.load_checkpoint(env.resume_from, json.load)``."""
+    with open(path, "rb") as f:
+        return read_fn(f)
+
+
 def checkpoint_name(step: int, ext: str = "") -> str:
     """A checkpoint file name whose lexical order is step order."""
     return f"step-{int(step):012d}{ext}"
@@ -521,7 +586,11 @@ def install_stop_handler() -> threading.Event:
 
 def stopping() -> bool:
     """True once a stop signal arrived: checkpoint, report it, exit 0.
-    Installs the handler on first use when called from the main thread."""
+    Installs the handler on first use when called from the main thread.
+    Go's ``trial.StopRequested()``; also named stop_requested."""
     if not _installed and threading.current_thread() is threading.main_thread():
         install_stop_handler()
     return _stop.is_set()
+
+
+stop_requested = stopping

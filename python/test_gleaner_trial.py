@@ -49,7 +49,7 @@ class EnvTest(Fixture):
         self.assertEqual(e.campaign_id, "c-1")
         self.assertEqual(e.nodes, 2)
         self.assertEqual(e.hosts, ["a", "b"])
-        self.assertFalse(e.resuming)
+        self.assertFalse(e.resuming())
         self.assertEqual(e.params, {"lr": 0.01, "batch": "64", "fast": "true"})
         p = gt.params(self.environ())
         self.assertEqual(gt.number(p, "batch", 32), 64.0)
@@ -60,6 +60,33 @@ class EnvTest(Fixture):
             gt.number({"lr2": "x"}, "lr2", 1)
         with self.assertRaises(gt.EnvError):
             gt.flag({"f": "maybe"}, "f")
+
+    def test_resuming_is_a_method_as_in_go(self):
+        m = self.environ()
+        ckpt = os.path.join(self.dir, "step-000000000005.json")
+        with open(ckpt, "w") as f:
+            f.write('{"step": 5}')
+        m[gt.ENV_RESUME_FROM] = ckpt
+        e = gt.load_env(m)
+        self.assertIs(e.resuming(), True)
+        self.assertIs(gt.env(self.environ()).resuming(), False)
+        self.assertEqual(gt.load_checkpoint(e.resume_from, json.load), {"step": 5})
+        # The property it was: still true or false, with a deprecation.
+        with self.assertWarnsRegex(DeprecationWarning, r"call env\.resuming\(\)"):
+            self.assertTrue(e.resuming)
+        with self.assertWarns(DeprecationWarning):
+            self.assertFalse(gt.env(self.environ()).resuming)
+
+    def test_env_reporter_and_save_checkpoint(self):
+        e = gt.load_env(self.environ())
+        path = e.save_checkpoint(gt.checkpoint_name(3, ".json"), lambda f: f.write(b'{"step": 3}'))
+        self.assertEqual(path, os.path.join(self.dir, "ckpt", "step-000000000003.json"))
+        with e.reporter() as rep:
+            rep.report(step=3, checkpoint=path)
+        with open(e.report_file) as f:
+            line = json.loads(f.read())
+        self.assertEqual((line["step"], line["checkpoint"]), (3, path))
+        self.assertIs(gt.stop_requested, gt.stopping)
 
     def test_errors_name_the_variable(self):
         cases = [

@@ -406,7 +406,7 @@ def worker(local_rank, rv, env, h, master_addr, master_port, data):
     # Counters, and where the data order stands: batch `position` of epoch
     # `epoch_index`'s permutation is the next one.
     step, samples, epoch_index, position = 0, 0, 0, 0
-    if env.resuming:
+    if env.resuming():
         ck = torch.load(env.resume_from, map_location=device)
         if ck.get("arch") != arch.canonical():
             raise SystemExit(

@@ -130,7 +130,7 @@ def worker(local_rank, rv, env, h, master_addr, master_port):
     model = make_model(torch, h.hidden).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=h.lr, momentum=h.momentum)
     step, samples = 0, 0
-    if env.resuming:
+    if env.resuming():
         ck = torch.load(env.resume_from, map_location=device)
         if ck.get("hidden") != h.hidden:
             raise SystemExit(
@@ -192,7 +192,7 @@ def worker(local_rank, rv, env, h, master_addr, master_port):
         batch_loss, stop = gtorch.step_allreduce(r, loss, len(idx))
         losses.add(batch_loss)
 
-        if h.fail_at_step and step == h.fail_at_step and not env.resuming:
+        if h.fail_at_step and step == h.fail_at_step and not env.resuming():
             if rank == 0:
                 print(f"train.py: failing at step {step} as fail_at_step asks", file=sys.stderr, flush=True)
             sys.exit(EXIT_INJECTED)

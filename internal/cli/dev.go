@@ -20,13 +20,12 @@ import (
 	"github.com/gleaner-hpc/gleaner/worker"
 )
 
-// Defaults of `gleaner dev`. In a checkout (the repository root, where
-// `make demo` runs it) its state lies in bin/dev; elsewhere (an installed
-// binary) in the user's state directory (devStateDir).
+// Defaults of `gleaner dev`. Its state lies in the user's state directory
+// (statedir.go) wherever it runs, a checkout or not: the database in
+// devStateDir, which `make devserver` shares, and the run data in
+// defaultDataDir, which `gleaner worker` shares.
 const (
-	devCheckoutState = "bin/dev"
-	devDBFile        = "temporal.db"
-	devDataSubdir    = "data"
+	devDBFile = "temporal.db"
 	// devDefaultTrace is the Summit idle-node trace, built into the binary.
 	devDefaultTrace = data.Prefix + data.SummitIdle
 	// devDefaultReplay replays it onto 8 local CPU slots, 300× faster (a
@@ -75,8 +74,10 @@ once with --exit-when-done). Ctrl-C at any point stops everything this
 command started: running trainers get their grace period, then the worker
 and the server stop. A second Ctrl-C kills at once.
 
-State (--db, --data-dir) lies in bin/dev in a checkout, else in
-$XDG_STATE_HOME/gleaner/dev (~/.local/state/gleaner/dev).
+State lies in Gleaner's state directory, $XDG_STATE_HOME/gleaner
+(~/.local/state/gleaner), from a checkout or not: the server's database
+in dev/temporal.db (the one ` + "`make devserver`" + ` uses) and the trials' run data
+in data/ (the one ` + "`gleaner worker`" + ` uses).
 
 The temporal CLI is found through $TEMPORAL_CLI, PATH and $(go env
 GOPATH)/bin; install it with
@@ -100,8 +101,8 @@ GOPATH)/bin; install it with
 	f.StringVar(&o.ip, "ip", "127.0.0.1", "address the dev server and its web UI listen on")
 	f.IntVar(&o.port, "port", 7233, "dev server (frontend gRPC) port; 0 picks a free one")
 	f.IntVar(&o.uiPort, "ui-port", 8233, "web UI port; 0 picks a free one")
-	f.StringVar(&o.db, "db", "", `SQLite file keeping the server's state across restarts ("" keeps it in memory; default STATE/`+devDBFile+`, STATE as below)`)
-	f.StringVar(&o.dataDir, "data-dir", "", "directory for the trials' checkpoints and run directories (default STATE/"+devDataSubdir+"; STATE is "+devCheckoutState+" in a checkout, else $XDG_STATE_HOME/gleaner/dev)")
+	f.StringVar(&o.db, "db", "", `SQLite file keeping the server's state across restarts ("" keeps it in memory; default STATE/`+stateDevSubdir+"/"+devDBFile+`, STATE is `+stateDirHint+`)`)
+	f.StringVar(&o.dataDir, "data-dir", "", "directory for the trials' checkpoints and run directories (default STATE/"+stateDataSubdir+", as gleaner worker's)")
 	f.StringVar(&o.nodes, "nodes", devDefaultReplay, "node source: static:N or replay:FILE,slots=K,factor=F,offset=S (see gleaner worker --help)")
 	f.StringVar(&o.campaign, "campaign", "", "campaign spec, YAML or JSON (default "+devCampaignFile+", else the copy built into this binary)")
 	f.BoolVar(&o.exitWhenDone, "exit-when-done", false, "stop everything and exit once the campaign has ended")
@@ -111,24 +112,22 @@ GOPATH)/bin; install it with
 	return cmd
 }
 
-// defaultPaths fills --db and --data-dir when not given: under bin/dev in
-// a checkout, else under the user's state directory.
+// defaultPaths fills --db and --data-dir when not given, in the user's
+// state directory.
 func (o *devOptions) defaultPaths(dbGiven, dataDirGiven bool) error {
-	if dbGiven && dataDirGiven {
-		return nil
-	}
-	state := devCheckoutState
-	if !devInCheckout() {
-		var err error
-		if state, err = devStateDir(); err != nil {
-			return err
-		}
-	}
 	if !dbGiven {
+		state, err := devStateDir(nil)
+		if err != nil {
+			return fmt.Errorf("--db: %w; pass --db", err)
+		}
 		o.db = filepath.Join(state, devDBFile)
 	}
 	if !dataDirGiven {
-		o.dataDir = filepath.Join(state, devDataSubdir)
+		data, err := defaultDataDir(nil)
+		if err != nil {
+			return fmt.Errorf("--data-dir: %w; pass --data-dir", err)
+		}
+		o.dataDir = data
 	}
 	return nil
 }
@@ -138,18 +137,6 @@ func (o *devOptions) defaultPaths(dbGiven, dataDirGiven bool) error {
 func devInCheckout() bool {
 	st, err := os.Stat(devCampaignFile)
 	return err == nil && st.Mode().IsRegular()
-}
-
-// devStateDir is $XDG_STATE_HOME/gleaner/dev, or ~/.local/state/gleaner/dev.
-func devStateDir() (string, error) {
-	if x := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(x) {
-		return filepath.Join(x, "gleaner", "dev"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("--db and --data-dir: no home directory for their defaults (%w); pass both", err)
-	}
-	return filepath.Join(home, ".local", "state", "gleaner", "dev"), nil
 }
 
 // devRun is one run of `gleaner dev`: where it prints, its clock, and the

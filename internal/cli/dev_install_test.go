@@ -49,8 +49,8 @@ func TestInstalledBinaryRunsTheDemo(t *testing.T) {
 	// The trace took nodes back while trials ran: a slot that ran a trial
 	// or sat idle (# or o) in one node map is taken back (.) in a later one.
 	require.True(t, slotTakenBack(got), "no node was taken back during the demo:\n%s", got)
-	state := filepath.Join(home, ".local", "state", "gleaner", "dev")
-	require.FileExists(t, filepath.Join(state, "temporal.db"))
+	state := filepath.Join(home, ".local", "state", "gleaner")
+	require.FileExists(t, filepath.Join(state, "dev", "temporal.db"))
 	require.DirExists(t, filepath.Join(state, "data"))
 	left, err := os.ReadDir(work)
 	require.NoError(t, err)

@@ -435,10 +435,10 @@ func setSubreaper(t *testing.T) {
 
 // Outside a checkout the defaults are built into the binary: the Summit
 // trace, the demo's campaign with the example trainer (bin/go-mlp, which
-// the worker runs as this binary's example-trainer subcommand), state
-// under $XDG_STATE_HOME; in a checkout
-// the example's file and bin/dev. Each run names the campaign anew, from
-// its clock.
+// the worker runs as this binary's example-trainer subcommand); in a
+// checkout the example's file. State lies under $XDG_STATE_HOME in both:
+// the database where `make devserver` keeps it, the run data where
+// `gleaner worker` does. Each run names the campaign anew, from its clock.
 func TestDevDefaultsOutsideTheCheckout(t *testing.T) {
 	state := t.TempDir()
 	t.Setenv("XDG_STATE_HOME", state)
@@ -447,7 +447,7 @@ func TestDevDefaultsOutsideTheCheckout(t *testing.T) {
 	o := &devOptions{nodes: devDefaultReplay}
 	require.NoError(t, o.defaultPaths(false, false))
 	require.Equal(t, filepath.Join(state, "gleaner", "dev", "temporal.db"), o.db)
-	require.Equal(t, filepath.Join(state, "gleaner", "dev", "data"), o.dataDir)
+	require.Equal(t, filepath.Join(state, "gleaner", "data"), o.dataDir)
 	d := newDevRun(o, &out, &errOut)
 	d.now = func() time.Time { return time.Date(2026, 11, 24, 8, 30, 5, 0, time.UTC) }
 	exe := filepath.Join(t.TempDir(), "gleaner")
@@ -467,7 +467,7 @@ func TestDevDefaultsOutsideTheCheckout(t *testing.T) {
 	require.Equal(t, []string{"bin/go-mlp"}, c.spec.Command)
 	require.Equal(t, exe, d.exe)
 
-	// In a checkout: the example's file, and bin/dev.
+	// In a checkout: the example's file, and the same state directory.
 	require.NoError(t, os.MkdirAll("examples/go-mlp", 0o755))
 	require.NoError(t, os.WriteFile("examples/go-mlp/campaign.yaml", []byte("name: yaml-spec\ncommand: [bin/go-mlp]\n"+
 		"space: [{name: lr, type: float, min: 0.01, max: 0.1}]\nobjective: {metric: val_loss}\nbudget: {max_trials: 2}\n"), 0o644))
@@ -479,7 +479,10 @@ func TestDevDefaultsOutsideTheCheckout(t *testing.T) {
 	o2 := &devOptions{db: "given.db"}
 	require.NoError(t, o2.defaultPaths(true, false))
 	require.Equal(t, "given.db", o2.db)
-	require.Equal(t, filepath.Join("bin", "dev", "data"), o2.dataDir)
+	require.Equal(t, filepath.Join(state, "gleaner", "data"), o2.dataDir)
+	o3 := &devOptions{}
+	require.NoError(t, o3.defaultPaths(false, false))
+	require.Equal(t, filepath.Join(state, "gleaner", "dev", "temporal.db"), o3.db)
 
 	// A trainer that is not there is reported before anything starts.
 	require.NoError(t, os.WriteFile("other.yaml", []byte("name: other\ncommand: [bin/no-such-trainer]\n"+

@@ -26,6 +26,7 @@ type submitOptions struct {
 	name     string
 	wait     bool
 	interval time.Duration
+	trainer  trainerCheck // submit_check.go
 }
 
 func newSubmitCmd() *cobra.Command {
@@ -58,6 +59,7 @@ leaderboard (its best 10); exits 1 if the campaign failed.`,
 	f.StringVar(&o.name, "name", "", "campaign name, instead of the spec's name")
 	f.BoolVar(&o.wait, "wait", false, "follow progress until the campaign ends, then print its leaderboard")
 	f.DurationVar(&o.interval, "interval", 2*time.Second, "with --wait: how often to refresh the progress")
+	o.trainer.addFlags(f)
 	o.conn.addFlags(f)
 	o.conn.links = true
 	return cmd
@@ -95,7 +97,7 @@ func (o *submitOptions) spec(ctx context.Context) (gleaner.CampaignSpec, error) 
 	if err := spec.Validate(); err != nil {
 		return spec, withCode(ExitUsage, fmt.Errorf("campaign spec %s: %w", o.file, err))
 	}
-	return spec, nil
+	return o.trainer.apply(spec, o.file)
 }
 
 func (o *submitOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, stderr io.Writer) error {

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const validSpecJSON = `{"name": "ok", "command": ["trainer"],
+const validSpecJSON = `{"name": "ok", "command": ["true"],
  "space": [{"name": "lr", "type": "float", "min": 0.01, "max": 0.1}],
  "objective": {"metric": "val_loss"}, "budget": {"max_trials": 2}}`
 

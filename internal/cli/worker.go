@@ -78,7 +78,8 @@ Node sources (--nodes):
 	f := cmd.Flags()
 	c := &o.cfg
 	bindConnectionFlags(f, &c.Connection, &o.apiKey, "task queue to poll")
-	f.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for checkpoints and run directories ["+worker.EnvDataDir+"]")
+	c.DataDir = "" // default: in the user's state directory (config)
+	f.StringVar(&c.DataDir, "data-dir", "", "directory for checkpoints and run directories (default STATE/"+stateDataSubdir+", STATE is "+stateDirHint+") ["+worker.EnvDataDir+"]")
 	f.Var(&c.Nodes, "nodes", "node source: static:N, replay:FILE,slots=K,factor=F,offset=S, slurm:partition=P,..., or none (agents hold the nodes) ["+worker.EnvNodeSource+"]")
 	f.DurationVar(&c.StopTimeout, "stop-timeout", c.StopTimeout, "how long running activities may finish after SIGINT/SIGTERM")
 	f.DurationVar(&c.Pool.Poll, "pool-poll", c.Pool.Poll, "how often pools ask the node source which nodes are idle (0: 5s) ["+worker.EnvPoolPoll+"]")
@@ -136,6 +137,7 @@ func warnAnyCommand(w io.Writer, who string, t worker.TrainerSettings, namespace
 // config is the environment with the flags given on the command line on top.
 func (o *workerOptions) config(flags *pflag.FlagSet) (worker.Config, error) {
 	cfg := worker.DefaultConfig()
+	cfg.DataDir = ""
 	if err := cfg.LoadEnv(o.getenv); err != nil {
 		return cfg, err
 	}
@@ -167,6 +169,15 @@ func (o *workerOptions) config(flags *pflag.FlagSet) (worker.Config, error) {
 			cfg.Pool.Formulation = o.cfg.Pool.Formulation
 		}
 	})
+	if cfg.DataDir == "" {
+		// Run data goes to the user's state directory, never into the
+		// working directory (a checkout, say) by surprise.
+		dir, err := defaultDataDir(o.getenv)
+		if err != nil {
+			return cfg, fmt.Errorf("--data-dir: %w; pass --data-dir or set %s", err, worker.EnvDataDir)
+		}
+		cfg.DataDir = dir
+	}
 	return cfg, cfg.Validate()
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/gleaner-hpc/gleaner"
@@ -15,12 +16,24 @@ import (
 // a searcher may then continue it, or start another trial from that
 // checkpoint with new parameters (PBT's exploit). The second needs the
 // checkpoint to outlive the first trial's pruning once it trains on, so
-// the run that reaches the budget seals its resume point:
+// the run that reaches the budget seals its resume point, one per budget
+// end:
 //
-//	DataDir/<campaign>/<trial>/budget-checkpoint/<name>   a hard link to the checkpoint of the latest budget end
+//	DataDir/<campaign>/<trial>/budget-checkpoint/<budget>/<name>   a hard link to the checkpoint at that budget end
 //
-// and a trial started from it gets a link (or a copy) of that file in its
-// own checkpoint directory, under the same name, as its first resume point.
+// A trial started from it (TrialInput.From at FromProgress) gets a link
+// (or a copy) of the file sealed at that budget end in its own checkpoint
+// directory, under the same name, as its first resume point. It may start
+// long after the searcher chose it (waiting for nodes) while its source
+// trains on and reaches later budget ends: it still starts from the one
+// whose score was ranked, and its budget, one interval past it, lies
+// ahead of its first step. Seals are kept with the trial's data: a hard
+// link costs no space while the trainer keeps the file, one checkpoint
+// per budget end once it has pruned it.
+//
+// Runs of an older version sealed the latest budget end only, as
+// budget-checkpoint/<name>; a trial without FromProgress starts from the
+// latest seal of either form.
 const sealedDirName = "budget-checkpoint"
 
 // errNoSealed: the trial to start from has no sealed checkpoint here.
@@ -75,10 +88,16 @@ func (r *runner) seal() {
 		r.log.Warn("the trial reached its budget without a checkpoint to seal", "trial", r.in.Trial.TrialID)
 		return
 	}
-	if err := sealCheckpoint(filepath.Join(r.trialDir, sealedDirName), ckpt); err != nil {
+	dir := filepath.Join(r.trialDir, sealedDirName, sealKey(r.in.Trial.Budget))
+	if err := sealCheckpoint(dir, ckpt); err != nil {
 		r.log.Warn("sealing the checkpoint of a budget end", "trial", r.in.Trial.TrialID, "checkpoint", ckpt, "error", err)
 	}
 }
+
+// sealKey names the directory of the seal at budget end progress: the
+// shortest decimal that reads back as the same float64, so the searcher's
+// FromProgress finds it exactly.
+func sealKey(progress float64) string { return strconv.FormatFloat(progress, 'f', -1, 64) }
 
 // sealCheckpoint makes dir hold ckpt, under its name, and nothing else.
 func sealCheckpoint(dir, ckpt string) error {
@@ -102,14 +121,44 @@ func sealCheckpoint(dir, ckpt string) error {
 }
 
 // startFrom gives a trial created from another (TrialInput.From) that
-// trial's sealed checkpoint as its first resume point and returns its
-// path.
+// trial's checkpoint sealed at FromProgress as its first resume point and
+// returns its path.
 func (r *runner) startFrom() (string, error) {
-	from := r.in.Trial.From
-	if err := gleaner.ValidateName("from", from); err != nil {
+	t := r.in.Trial
+	if err := gleaner.ValidateName("from", t.From); err != nil {
 		return "", err
 	}
-	dir := filepath.Join(filepath.Dir(r.trialDir), from, sealedDirName)
+	sealed := filepath.Join(filepath.Dir(r.trialDir), t.From, sealedDirName)
+	dir, at := filepath.Join(sealed, sealKey(t.FromProgress)), fmt.Sprintf(" at %g %s", t.FromProgress, t.BudgetUnit)
+	if t.FromProgress == 0 { // an input from before FromProgress
+		dir, at = latestSeal(sealed), ""
+	}
+	src, err := sealedFile(dir)
+	if err != nil {
+		return "", err
+	}
+	if src == "" {
+		return "", fmt.Errorf("trial %s starts from trial %s%s: %w in %s (it must have reached that budget on a worker sharing this data directory)",
+			t.TrialID, t.From, at, errNoSealed, dir)
+	}
+	if err := os.MkdirAll(r.ckptDir, 0o755); err != nil {
+		return "", err
+	}
+	dst := filepath.Join(r.ckptDir, filepath.Base(src))
+	if err := linkOrCopy(src, dst); err != nil {
+		return "", fmt.Errorf("trial %s starts from trial %s's checkpoint%s: %w", t.TrialID, t.From, at, err)
+	}
+	r.ledger.add(reportedCheckpoint{Path: dst})
+	if err := r.ledger.save(r.trialDir); err != nil {
+		return "", err
+	}
+	r.log.Info("starting from another trial's checkpoint", "trial", t.TrialID, "from", t.From, "progress", t.FromProgress,
+		"checkpoint", dst)
+	return dst, nil
+}
+
+// sealedFile is the checkpoint sealed in dir, or "" when there is none.
+func sealedFile(dir string) (string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return "", err
@@ -120,23 +169,29 @@ func (r *runner) startFrom() (string, error) {
 			src = filepath.Join(dir, e.Name())
 		}
 	}
-	if src == "" {
-		return "", fmt.Errorf("trial %s starts from trial %s: %w in %s (it must have reached a budget on a worker sharing this data directory)",
-			r.in.Trial.TrialID, from, errNoSealed, dir)
+	return src, nil
+}
+
+// latestSeal is the directory of a trial's latest seal: the budget end
+// with the most progress, or sealed itself where an older version sealed
+// there (or nothing is).
+func latestSeal(sealed string) string {
+	entries, _ := os.ReadDir(sealed)
+	best, latest := -1.0, sealed
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if p, err := strconv.ParseFloat(e.Name(), 64); err == nil && p > best {
+			if f, _ := sealedFile(filepath.Join(sealed, e.Name())); f != "" {
+				best, latest = p, filepath.Join(sealed, e.Name())
+			}
+		}
 	}
-	if err := os.MkdirAll(r.ckptDir, 0o755); err != nil {
-		return "", err
+	if f, _ := sealedFile(sealed); f != "" && best < 0 {
+		return sealed
 	}
-	dst := filepath.Join(r.ckptDir, filepath.Base(src))
-	if err := linkOrCopy(src, dst); err != nil {
-		return "", fmt.Errorf("trial %s starts from trial %s's checkpoint: %w", r.in.Trial.TrialID, from, err)
-	}
-	r.ledger.add(reportedCheckpoint{Path: dst})
-	if err := r.ledger.save(r.trialDir); err != nil {
-		return "", err
-	}
-	r.log.Info("starting from another trial's checkpoint", "trial", r.in.Trial.TrialID, "from", from, "checkpoint", dst)
-	return dst, nil
+	return latest
 }
 
 // linkOrCopy puts src's contents at dst atomically: a hard link (a

@@ -1,14 +1,17 @@
 package activities
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/gleaner-hpc/gleaner/cluster"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
@@ -24,17 +27,17 @@ while [ $((i*100)) -lt "${GLEANER_BUDGET:-300}" ]; do
 done
 for f in "$GLEANER_CHECKPOINT_DIR"/ck-*; do [ "$f" = "$GLEANER_CHECKPOINT_DIR/ck-$i" ] || rm -f "$f"; done`
 
-// A run that reaches its budget seals its checkpoint; a trial created
-// from it starts from a copy of that checkpoint in its own directory,
-// even after the first trial trained on and pruned it.
+// A run that reaches its budget seals its checkpoint there; a trial
+// created from it starts from a copy of that checkpoint in its own
+// directory, even after the first trial trained on and pruned it.
 func TestTrialStartsFromAnotherTrialsBudgetCheckpoint(t *testing.T) {
 	env, a := runTrialEnv(t, nil)
 	in := runInput(budgetTrainer)
 	in.Trial.Budget, in.Trial.BudgetUnit = 300, "samples"
 	_, err := env.ExecuteActivity(workflows.RunTrialActivityName, in)
 	require.NoError(t, err)
-	sealed := filepath.Join(a.DataDir, "c", "t1", sealedDirName, "ck-3")
-	require.FileExists(t, sealed)
+	sealed := filepath.Join(a.DataDir, "c", "t1", sealedDirName)
+	require.FileExists(t, filepath.Join(sealed, "300", "ck-3"))
 
 	// t1 trains on to 500 and prunes ck-3.
 	in.Run, in.Trial.Budget = 2, 500
@@ -42,12 +45,12 @@ func TestTrialStartsFromAnotherTrialsBudgetCheckpoint(t *testing.T) {
 	require.NoError(t, err)
 	ckpt, _ := trialDirs(a, 2)
 	require.NoFileExists(t, filepath.Join(ckpt, "ck-3"), "the trainer pruned it")
-	require.FileExists(t, filepath.Join(a.DataDir, "c", "t1", sealedDirName, "ck-5"), "the latest budget end is sealed")
-	require.NoFileExists(t, sealed, "only the latest seal is kept")
+	require.FileExists(t, filepath.Join(sealed, "500", "ck-5"), "the new budget end is sealed")
+	require.FileExists(t, filepath.Join(sealed, "300", "ck-3"), "and the earlier one kept")
 
-	// t2 from t1: its first run resumes from its own copy of ck-5.
+	// t2 from t1 at 500: its first run resumes from its own copy of ck-5.
 	from := runInput(budgetTrainer)
-	from.Trial.TrialID, from.Trial.From, from.Trial.Budget, from.Trial.BudgetUnit = "t2", "t1", 700, "samples"
+	from.Trial.TrialID, from.Trial.From, from.Trial.FromProgress, from.Trial.Budget, from.Trial.BudgetUnit = "t2", "t1", 500, 700, "samples"
 	_, err = env.ExecuteActivity(workflows.RunTrialActivityName, from)
 	require.NoError(t, err)
 	t2 := filepath.Join(a.DataDir, "c", "t2")
@@ -56,6 +59,59 @@ func TestTrialStartsFromAnotherTrialsBudgetCheckpoint(t *testing.T) {
 	require.Equal(t, filepath.Join(t2, "checkpoints", "ck-5"), string(got), "resumed from the copy inside its own checkpoint directory")
 	require.FileExists(t, filepath.Join(t2, "checkpoints", "ck-7"), "it trained on from 500 to its budget")
 	require.NoFileExists(t, filepath.Join(t2, "checkpoints", "ck-1"), "no sample was trained again")
+}
+
+// PBT's exploit chose t1 at its budget end 300; t3, created from there
+// with a budget of 400, waited for nodes while t1 trained on to 500. It
+// starts from t1's checkpoint at 300, not its newest, and trains its own
+// parameters from 300 to 400: its first report is at 400, not past it.
+func TestTrialFromABudgetEndItsSourceTrainedPast(t *testing.T) {
+	env, a := runTrialEnv(t, nil)
+	in := runInput(budgetTrainer)
+	in.Trial.Budget, in.Trial.BudgetUnit = 300, "samples"
+	_, err := env.ExecuteActivity(workflows.RunTrialActivityName, in)
+	require.NoError(t, err)
+	in.Run, in.Trial.Budget = 2, 500
+	_, err = env.ExecuteActivity(workflows.RunTrialActivityName, in)
+	require.NoError(t, err)
+
+	from := runInput(budgetTrainer)
+	from.Trial.TrialID, from.Trial.From, from.Trial.FromProgress, from.Trial.Budget, from.Trial.BudgetUnit = "t3", "t1", 300, 400, "samples"
+	v, err := env.ExecuteActivity(workflows.RunTrialActivityName, from)
+	require.NoError(t, err)
+	var res workflows.RunTrialResult
+	require.NoError(t, v.Get(&res))
+	t3 := filepath.Join(a.DataDir, "c", "t3")
+	got, err := os.ReadFile(filepath.Join(t3, "runs", "1", "resume-from"))
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(t3, "checkpoints", "ck-3"), string(got), "started from t1's checkpoint at 300")
+	lines := reportSamples(t, filepath.Join(t3, "runs", "1"))
+	require.Equal(t, []float64{400}, lines, "one interval trained, ending at the budget")
+	require.Equal(t, workflows.RunCompleted, res.Outcome)
+	require.Equal(t, 400.0, res.Samples)
+
+	// Nothing sealed at the budget end asked for: an error naming it.
+	from.Trial.TrialID, from.Trial.FromProgress = "t4", 400
+	_, err = env.ExecuteActivity(workflows.RunTrialActivityName, from)
+	require.ErrorContains(t, err, "trial t4 starts from trial t1 at 400 samples: no checkpoint sealed at a budget end")
+}
+
+// reportSamples is the samples of every report line in runDir's report
+// file, in order.
+func reportSamples(t *testing.T, runDir string) []float64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(runDir, cluster.ReportFileName))
+	require.NoError(t, err)
+	var out []float64
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r struct {
+			Samples *float64 `json:"samples"`
+		}
+		if json.Unmarshal([]byte(l), &r) == nil && r.Samples != nil {
+			out = append(out, *r.Samples)
+		}
+	}
+	return out
 }
 
 // A trial created from one that never reached a budget fails at once,

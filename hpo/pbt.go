@@ -88,9 +88,11 @@ func init() {
 //     (k = min(⌈q·n⌉, ⌊n/2⌋) of them; a done member's last score stands,
 //     and no metric ranks last), it copies a member drawn uniformly from
 //     the top k, strictly better than itself and with budget left: a new
-//     trial starts From the source's latest budget end (its weights and
-//     counters) and trains to p_src + interval (at most MaxBudget); the
-//     member goes on as that trial;
+//     trial starts From the source's latest budget end p_src (its weights
+//     and counters: FromProgress = p_src, the checkpoint whose score
+//     ranked it, even if the source has trained on by the time the new
+//     trial starts) and trains to p_src + interval (at most MaxBudget);
+//     the member goes on as that trial;
 //   - explore: that trial's parameters are the source's, each numeric one
 //     multiplied by a factor drawn from Perturb (0.8 or 1.2: integers
 //     rounded, moved at least one step, and clamped; log parameters too,
@@ -364,7 +366,7 @@ func (p *pbt) exploit(i, src int) Action {
 	m.Params = p.explore(from.Params)
 	m.Start, m.Budget, m.Reported = from.Progress, p.next(from.Progress), from.Progress
 	m.Done, m.Left = false, false
-	return Create{ID: m.Trial, Params: m.Params, From: from.Trial, Budget: m.Budget, Stage: p.stage(m.Start)}
+	return Create{ID: m.Trial, Params: m.Params, From: from.Trial, FromProgress: from.Progress, Budget: m.Budget, Stage: p.stage(m.Start)}
 }
 
 // fresh makes member i a new trial sampled from the space (cfg.Points
@@ -452,7 +454,24 @@ func (p *pbt) shutdown() []Action {
 		return nil
 	}
 	p.st.Shutdown = true
-	return []Action{Shutdown{}}
+	return []Action{Shutdown{Reason: p.endReason()}}
+}
+
+// endReason says why the search ended: every member trained max_budget
+// or left; how many trials that took, against max_trials.
+func (p *pbt) endReason() string {
+	done := 0
+	for _, m := range p.st.Members {
+		if m.Done {
+			done++
+		}
+	}
+	why := fmt.Sprintf("all %d members of the population trained max_budget %g", p.pop, p.maxBudget)
+	if left := p.pop - done; left > 0 {
+		why = fmt.Sprintf("%d of %d members trained max_budget %g, %d left after a failure or stop", done, p.pop, p.maxBudget, left)
+	}
+	exploits := p.st.Created - p.st.Fresh
+	return fmt.Sprintf("%s; %d trials (%d sampled, %d by exploits) of max_trials %d", why, p.st.Created, p.st.Fresh, exploits, p.cfg.MaxTrials)
 }
 
 func finite(x float64) *float64 {

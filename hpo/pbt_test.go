@@ -3,6 +3,7 @@ package hpo
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -26,6 +27,14 @@ type pbtTrial struct {
 	announced bool
 	theta     [2]float64
 	ckpt      *pbtCkpt // the latest budget end
+	// ckpts are all its budget ends by progress, as the workers keep
+	// them (activities' sealed checkpoints).
+	ckpts map[float64]pbtCkpt
+	// from and fromProgress: created From that checkpoint, copied when
+	// it starts; wait is the ticks it waits for nodes before.
+	from         *pbtTrial
+	fromProgress float64
+	wait         int
 }
 
 type pbtCkpt struct {
@@ -47,6 +56,10 @@ type pbtDriver struct {
 	// twin: at every event, a searcher restored from the snapshot taken
 	// just before it must answer the event with the same actions.
 	twin bool
+	// lag is how many ticks a trial created From another waits for nodes
+	// before it starts and copies its checkpoint; its source may train on
+	// meanwhile, past the budget end it was ranked at.
+	lag int
 
 	s         Searcher
 	trials    map[string]*pbtTrial
@@ -138,7 +151,11 @@ func (d *pbtDriver) apply(name string, a Action) {
 			if src == nil || src.ckpt == nil {
 				t.Fatalf("%s: %s from %s, which has not reached a budget", name, a.ID, a.From)
 			}
-			tr.progress, tr.theta = src.ckpt.progress, src.ckpt.theta
+			if _, ok := src.ckpts[a.FromProgress]; !ok {
+				t.Fatalf("%s: %s from %s at %v, which is not one of its budget ends", name, a.ID, a.From, a.FromProgress)
+			}
+			tr.from, tr.fromProgress, tr.wait = src, a.FromProgress, d.lag
+			tr.progress = a.FromProgress
 		} else {
 			d.start(tr)
 		}
@@ -179,7 +196,24 @@ func (d *pbtDriver) run() string {
 	t.Helper()
 	d.event("initial", Searcher.Initial)
 	for tick := 0; !d.shutdown; tick++ {
-		d.running, d.pending = append(d.running, d.pending...), nil
+		var waiting []*pbtTrial
+		for _, tr := range d.pending {
+			if tr.wait > 0 {
+				tr.wait--
+				waiting = append(waiting, tr)
+				continue
+			}
+			if tr.from != nil && tr.steps == 0 && !tr.announced {
+				// It starts: the worker copies the checkpoint it names.
+				ck := tr.from.ckpts[tr.fromProgress]
+				tr.progress, tr.theta = ck.progress, ck.theta
+			}
+			d.running = append(d.running, tr)
+		}
+		d.pending = waiting
+		if len(d.running) == 0 && len(d.pending) > 0 {
+			continue
+		}
 		if len(d.running) == 0 || tick > 100_000 {
 			t.Fatalf("tick %d: %d running and no shutdown", tick, len(d.running))
 		}
@@ -198,6 +232,9 @@ func (d *pbtDriver) run() string {
 			}
 			tr.progress++
 			tr.steps++
+			if tr.steps == 1 && tr.budget > 0 && tr.progress > tr.budget {
+				t.Fatalf("%s's first report at %v, past its budget %v: it trained nothing with its own parameters", tr.id, tr.progress, tr.budget)
+			}
 			m := d.step(tr)
 			d.best = max(d.best, m)
 			d.event(fmt.Sprintf("report %s %g %.4g", tr.id, tr.progress, m), func(s Searcher) []Action { return s.TrialReported(tr.id, tr.progress, m) })
@@ -209,6 +246,10 @@ func (d *pbtDriver) run() string {
 				tr.running = false
 				d.live--
 				tr.ckpt = &pbtCkpt{progress: tr.progress, theta: tr.theta}
+				if tr.ckpts == nil {
+					tr.ckpts = map[float64]pbtCkpt{}
+				}
+				tr.ckpts[tr.progress] = *tr.ckpt
 				d.event(fmt.Sprintf("finished %s", tr.id), func(s Searcher) []Action { return s.TrialFinished(tr.id, m, OutcomeCompleted) })
 			}
 		}
@@ -262,6 +303,41 @@ func TestPBTSchedule(t *testing.T) {
 			}
 			t.Logf("%d trials created, %d continues", len(a.created), a.continues)
 		})
+	}
+}
+
+// An exploit names the budget end it ranked (From at FromProgress) and
+// its budget counts on from there, so a trial that waits for nodes while
+// its source trains on still starts at that checkpoint and trains a full
+// interval with its own parameters: its first report is one unit past
+// FromProgress, never past its budget (the driver fails the run if it
+// is). Its first budget end is FromProgress + interval.
+func TestPBTExploitStartsAtTheCheckpointItRanked(t *testing.T) {
+	set := PBTSettings{Population: 4, Interval: 3, MaxBudget: 30, Quantile: 0.5}
+	d := newPBTDriver(t, pbtConfig(7, set), pbtScript)
+	d.lag = 2 * int(set.Interval) // its source reaches two more budget ends meanwhile
+	d.twin = true
+	d.run()
+	exploits := 0
+	for _, c := range d.created {
+		if c.From == "" {
+			continue
+		}
+		exploits++
+		src := d.trials[c.From]
+		if _, ok := src.ckpts[c.FromProgress]; !ok || c.Budget != min(c.FromProgress+set.Interval, set.MaxBudget) {
+			t.Errorf("%s from %s at %v, budget %v: want one of %s's budget ends and one interval on", c.ID, c.From, c.FromProgress, c.Budget, c.From)
+		}
+		if tr := d.trials[c.ID]; tr.ckpts[c.Budget].progress != c.Budget {
+			t.Errorf("%s reached no budget end at %v (its budget ends: %v)", c.ID, c.Budget, slices.Sorted(maps.Keys(tr.ckpts)))
+		}
+		if src.ckpt.progress <= c.FromProgress {
+			continue
+		}
+		t.Logf("%s from %s at %v, though %s reached %v", c.ID, c.From, c.FromProgress, c.From, src.ckpt.progress)
+	}
+	if exploits == 0 {
+		t.Fatal("no exploit: nothing checked")
 	}
 }
 
@@ -346,7 +422,10 @@ func TestPBTExploitsTopIntoBottom(t *testing.T) {
 	}
 	s.TrialFinished("t00001", 5, OutcomeCompleted)
 	s.TrialFinished("t00002", 5, OutcomeCompleted)
-	want1[Shutdown](t, "last member done", s.TrialFinished("t00003", 5, OutcomeCompleted))
+	end := want1[Shutdown](t, "last member done", s.TrialFinished("t00003", 5, OutcomeCompleted))
+	if want := "all 4 members of the population trained max_budget 30; 5 trials (4 sampled, 1 by exploits) of max_trials 100"; end.Reason != want {
+		t.Errorf("shutdown reason %q, want %q", end.Reason, want)
+	}
 	if p := s.Progress(); p != 1 {
 		t.Errorf("progress %v after shutdown, want 1", p)
 	}

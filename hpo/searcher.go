@@ -67,11 +67,14 @@ type Create struct {
 	// trial ends with OutcomeCompleted, holding no nodes, until a Continue
 	// names it. 0: the trainer runs to its own end.
 	Budget float64 `json:"budget,omitempty"`
-	// From, when set, names an earlier trial that has reached its budget:
-	// the new trial starts from that trial's checkpoint (its weights and
-	// counters) with these parameters (PBT's exploit and explore). Budget
-	// then counts on from that checkpoint's progress.
-	From string `json:"from,omitempty"`
+	// From, when set, names an earlier trial that has reached a budget:
+	// the new trial starts from that trial's checkpoint at FromProgress,
+	// the budget end it reached there (its weights and counters), with
+	// these parameters (PBT's exploit and explore). Budget then counts on
+	// from FromProgress. From may have trained on since; its checkpoint
+	// at FromProgress is still the one copied, never a newer one.
+	From         string  `json:"from,omitempty"`
+	FromProgress float64 `json:"from_progress,omitempty"`
 	// Stage labels the trial for people (a rung, a generation): the
 	// leaderboard and the UI show it.
 	Stage string `json:"stage,omitempty"`
@@ -95,8 +98,11 @@ type Stop struct {
 	TrialID string `json:"trial_id"`
 }
 
-// Shutdown says the search is over: create nothing more.
-type Shutdown struct{}
+// Shutdown says the search is over: create nothing more. Reason, when
+// set, tells a person why (the campaign shows it).
+type Shutdown struct {
+	Reason string `json:"reason,omitempty"`
+}
 
 func (Create) action()   {}
 func (Continue) action() {}
@@ -106,7 +112,7 @@ func (Shutdown) action() {}
 func (a Create) String() string {
 	s := fmt.Sprintf("create %s %v", a.ID, paramsString(a.Params))
 	if a.From != "" {
-		s += " from " + a.From
+		s += fmt.Sprintf(" from %s at %g", a.From, a.FromProgress)
 	}
 	if a.Budget > 0 {
 		s += fmt.Sprintf(" budget %g", a.Budget)
@@ -115,7 +121,12 @@ func (a Create) String() string {
 }
 func (a Continue) String() string { return fmt.Sprintf("continue %s budget %g", a.TrialID, a.Budget) }
 func (a Stop) String() string     { return "stop " + a.TrialID }
-func (a Shutdown) String() string { return "shutdown" }
+func (a Shutdown) String() string {
+	if a.Reason != "" {
+		return "shutdown: " + a.Reason
+	}
+	return "shutdown"
+}
 
 func paramsString(p Params) string {
 	s := "{"

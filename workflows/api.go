@@ -177,10 +177,13 @@ type TrialInput struct {
 	// Segment numbers the trial's workflows: 1 (or 0) for its first, k
 	// for the one its searcher's (k−1)-th Continue started.
 	Segment int `json:",omitempty"`
-	// From names the trial of the same campaign whose checkpoint at its
-	// latest budget end this trial starts from (a searcher's Create with
-	// From: PBT's exploit).
-	From string `json:",omitempty"`
+	// From names the trial of the same campaign whose checkpoint this
+	// trial starts from (a searcher's Create with From: PBT's exploit):
+	// the one sealed at From's budget end FromProgress (in BudgetUnit),
+	// whatever From has trained since. FromProgress 0 (a trial started
+	// before it existed): From's latest sealed checkpoint.
+	From         string  `json:",omitempty"`
+	FromProgress float64 `json:",omitempty"`
 	// Owner, when set, is the trial's owner on disk (the first run id of
 	// its first segment), so that every segment resumes in one trial
 	// directory; empty: this workflow chain's first run id.

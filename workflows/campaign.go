@@ -346,8 +346,14 @@ func (c *campaign) apply(ctx workflow.Context, acts []hpo.Action) {
 			}
 		case hpo.Shutdown:
 			c.st.SearchDone, c.st.Pending = true, nil
+			reason := "the searcher shut down"
+			if a.Reason != "" {
+				reason = "the searcher is done: " + a.Reason
+			}
 			if len(c.st.InFlight) > 0 {
-				c.beginStop(ctx, CampaignCompleted, "the searcher shut down")
+				c.beginStop(ctx, CampaignCompleted, reason)
+			} else if a.Reason != "" && !c.st.Stopping && !c.st.Paused {
+				c.st.Reason = reason
 			}
 		default:
 			panic(fmt.Sprintf("workflows: unknown searcher action %T", a))
@@ -438,7 +444,7 @@ func (c *campaign) startTrial(ctx workflow.Context, pt PendingTrial) {
 		MinNodes: s.Resources.MinNodes, MaxNodes: s.Resources.MaxNodes, NodeType: s.Resources.NodeType,
 		ObjectiveMetric: s.Objective.Metric, GracePeriod: s.Trial.GracePeriod.Std(), MaxRestarts: s.Trial.MaxRestarts,
 		RescaleUpCost: s.Trial.RescaleUpCost.Std(), RescaleDownCost: s.Trial.RescaleDownCost.Std(),
-		Budget: cr.Budget, Stage: cr.Stage, From: cr.From, ArchParam: archParam(s.Space), Weight: s.Resources.Weight,
+		Budget: cr.Budget, Stage: cr.Stage, From: cr.From, FromProgress: cr.FromProgress, ArchParam: archParam(s.Space), Weight: s.Resources.Weight,
 		Model: s.Resources.Model, Batch: s.Resources.Batch,
 	}
 	if cr.Budget > 0 {

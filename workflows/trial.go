@@ -795,7 +795,7 @@ func (t *trial) details() string {
 		s += fmt.Sprintf("| budget | %.0f %s |\n", t.in.Budget, t.in.BudgetUnit)
 	}
 	if t.in.From != "" {
-		s += fmt.Sprintf("| started from | trial %s's checkpoint |\n", t.in.From)
+		s += fmt.Sprintf("| started from | trial %s's checkpoint at %g %s |\n", t.in.From, t.in.FromProgress, t.in.BudgetUnit)
 	}
 	if t.p.Checkpoint != "" {
 		s += fmt.Sprintf("| checkpoint | `%s` |\n", t.p.Checkpoint)

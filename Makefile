@@ -12,8 +12,12 @@ GOBIN_DIR := $(or $(shell $(GO) env GOBIN 2>/dev/null),$(firstword $(subst :, ,$
 
 all: build
 
+## build: the CLI in bin/gleaner, and the Go example trainer where the
+## example campaigns name it, relative to their spec files:
+## examples/go-mlp/bin/go-mlp (command: [bin/go-mlp]).
 build:
 	$(GO) build -o bin/gleaner ./cmd/gleaner
+	$(GO) build -o examples/go-mlp/bin/go-mlp ./examples/go-mlp
 
 ## test: formatting, vet, then every test (unit, property, seeded, fuzz seed
 ## corpora, and the integration tests against a real Temporal dev server),
@@ -39,19 +43,26 @@ vet:
 unit:
 	$(GO) test -count=1 -timeout 30m $(PKGS)
 
-## devserver: a local Temporal dev server for `gleaner worker` and the demo, with
-## Gleaner's search attributes (workflows/searchattrs.go), its web UI on
-## http://localhost:8233, and state kept in DEVSERVER_DB across restarts.
-DEVSERVER_DB ?= bin/temporal-dev.db
+## devserver: a local Temporal dev server for `gleaner worker`, with Gleaner's
+## search attributes (workflows/searchattrs.go), its web UI on
+## http://localhost:DEVSERVER_UI_PORT, and state kept across restarts in
+## DEVSERVER_DB: the database `gleaner dev` (make demo) uses too, in Gleaner's
+## state directory GLEANER_STATE ($XDG_STATE_HOME/gleaner, else
+## ~/.local/state/gleaner; internal/cli/statedir.go has the same rule).
+GLEANER_STATE ?= $(if $(filter /%,$(XDG_STATE_HOME)),$(XDG_STATE_HOME),$(HOME)/.local/state)/gleaner
+DEVSERVER_DB ?= $(GLEANER_STATE)/dev/temporal.db
+DEVSERVER_PORT ?= 7233
+DEVSERVER_UI_PORT ?= 8233
 GLEANER_SEARCH_ATTRIBUTES := GleanerCampaign=Keyword GleanerKind=Keyword GleanerStatus=Keyword \
 	GleanerBestScore=Double GleanerTrialsDone=Int GleanerTrialsRunning=Int GleanerTrial=Keyword GleanerPool=Keyword
 devserver: temporal
 	@mkdir -p $(dir $(DEVSERVER_DB))
 	$${TEMPORAL_CLI:-$$(command -v temporal || echo $(GOBIN_DIR)/temporal)} server start-dev \
-	  --db-filename $(DEVSERVER_DB) $(addprefix --search-attribute ,$(GLEANER_SEARCH_ATTRIBUTES))
+	  --db-filename $(DEVSERVER_DB) --port $(DEVSERVER_PORT) --ui-port $(DEVSERVER_UI_PORT) \
+	  $(addprefix --search-attribute ,$(GLEANER_SEARCH_ATTRIBUTES))
 
 ## demo: the whole idea on this machine in one command (docs/demo.md): a
-## Temporal dev server (web UI on http://localhost:8233, state in bin/dev/),
+## Temporal dev server (web UI on http://localhost:8233, state in DEVSERVER_DB),
 ## a worker on a replayed Summit idle-node trace, and the example HPO campaign
 ## with live progress, its leaderboard and the UI queries. Ctrl-C stops it all.
 ## Flags go in DEMO_FLAGS, e.g. make demo DEMO_FLAGS="--exit-when-done --port 7300 --ui-port 8300".

@@ -2,10 +2,7 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -87,7 +84,13 @@ func (d *devRun) loadCampaign() (devCampaign, error) {
 		}
 		return c, nil
 	}
-	return c, d.checkTrainer(*spec)
+	// Any other trainer, from a spec file (the built-in copy runs the
+	// built-in trainer): its paths are the file's, as gleaner submit
+	// reads them, and a trainer that is not there stops us here.
+	if c.spec, err = resolveTrainer(*spec, c.from); err != nil {
+		return bad(err)
+	}
+	return c, nil
 }
 
 // devBuiltinTrainer reports whether the campaign runs the example trainer
@@ -97,30 +100,6 @@ func (d *devRun) loadCampaign() (devCampaign, error) {
 // --db) finds the binary of that run.
 func devBuiltinTrainer(spec gleaner.CampaignSpec) bool {
 	return len(spec.Command) > 0 && filepath.Clean(spec.Command[0]) == examples.GoMLPCommand && spec.WorkDir == ""
-}
-
-// checkTrainer fails, before anything starts, when the campaign's command
-// is not there.
-func (d *devRun) checkTrainer(spec gleaner.CampaignSpec) error {
-	cmd0 := spec.Command[0]
-	if !strings.ContainsRune(cmd0, '/') {
-		if _, err := exec.LookPath(cmd0); err != nil {
-			return fmt.Errorf("campaign command %q: not found on PATH", cmd0)
-		}
-		return nil
-	}
-	path := cmd0
-	if !filepath.IsAbs(path) && spec.WorkDir != "" {
-		path = filepath.Join(spec.WorkDir, path)
-	}
-	st, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("campaign command %q: %w (trainers run in the worker's directory unless the spec sets workdir)", cmd0, errors.Unwrap(err))
-	}
-	if st.IsDir() || st.Mode()&0o111 == 0 {
-		return fmt.Errorf("campaign command %q: not an executable file", cmd0)
-	}
-	return nil
 }
 
 // submit starts the campaign and says where to follow it.

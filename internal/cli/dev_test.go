@@ -489,7 +489,8 @@ func TestDevDefaultsOutsideTheCheckout(t *testing.T) {
 		"space: [{name: lr, type: float, min: 0.01, max: 0.1}]\nobjective: {metric: val_loss}\nbudget: {max_trials: 2}\n"), 0o644))
 	d.o.campaign = "other.yaml"
 	_, err = d.loadCampaign()
-	require.ErrorContains(t, err, `campaign command "bin/no-such-trainer"`)
+	require.ErrorContains(t, err, "--campaign other.yaml: command[0]: bin/no-such-trainer: no such file (resolved against ./)")
+	require.Equal(t, ExitUsage, ExitCode(err))
 	// A bad spec names the flag and the file.
 	require.NoError(t, os.WriteFile("bad.yaml", []byte("name: bad\ncommand: []\n"), 0o644))
 	d.o.campaign = "bad.yaml"

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"path/filepath"
-	"strings"
 
 	"go.temporal.io/sdk/log"
 
@@ -25,11 +23,9 @@ func (d *devRun) startWorker(ctx context.Context, srv *devserver.Server, nodes w
 	cfg.StopTimeout = o.stopTimeout
 	cfg.Pool = worker.InteractivePool // nodes come and go within a second (the defaults poll every 5 s)
 	cfg.Logger = logger
-	cmd0 := spec.Command[0]
-	if spec.WorkDir != "" && strings.ContainsRune(cmd0, '/') && !filepath.IsAbs(cmd0) {
-		cmd0 = filepath.Join(spec.WorkDir, cmd0)
-	}
-	allowed := []string{cmd0}
+	// loadCampaign made the spec's trainer path absolute, or left the
+	// examples' bin/go-mlp, which runs as this binary (d.exe).
+	allowed := []string{spec.Command[0]}
 	if d.exe != "" {
 		// bin/go-mlp runs as this binary's example-trainer: allowed, so
 		// any gleaner subcommand is (a dev server on this machine only).

@@ -88,6 +88,9 @@ type TrialList struct {
 	// Spec is the campaign's spec, read to tell how it keeps its trials
 	// (its objective names the metric the trials are scored by).
 	Spec gleaner.CampaignSpec
+	// Status is the campaign's status read with the list (TrialsView;
+	// nil when it did not answer): the trials' states agree with it.
+	Status *workflows.CampaignStatus
 }
 
 // inlineTrials reads an inline campaign's trials: the campaign's own
@@ -253,3 +256,73 @@ func byNumber(a, b string) int {
 }
 
 func byTrialID(a, b workflows.TrialStatus) int { return byNumber(a.TrialID, b.TrialID) }
+
+// TrialsView is TrialsNewest with every trial's state as its campaign
+// classifies it (workflows.ClassifyTrial), the states and counts Status
+// gives: a trial paused with its campaign is paused, one that reached its
+// budget is parked (or stopped at its rung once its searcher will not
+// continue it), with its stage. The campaign's status is read while the
+// trials are; its trials in flight that the server's search does not
+// list yet (it lags a moment behind new trials) are asked for by their
+// workflow ids, so the newest trials are never missing.
+func (c *Client) TrialsView(ctx context.Context, name string, limit int) (TrialList, error) {
+	type answered struct {
+		s   workflows.CampaignStatus
+		err error
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	status := make(chan answered, 1)
+	go func() {
+		s, err := c.Status(sctx, name)
+		status <- answered{s, err}
+	}()
+	l, err := c.TrialsNewest(ctx, name, limit)
+	if err != nil {
+		return l, err
+	}
+	a := <-status
+	if a.err != nil {
+		return l, nil // listed as the trials say; no status to classify by
+	}
+	l.Status = &a.s
+	listed := map[string]bool{}
+	for _, t := range l.Trials {
+		listed[t.TrialID] = true
+	}
+	for _, b := range a.s.Trials {
+		if listed[b.TrialID] || b.WorkflowID == "" || l.Spec.Trial.Inline {
+			continue // an inline campaign's are in its answer, or it is busy (Busy)
+		}
+		t := workflows.TrialStatus{TrialID: b.TrialID, TrialProgress: workflows.TrialProgress{State: b.State}}
+		if err := c.query(ctx, b.WorkflowID, "trial "+b.WorkflowID, workflows.QueryStatus, &t); err != nil {
+			t, _ = c.trialFromResult(ctx, b.WorkflowID)
+			t.TrialID = b.TrialID
+		}
+		l.Trials = append(l.Trials, t)
+	}
+	slices.SortFunc(l.Trials, byTrialID)
+	if limit > 0 && len(l.Trials) > limit {
+		l.Trials = l.Trials[len(l.Trials)-limit:]
+	}
+	ClassifyTrials(l.Trials, a.s)
+	return l, nil
+}
+
+// ClassifyTrials sets each trial's state, and stage, to what its
+// campaign's status s says of it (s.Trials: those in flight, parked or
+// stopped at their rung); the others keep their own.
+func ClassifyTrials(trials []workflows.TrialStatus, s workflows.CampaignStatus) {
+	briefs := make(map[string]workflows.TrialBrief, len(s.Trials))
+	for _, b := range s.Trials {
+		briefs[b.TrialID] = b
+	}
+	for i := range trials {
+		if b, ok := briefs[trials[i].TrialID]; ok {
+			trials[i].State = b.State
+			if b.Stage != "" {
+				trials[i].Stage = b.Stage
+			}
+		}
+	}
+}

@@ -246,6 +246,9 @@ type MetricPoint struct {
 type TrialStatus struct {
 	TrialID string     `json:"trial_id"`
 	Params  hpo.Params `json:"params"`
+	// Stage is the searcher's label of the trial's latest segment (a
+	// rung, a generation); empty for searchers without stages.
+	Stage string `json:"stage,omitempty"`
 	TrialProgress
 }
 

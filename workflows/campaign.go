@@ -200,7 +200,7 @@ func (c *campaign) registerHandlers(ctx workflow.Context) error {
 		return err
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryLeaderboard, func() ([]LeaderboardEntry, error) {
-		return append([]LeaderboardEntry{}, c.st.Leaderboard...), nil
+		return c.leaderboard(), nil
 	}); err != nil {
 		return err
 	}
@@ -435,7 +435,8 @@ func (c *campaign) startTrial(ctx workflow.Context, pt PendingTrial) {
 		c.st.Counts.Created++
 	}
 	t := InFlightTrial{TrialID: cr.ID, Number: n, WorkflowID: TrialSegmentWorkflowID(c.wfID, n, seg), Params: cr.Params,
-		Stage: cr.Stage, Segment: seg}
+		Stage: cr.Stage, Segment: seg, Budget: cr.Budget, State: TrialPending}
+	c.st.TopBudget = max(c.st.TopBudget, cr.Budget)
 	c.st.InFlight = append(c.st.InFlight, t)
 	s := c.spec
 	input := TrialInput{
@@ -541,6 +542,9 @@ func (c *campaign) handleReport(ctx workflow.Context, r TrialReport) {
 	}
 	t := &c.st.InFlight[i]
 	t.Samples, t.Restarts = r.Samples, r.Restarts
+	if r.State != "" && !r.State.Terminal() {
+		t.State = r.State
+	}
 	if score, ok := c.score(r); ok {
 		state := r.State
 		if state == "" || state.Terminal() {
@@ -587,16 +591,22 @@ func (c *campaign) endTrial(ctx workflow.Context, workflowID string, r TrialRepo
 		} else if j := c.ranked(t.TrialID); j >= 0 {
 			c.st.Leaderboard[j].State = r.State
 		}
+		if b := c.st.Best; b != nil && b.TrialID == t.TrialID {
+			b.State = r.State
+		}
 		if EndedWithoutObjective(r.State, !r.ObjectiveMissing, r.Metrics) {
 			c.missedObjective(t, r)
 		}
 		if r.State == TrialCompleted && r.Resume != nil {
 			c.park(ParkedTrial{TrialID: t.TrialID, Number: t.Number, Params: t.Params, Segment: t.Segment,
-				Score: score, Scored: ok, Resume: *r.Resume})
+				Score: score, Scored: ok, Resume: *r.Resume, Stage: t.Stage, Budget: t.Budget})
 		}
 		acts = c.searcher.TrialFinished(t.TrialID, metric, outcome)
 	default: // TrialFailed, or a final report without a terminal state
 		c.st.Counts.Failed++
+		if b := c.st.Best; b != nil && b.TrialID == t.TrialID {
+			b.State = TrialFailed // the best stays: it was reported
+		}
 		if j := c.ranked(t.TrialID); j >= 0 {
 			c.st.Leaderboard = append(c.st.Leaderboard[:j], c.st.Leaderboard[j+1:]...)
 		}
@@ -660,15 +670,23 @@ func (c *campaign) ranked(trialID string) int {
 	return -1
 }
 
-// rank enters or updates the trial's score and keeps the top
-// LeaderboardSize, best first.
+// rank enters or updates the trial's score (its best value, and its
+// latest) and keeps the top LeaderboardSize, best first; the campaign's
+// best never gets worse.
 func (c *campaign) rank(t InFlightTrial, score float64, state TrialState) {
-	e := LeaderboardEntry{TrialID: t.TrialID, Number: t.Number, Params: t.Params, Score: score,
+	e := LeaderboardEntry{TrialID: t.TrialID, Number: t.Number, Params: t.Params, Score: score, Latest: score,
 		State: state, Samples: t.Samples, Restarts: t.Restarts, Stage: t.Stage}
 	if j := c.ranked(t.TrialID); j >= 0 {
+		if c.better(c.st.Leaderboard[j].Score, score) {
+			e.Score = c.st.Leaderboard[j].Score
+		}
 		c.st.Leaderboard[j] = e
 	} else {
 		c.st.Leaderboard = append(c.st.Leaderboard, e)
+	}
+	if c.st.Best == nil || c.better(e.Score, c.st.Best.Score) || c.st.Best.TrialID == e.TrialID {
+		b := e
+		c.st.Best = &b
 	}
 	lb, max := c.st.Leaderboard, c.spec.Objective.Mode == "max"
 	sort.SliceStable(lb, func(i, j int) bool {
@@ -680,6 +698,14 @@ func (c *campaign) rank(t InFlightTrial, score float64, state TrialState) {
 	if len(lb) > LeaderboardSize {
 		c.st.Leaderboard = lb[:LeaderboardSize]
 	}
+}
+
+// better reports whether objective value a is strictly better than b.
+func (c *campaign) better(a, b float64) bool {
+	if c.spec.Objective.Mode == "max" {
+		return a > b
+	}
+	return a < b
 }
 
 func (c *campaign) done() bool {
@@ -752,33 +778,13 @@ func (c *campaign) continueAsNew(ctx workflow.Context) error {
 	return workflow.NewContinueAsNewError(ctx, CampaignWorkflowName, in)
 }
 
-func (c *campaign) best() *LeaderboardEntry {
-	if len(c.st.Leaderboard) == 0 {
-		return nil
-	}
-	b := c.st.Leaderboard[0]
-	return &b
-}
-
-func (c *campaign) status() CampaignStatus {
-	b := c.spec.Budget
-	return CampaignStatus{
-		Campaign: c.spec.Name, State: c.phase(), Reason: c.st.Reason, CampaignCounts: c.st.Counts,
-		Running: len(c.st.InFlight), Pending: len(c.st.Pending), Parked: len(c.st.Parked),
-		MaxTrials: b.MaxTrials, MaxConcurrent: b.MaxConcurrent, MaxFailures: b.MaxFailures,
-		Progress: c.searcher.Progress(), Objective: c.spec.Objective.Metric, Mode: c.spec.Objective.Mode,
-		Best: c.best(), Runs: c.st.Runs, WarmStarted: c.st.WarmStarted, Warnings: c.warnings(),
-	}
-}
-
 func (c *campaign) result() CampaignResult {
-	lb := c.st.Leaderboard
+	lb := c.leaderboard()
 	if len(lb) > resultLeaderboardN {
 		lb = lb[:resultLeaderboardN]
 	}
 	return CampaignResult{Campaign: c.spec.Name, State: c.phase(), Reason: c.st.Reason,
-		CampaignCounts: c.st.Counts, Best: c.best(), Leaderboard: append([]LeaderboardEntry{}, lb...),
-		Warnings: c.warnings()}
+		CampaignCounts: c.st.Counts, Best: c.best(), Leaderboard: lb, Warnings: c.warnings()}
 }
 
 // archParam is the space's first architecture parameter, or "".

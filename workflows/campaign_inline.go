@@ -452,7 +452,7 @@ func (x *inliner) finish(ctx workflow.Context, key string, state TrialState, err
 		rep.Resume = &TrialResume{Owner: in.Owner, Samples: p.Samples, Step: p.Step, Epoch: p.Epoch,
 			Checkpoint: p.Checkpoint, Runs: p.Runs, Restarts: p.Restarts, Seen: p.ObjectiveSeen}
 	}
-	rec := TrialStatus{TrialID: in.TrialID, Params: in.Params, TrialProgress: p}
+	rec := TrialStatus{TrialID: in.TrialID, Params: in.Params, Stage: in.Stage, TrialProgress: p}
 	st.Records = append(st.Records, rec)
 	st.RecordBytes += jsonSize(rec)
 	x.c.endTrial(ctx, key, rep)
@@ -573,7 +573,7 @@ func (x *inliner) trials() []TrialStatus {
 	st := x.st()
 	out := make([]TrialStatus, 0, len(st.Trials)+len(st.Records))
 	for _, t := range st.Trials {
-		out = append(out, TrialStatus{TrialID: t.Input.TrialID, Params: t.Input.Params, TrialProgress: t.Progress})
+		out = append(out, TrialStatus{TrialID: t.Input.TrialID, Params: t.Input.Params, Stage: t.Input.Stage, TrialProgress: t.Progress})
 	}
 	return append(out, st.Records...)
 }

@@ -130,6 +130,13 @@ type CampaignState struct {
 	Parked []ParkedTrial `json:"parked,omitempty"`
 	// Inline is a trial.inline campaign's trials and nodes.
 	Inline *InlineState `json:"inline,omitempty"`
+	// Best is the best objective value any trial has reported: it never
+	// gets worse, also when that trial later reports worse or fails.
+	Best *LeaderboardEntry `json:"best,omitempty"`
+	// TopBudget is the largest budget the searcher gave a segment: a
+	// trial parked at it has finished its search, one parked below it is
+	// stopped at its rung once the searcher will not continue it.
+	TopBudget float64 `json:"top_budget,omitempty"`
 }
 
 // MaxParked bounds the trials a campaign keeps ready to continue (a
@@ -156,6 +163,10 @@ type ParkedTrial struct {
 	Score   float64     `json:"score"`
 	Scored  bool        `json:"scored,omitempty"`
 	Resume  TrialResume `json:"resume"`
+	// Stage and Budget are the searcher's label and budget of the
+	// segment that parked (a rung and its budget).
+	Stage  string  `json:"stage,omitempty"`
+	Budget float64 `json:"budget,omitempty"`
 }
 
 // Bounds of MissedObjective, so that CampaignState stays bounded.
@@ -191,19 +202,29 @@ type InFlightTrial struct {
 	// continue-as-new).
 	Started bool `json:"started,omitempty"`
 	// Stage and Segment are the searcher's label and the trial's segment
-	// (TrialInput.Stage, Segment).
-	Stage   string `json:"stage,omitempty"`
-	Segment int    `json:"segment,omitempty"`
+	// (TrialInput.Stage, Segment); Budget is the segment's budget.
+	Stage   string  `json:"stage,omitempty"`
+	Segment int     `json:"segment,omitempty"`
+	Budget  float64 `json:"budget,omitempty"`
+	// State is the trial's own state as it last told the campaign
+	// (pending until it does); TrialBrief says what a person is shown.
+	State TrialState `json:"state,omitempty"`
 }
 
-// LeaderboardEntry is one trial's latest objective value. The leaderboard
+// LeaderboardEntry is one trial's best objective value. The leaderboard
 // holds running, completed and stopped trials that reported the objective,
 // best first (ties: lower number first); failed trials leave it.
 type LeaderboardEntry struct {
-	TrialID  string     `json:"trial_id"`
-	Number   int        `json:"number"`
-	Params   hpo.Params `json:"params"`
-	Score    float64    `json:"score"`
+	TrialID string     `json:"trial_id"`
+	Number  int        `json:"number"`
+	Params  hpo.Params `json:"params"`
+	// Score is the best value of the objective the trial reported;
+	// Latest its latest one.
+	Score  float64 `json:"score"`
+	Latest float64 `json:"latest"`
+	// State is the trial's state as the campaign classifies it
+	// (ClassifyTrial): running, pending, paused, parked,
+	// stopped-at-rung, completed or stopped.
 	State    TrialState `json:"state"`
 	Samples  float64    `json:"samples"`
 	Restarts int        `json:"restarts,omitempty"`
@@ -219,13 +240,20 @@ type CampaignStatus struct {
 	State    CampaignPhase `json:"state"`
 	Reason   string        `json:"reason,omitempty"`
 	CampaignCounts
+	// Running, Waiting and Paused split the trials in flight (started,
+	// not ended): a trainer runs, it waits for nodes, or it is paused
+	// with its campaign.
 	Running int `json:"running"`
+	Waiting int `json:"waiting"`
+	Paused  int `json:"paused"`
 	// Pending counts creates and continues waiting for a slot or for
 	// resume.
 	Pending int `json:"pending"`
 	// Parked counts trials that reached their budget and wait, holding no
-	// nodes, for their searcher to continue them.
+	// nodes, for their searcher to continue them; AtRung those its
+	// searcher will not continue (stopped at their rung).
 	Parked        int               `json:"parked,omitempty"`
+	AtRung        int               `json:"stopped_at_rung,omitempty"`
 	MaxTrials     int               `json:"max_trials"`
 	MaxConcurrent int               `json:"max_concurrent"`
 	MaxFailures   int               `json:"max_failures"`
@@ -242,6 +270,10 @@ type CampaignStatus struct {
 	// finished trial that never reported objective.metric on (see
 	// ObjectiveMissing in the counts); empty when there are none.
 	Warnings []string `json:"warnings,omitempty"`
+	// Trials are the trials in flight and those parked or stopped at
+	// their rung, as the campaign classifies them (the states `trials`
+	// shows for them), by trial id.
+	Trials []TrialBrief `json:"trials,omitempty"`
 	// AsOf is set on a status read from an inline campaign's memo
 	// (CampaignSnapshot) rather than asked of the campaign: the time the
 	// campaign wrote it.

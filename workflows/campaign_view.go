@@ -1,8 +1,10 @@
 package workflows
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
@@ -68,11 +70,8 @@ func (c *campaign) publish(ctx workflow.Context) {
 func (c *campaign) details() string {
 	var b strings.Builder
 	s := c.status()
-	fmt.Fprintf(&b, "**%s** · %s · %d/%d trials ended (%d completed, %d stopped, %d failed) · %d running",
-		s.Campaign, s.State, s.Ended(), s.MaxTrials, s.Completed, s.Stopped, s.Failed, s.Running)
-	if s.Parked > 0 {
-		fmt.Fprintf(&b, " · %d paused at their budget", s.Parked)
-	}
+	fmt.Fprintf(&b, "**%s** · %s · %d/%d trials ended (%d completed, %d stopped, %d failed) · %s",
+		s.Campaign, s.State, s.Ended(), s.MaxTrials, s.Completed, s.Stopped, s.Failed, strings.Join(s.Census(), " · "))
 	if s.Reason != "" {
 		fmt.Fprintf(&b, " · %s", s.Reason)
 	}
@@ -80,13 +79,14 @@ func (c *campaign) details() string {
 	for _, w := range s.Warnings {
 		fmt.Fprintf(&b, "**Warning:** %s\n\n", escapeMarkdown(w))
 	}
-	if len(c.st.Leaderboard) == 0 {
+	lb := c.leaderboard()
+	if len(lb) == 0 {
 		b.WriteString("No trial has reported " + c.spec.Objective.Metric + " yet.\n")
 		return b.String()
 	}
 	fmt.Fprintf(&b, "| # | trial | %s (%s) | state | samples | params |\n|---:|---|---:|---|---:|---|\n",
 		c.spec.Objective.Metric, c.spec.Objective.Mode)
-	for i, e := range c.st.Leaderboard {
+	for i, e := range lb {
 		if i == detailsLeaderboardN {
 			break
 		}
@@ -154,9 +154,137 @@ const MemoSnapshotMax = 16 << 10
 func (c *campaign) upsertSnapshot(ctx workflow.Context) {
 	snap := CampaignSnapshot{Status: c.status()}
 	snap.Status.AsOf = workflow.Now(ctx)
-	snap.Leaderboard = c.st.Leaderboard[:min(len(c.st.Leaderboard), detailsLeaderboardN)]
+	lb := c.leaderboard()
+	snap.Leaderboard = lb[:min(len(lb), detailsLeaderboardN)]
 	snap = snap.capped(MemoSnapshotMax)
 	if err := workflow.UpsertMemo(ctx, map[string]any{MemoSnapshot: snap}); err != nil {
 		c.logger.Warn("memo not upserted", "error", err)
 	}
+}
+
+// ownState is an in-flight trial's own state: an inline trial's as its
+// campaign runs it, a trial workflow's as it last reported.
+func (c *campaign) ownState(t InFlightTrial) TrialState {
+	if c.inline != nil {
+		if i := c.inline.find(t.WorkflowID); i >= 0 {
+			return c.inline.st().Trials[i].Progress.State
+		}
+	}
+	if t.State == "" {
+		return TrialRunning // a state from before trials reported theirs
+	}
+	return t.State
+}
+
+// trialView classifies the campaign's trials (ClassifyTrial): one place
+// for the counts, the briefs, the leaderboard's states and the details.
+type trialView struct {
+	c        *campaign
+	phase    CampaignPhase
+	inFlight map[string]InFlightTrial
+	parked   map[string]ParkedTrial
+}
+
+func (c *campaign) view() trialView {
+	v := trialView{c: c, phase: c.phase(), inFlight: make(map[string]InFlightTrial, len(c.st.InFlight)),
+		parked: make(map[string]ParkedTrial, len(c.st.Parked))}
+	for _, t := range c.st.InFlight {
+		v.inFlight[t.TrialID] = t
+	}
+	for _, p := range c.st.Parked {
+		v.parked[p.TrialID] = p
+	}
+	return v
+}
+
+// state is what a person is shown for trial id, whose own (or last
+// known) state is own, and the stage it is shown with.
+func (v trialView) state(id string, own TrialState, stage string) (TrialState, string) {
+	f := TrialFacts{Campaign: v.phase, SearchDone: v.c.st.SearchDone}
+	if t, ok := v.inFlight[id]; ok {
+		f.InFlight, own, stage = true, v.c.ownState(t), t.Stage
+	} else if p, ok := v.parked[id]; ok {
+		f.Parked, stage = true, p.Stage
+		f.Final = p.Budget <= 0 || p.Budget >= v.c.topBudget()*(1-budgetSlack)
+	}
+	return ClassifyTrial(own, f), stage
+}
+
+// topBudget is the search's top budget: ASHA's max_budget when the spec
+// sets it, else the largest budget a segment was given so far.
+func (c *campaign) topBudget() float64 {
+	if a := c.spec.Search.ASHA; a != nil && a.MaxBudget > 0 {
+		return a.MaxBudget
+	}
+	return c.st.TopBudget
+}
+
+// leaderboard is the leaderboard with each entry's state as classified.
+func (c *campaign) leaderboard() []LeaderboardEntry {
+	v := c.view()
+	out := make([]LeaderboardEntry, len(c.st.Leaderboard))
+	for i, e := range c.st.Leaderboard {
+		e.State, e.Stage = v.state(e.TrialID, e.State, e.Stage)
+		out[i] = e
+	}
+	return out
+}
+
+// best is the best value any trial reported (it never gets worse), with
+// its trial's state as classified.
+func (c *campaign) best() *LeaderboardEntry {
+	b := c.st.Best
+	if b == nil && len(c.st.Leaderboard) > 0 {
+		b = &c.st.Leaderboard[0] // a state from before Best was kept
+	}
+	if b == nil {
+		return nil
+	}
+	e := *b
+	e.State, e.Stage = c.view().state(e.TrialID, e.State, e.Stage)
+	return &e
+}
+
+// status counts and lists the trials by their classified state.
+func (c *campaign) status() CampaignStatus {
+	b := c.spec.Budget
+	s := CampaignStatus{
+		Campaign: c.spec.Name, State: c.phase(), Reason: c.st.Reason, CampaignCounts: c.st.Counts,
+		Pending:   len(c.st.Pending),
+		MaxTrials: b.MaxTrials, MaxConcurrent: b.MaxConcurrent, MaxFailures: b.MaxFailures,
+		Progress: c.searcher.Progress(), Objective: c.spec.Objective.Metric, Mode: c.spec.Objective.Mode,
+		Best: c.best(), Runs: c.st.Runs, WarmStarted: c.st.WarmStarted, Warnings: c.warnings(),
+	}
+	v := c.view()
+	add := func(id, wfID string, own TrialState, stage string) {
+		st, stage := v.state(id, own, stage)
+		switch st {
+		case TrialRunning:
+			s.Running++
+		case TrialPending:
+			s.Waiting++
+		case TrialPaused:
+			s.Paused++
+		case TrialParked:
+			s.Parked++
+		case TrialAtRung:
+			s.AtRung++
+		}
+		s.Trials = append(s.Trials, TrialBrief{TrialID: id, WorkflowID: wfID, State: st, Stage: stage})
+	}
+	for _, t := range c.st.InFlight {
+		add(t.TrialID, t.WorkflowID, t.State, t.Stage)
+	}
+	for _, p := range c.st.Parked {
+		add(p.TrialID, TrialSegmentWorkflowID(c.wfID, p.Number, max(p.Segment, 1)), TrialCompleted, p.Stage)
+	}
+	for _, p := range c.st.Pending {
+		if p.Continue != nil { // a parked trial's next segment, queued to start
+			s.Trials = append(s.Trials, TrialBrief{TrialID: p.ID, State: TrialPending, Stage: p.Stage})
+		}
+	}
+	slices.SortFunc(s.Trials, func(a, b TrialBrief) int {
+		return cmp.Or(cmp.Compare(len(a.TrialID), len(b.TrialID)), cmp.Compare(a.TrialID, b.TrialID))
+	})
+	return s
 }

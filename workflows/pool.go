@@ -202,6 +202,42 @@ type PoolStatus struct {
 	LibraryCurves int `json:"library_curves,omitempty"`
 }
 
+// NodeUse is how many of the pool's nodes (PoolState.Nodes) are assigned
+// to a trial now, and how many it has: a node counts once however many
+// registrations name it, and a node the pool no longer has (its source
+// took it back while the trial vacates it) is not in use of the pool's.
+// `pool status`, `status --watch`, `gleaner dev` and the pool's details
+// all count by it.
+func (s PoolState) NodeUse() (inUse, total int) {
+	have := make(map[string]bool, len(s.Nodes))
+	for _, n := range s.Nodes {
+		have[n.ID] = true
+	}
+	used := map[string]bool{}
+	for _, t := range s.Trials {
+		for _, n := range t.Nodes {
+			if have[n] {
+				used[n] = true
+			}
+		}
+	}
+	return len(used), len(s.Nodes)
+}
+
+// Registrations counts the pool's registrations by kind: trials (one
+// per trial workflow) and inline campaigns (one per campaign, which runs
+// several trials on the nodes it is given).
+func (s PoolState) Registrations() (trials, inlineCampaigns int) {
+	for _, t := range s.Trials {
+		if t.Registration.TrialID == CampaignWorkflowID(t.Registration.CampaignID) {
+			inlineCampaigns++
+		} else {
+			trials++
+		}
+	}
+	return trials, inlineCampaigns
+}
+
 // PollNodesInput asks the worker's node source of a pool for idle nodes.
 type PollNodesInput struct {
 	Pool string `json:"pool"`
@@ -674,8 +710,10 @@ func (p *pool) flush(ctx workflow.Context, withResend bool) {
 func (p *pool) details(now time.Time) string {
 	var b strings.Builder
 	l := p.st.Last
-	fmt.Fprintf(&b, "**Pool %s** — %d idle nodes (%d agents), %d trials, %d learned curves; last solve: %s %s in %.1f ms, %d nodes used, %d trials changed\n\n",
-		p.in.Name, len(p.st.Nodes), len(p.st.Agents), len(p.st.Trials), len(p.st.Library), l.Formulation, l.Status, l.SolveMillis, l.NodesUsed, l.Changed)
+	inUse, total := p.st.NodeUse()
+	trials, inline := p.st.Registrations()
+	fmt.Fprintf(&b, "**Pool %s** — %d nodes, %d in use (%d agents); %s; %d learned curves; last solve: %s %s in %.1f ms, %d nodes used, %d trials changed\n\n",
+		p.in.Name, total, inUse, len(p.st.Agents), RegistrationsText(trials, inline), len(p.st.Library), l.Formulation, l.Status, l.SolveMillis, l.NodesUsed, l.Changed)
 	b.WriteString("| trial | campaign | weight | nodes | reason |\n|---|---|---|---|---|\n")
 	for i, t := range p.st.Trials {
 		if i == 50 {
@@ -737,4 +775,18 @@ func (p *pool) continueAsNew(ctx workflow.Context, regCh, deregCh, profCh, pollC
 			return workflow.NewContinueAsNewError(ctx, PoolWorkflowName, next)
 		}
 	}
+}
+
+// RegistrationsText says what a pool's registrations are, for people:
+// "3 trials registered, 1 inline campaign (its trials share its nodes)".
+func RegistrationsText(trials, inlineCampaigns int) string {
+	s := fmt.Sprintf("%d trials registered", trials)
+	switch inlineCampaigns {
+	case 0:
+	case 1:
+		s += ", 1 inline campaign (its trials share its nodes)"
+	default:
+		s += fmt.Sprintf(", %d inline campaigns (each one's trials share its nodes)", inlineCampaigns)
+	}
+	return s
 }

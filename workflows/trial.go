@@ -220,7 +220,7 @@ func newTrial(ctx workflow.Context, in TrialInput) (*trial, error) {
 }
 
 func (t *trial) status() TrialStatus {
-	return TrialStatus{TrialID: t.in.TrialID, Params: t.in.Params, TrialProgress: t.p}
+	return TrialStatus{TrialID: t.in.TrialID, Params: t.in.Params, Stage: t.in.Stage, TrialProgress: t.p}
 }
 
 func (t *trial) nudge() { t.wake.SendAsync(struct{}{}) }
@@ -768,6 +768,16 @@ func (t *trial) setState(ctx workflow.Context, s TrialState) {
 	}
 	t.p.State = s
 	t.upsertAttributes(ctx)
+	// The campaign shows its trials' states (ClassifyTrial): it hears a
+	// change between pending, running and paused at once, without the
+	// metrics (the searcher hears nothing new); an end comes with the
+	// final report.
+	if !s.Terminal() && t.in.CampaignWorkflowID != "" &&
+		workflow.GetVersion(ctx, "trial-state-report", workflow.DefaultVersion, 1) == 1 {
+		r := t.report(ctx, false)
+		r.Metrics = nil
+		workflow.SignalExternalWorkflow(ctx, t.in.CampaignWorkflowID, "", SignalTrialReport, r)
+	}
 }
 
 func (t *trial) upsertAttributes(ctx workflow.Context) {

@@ -112,7 +112,7 @@ func (o *controlOptions) run(ctx context.Context, flags *pflag.FlagSet, name str
 	if s.Reason != "" {
 		fmt.Fprintf(stdout, " (%s)", s.Reason)
 	}
-	fmt.Fprintf(stdout, ": %d/%d trials ended, %d running, %d pending\n", s.Ended(), s.MaxTrials, s.Running, s.Pending)
+	fmt.Fprintf(stdout, ": %d/%d trials ended, %s\n", s.Ended(), s.MaxTrials, strings.Join(s.Census(), ", "))
 	return nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/url"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/gleaner-hpc/gleaner"
@@ -19,15 +18,16 @@ import (
 
 // devProgressLine is one update:
 //
-//	0:14 trials 3/20 done, 4 running | nodes ##o#..o# 5 idle, 4 in use | best val_loss 0.0821 (trial 2)
+//	0:14 trials 3/20 done, 4 running | nodes ##o#..o# 7 nodes, 4 in use | best val_loss 0.0821 (trial 2)
+//
+// The trials not ended are counted in status's words
+// (CampaignStatus.Census), the nodes as pool status counts them
+// (PoolState.NodeUse).
 func devProgressLine(elapsed time.Duration, p client.Progress, slots int) string {
 	s := p.Status
 	var b strings.Builder
 	sec := int(elapsed.Round(time.Second) / time.Second)
-	fmt.Fprintf(&b, "%3d:%02d trials %d/%d done, %d running", sec/60, sec%60, s.Ended(), s.MaxTrials, s.Running)
-	if s.Pending > 0 {
-		fmt.Fprintf(&b, ", %d waiting", s.Pending)
-	}
+	fmt.Fprintf(&b, "%3d:%02d trials %d/%d done, %s", sec/60, sec%60, s.Ended(), s.MaxTrials, strings.Join(s.Census(), ", "))
 	if s.Failed > 0 {
 		fmt.Fprintf(&b, ", %d failed", s.Failed)
 	}
@@ -62,7 +62,8 @@ func devProgressLine(elapsed time.Duration, p client.Progress, slots int) string
 			}
 			b.WriteByte(' ')
 		}
-		fmt.Fprintf(&b, "%d idle, %d in use", len(idle), len(used))
+		inUse, total := p.Pool.NodeUse()
+		fmt.Fprintf(&b, "%d nodes, %d in use", total, inUse)
 	}
 	b.WriteString(" | best ")
 	if s.Best == nil {
@@ -73,30 +74,20 @@ func devProgressLine(elapsed time.Duration, p client.Progress, slots int) string
 	return b.String()
 }
 
-// devWriteLeaderboard prints the top 10, best first.
+// devWriteLeaderboard prints the top 10, best first, in the table
+// `leaderboard` and `submit --wait` print (writeLeaderboard).
 func devWriteLeaderboard(w io.Writer, l []workflows.LeaderboardEntry, obj gleaner.ObjectiveSpec) {
 	if len(l) == 0 {
 		fmt.Fprintln(w, "leaderboard: empty (no trial reported "+obj.Metric+")")
 		return
 	}
-	if len(l) > 10 {
-		l = l[:10]
-	}
+	l = topN(l, 10)
 	better := "lowest"
 	if obj.Mode == "max" {
 		better = "highest"
 	}
 	fmt.Fprintf(w, "\nleaderboard (top %d, %s %s first):\n", len(l), better, obj.Metric)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  rank\ttrial\t%s\tstate\trestarts\tparams\n", obj.Metric)
-	for i, e := range l {
-		state := e.State
-		if e.Stage != "" {
-			state += workflows.TrialState(" (" + e.Stage + ")")
-		}
-		fmt.Fprintf(tw, "  %d\t%d\t%.6g\t%s\t%d\t%s\n", i+1, e.Number, e.Score, state, e.Restarts, formatParams(e.Params))
-	}
-	_ = tw.Flush()
+	writeLeaderboard(w, l)
 }
 
 // devWriteUI prints where to look in the web UI.

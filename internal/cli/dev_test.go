@@ -190,7 +190,7 @@ func TestDevRunsACampaignToItsEnd(t *testing.T) {
 			require.Regexp(t, `trials 3/3 done`, out)
 			require.Regexp(t, `campaign dev-test-\d{8}-\d{6} completed after .*: 3 completed, 0 stopped, 0 failed`, out)
 			require.Contains(t, out, "leaderboard (top 3, lowest val_loss first)")
-			require.Regexp(t, `(?m)^  1 +\d+ +[0-9.e-]+ +completed`, out)
+			require.Regexp(t, `(?m)^1 +t\d+ +[0-9.e-]+ +completed`, out)
 			require.Regexp(t, `Temporal web UI: `+regexp.QuoteMeta(ui)+`\n  the campaign: +`+regexp.QuoteMeta(ui)+`/namespaces/default/workflows/gleaner-campaign-dev-test-`, out)
 			require.Regexp(t, `GleanerCampaign = "dev-test-\d{8}-\d{6}"`, out)
 			// Hints name this server, and its UI, which is not where the CLI
@@ -323,7 +323,7 @@ func TestDevProgressLine(t *testing.T) {
 		}},
 	}
 	got := devProgressLine(74*time.Second, p, 4)
-	require.Equal(t, "  1:14 trials 4/20 done, 2 running, 1 failed | nodes ##.o 3 idle, 2 in use | best val_loss 0.08213 (trial 2)", got)
+	require.Equal(t, "  1:14 trials 4/20 done, 2 running, 1 failed | nodes ##.o 3 nodes, 2 in use | best val_loss 0.08213 (trial 2)", got)
 	p.Pool = nil
 	p.Status.Best = nil
 	require.Contains(t, devProgressLine(0, p, 4), "nodes - (the pool is starting) | best -")

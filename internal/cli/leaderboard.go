@@ -27,10 +27,14 @@ func newLeaderboardCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "leaderboard CAMPAIGN",
 		Short: "Show a campaign's best trials, best first",
-		Long: `Prints the campaign's leaderboard: its running, completed and stopped trials
-that have reported the objective, best first (ties: the earlier trial
-first), with rank, trial, score, parameters, samples trained and restarts
-after failures. Failed trials leave the leaderboard. An empty leaderboard
+		Long: `Prints the campaign's leaderboard: its trials that have reported the
+objective, best first (ties: the earlier trial first), with rank, trial,
+score (the best value the trial reported), state (as status and trials
+show it: running, pending, paused, parked, stopped-at-rung, completed,
+stopped), stage (a rung, a generation, for searchers that label trials),
+samples trained, restarts after failures and parameters. Failed trials
+leave the leaderboard. Its first entry is the best status shows, which
+never gets worse. An empty leaderboard
 says why when the campaign knows: trials that finished without ever
 reporting the objective metric (see gleaner status).
 
@@ -110,8 +114,8 @@ func writeEmptyLeaderboard(w io.Writer, name string, s *workflows.CampaignStatus
 		fmt.Fprintf(w, "campaign %s: no trial has reported the objective yet\n", name)
 		return
 	}
-	fmt.Fprintf(w, "campaign %s: no trial has reported objective metric %q yet (%d of %d trials ended, %d running)\n",
-		name, s.Objective, s.Ended(), s.MaxTrials, s.Running)
+	fmt.Fprintf(w, "campaign %s: no trial has reported objective metric %q yet (%d of %d trials ended, %s)\n",
+		name, s.Objective, s.Ended(), s.MaxTrials, strings.Join(s.Census(), ", "))
 	for _, warning := range s.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warning)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/hpo"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
@@ -29,4 +30,17 @@ func TestWriteLeaderboard(t *testing.T) {
 	require.Len(t, topN(l, 10), 3)
 	require.Equal(t, "20.0k", formatCount(20000))
 	require.Equal(t, "1.5G", formatCount(1.5e9))
+}
+
+// `gleaner dev` and `submit --wait` print the leaderboard in one format:
+// dev's is writeLeaderboard's table under its heading.
+func TestDevPrintsTheLeaderboardAsSubmitDoes(t *testing.T) {
+	l := []workflows.LeaderboardEntry{
+		{TrialID: "t00002", Number: 2, Score: 0.5, State: workflows.TrialAtRung, Stage: "rung 0", Samples: 900},
+		{TrialID: "t00001", Number: 1, Score: 0.75, State: workflows.TrialCompleted, Stage: "rung 1", Samples: 2700},
+	}
+	var table, dev bytes.Buffer
+	writeLeaderboard(&table, l)
+	devWriteLeaderboard(&dev, l, gleaner.ObjectiveSpec{Metric: "val_loss", Mode: "min"})
+	require.Equal(t, "\nleaderboard (top 2, lowest val_loss first):\n"+table.String(), dev.String())
 }

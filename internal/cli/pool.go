@@ -38,14 +38,20 @@ func newPoolStatusCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [POOL]",
 		Short: "Show a pool's nodes, its trials and their nodes, and the last allocation",
-		Long: `Prints a pool (default "default"): its idle nodes (count and count by type),
-the trials registered with it with their nodes now and, for trials without
-nodes, the allocator's reason; and the last allocation: formulation, solver
-status, solve time, nodes used and trials whose nodes changed.
+		Long: `Prints a pool (default "default"; a campaign runs in the pool its spec
+names, "default" unless it says otherwise): its nodes (the idle nodes it
+harvested, and how many of them trials use now, by type), the trials
+registered with it with their nodes now and, for trials without nodes, the
+allocator's reason; and the last allocation: formulation, solver status,
+solve time, nodes used and trials whose nodes changed.
+
+A trial registers while it wants nodes: a paused campaign's trials, and
+trials parked at their budget, are not registered. An inline campaign
+(trial.inline) registers once, as one job whose trials share its nodes.
 
 --json prints the pool's status as one JSON object.`,
 		Example: `  gleaner pool status
-  gleaner pool status go-mlp-spirals --json | jq .last`,
+  gleaner pool status default --json | jq .last`,
 		Args: maxArgs(1, "one POOL name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd.Context(), cmd.Flags(), poolArg(args), cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -92,17 +98,14 @@ func writePoolStatus(w io.Writer, s workflows.PoolStatus) {
 		types = append(types, fmt.Sprintf("%s %d", t, n))
 	}
 	sort.Strings(types)
-	used := 0
-	for _, t := range s.Trials {
-		used += len(t.Nodes)
-	}
+	inUse, total := s.NodeUse()
 	fmt.Fprintf(w, "pool      %s\n", s.Name)
-	fmt.Fprintf(w, "nodes     %d idle, %d assigned", len(s.Nodes), used)
+	fmt.Fprintf(w, "nodes     %d, %d in use", total, inUse)
 	if len(types) > 0 {
 		fmt.Fprintf(w, " (%s)", strings.Join(types, ", "))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "trials    %d registered\n", len(s.Trials))
+	fmt.Fprintf(w, "trials    %s\n", workflows.RegistrationsText(s.Registrations()))
 	if s.LibraryCurves > 0 {
 		fmt.Fprintf(w, "library   %d learned curves (gleaner pool library %s)\n", s.LibraryCurves, s.Name)
 	}

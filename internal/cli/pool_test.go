@@ -27,8 +27,8 @@ func TestWritePoolStatus(t *testing.T) {
 	writePoolStatus(&b, s)
 	out := b.String()
 	require.Contains(t, out, "pool      p\n")
-	require.Contains(t, out, "nodes     3 idle, 2 assigned (cpu 1, gpu 2)")
-	require.Contains(t, out, "trials    2 registered")
+	require.Contains(t, out, "nodes     3, 2 in use (cpu 1, gpu 2)")
+	require.Contains(t, out, "trials    2 trials registered\n")
 	require.Contains(t, out, "compact optimal in 1.2 ms")
 	require.Contains(t, out, "2/3 nodes used, 2 trials, 1 changed (3 solves, epoch 5)")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -45,4 +45,11 @@ func TestWritePoolStatus(t *testing.T) {
 	writePoolStatus(&b, workflows.PoolStatus{Name: "empty"})
 	require.Contains(t, b.String(), "no allocation yet")
 	require.Equal(t, "a,b,+3", compactList([]string{"a", "b", "c", "d", "e"}, 2))
+}
+
+// The help's example passes a pool, not a campaign, as POOL.
+func TestPoolStatusExampleNamesAPool(t *testing.T) {
+	cmd := newPoolStatusCmd()
+	require.Contains(t, cmd.Example, "gleaner pool status default --json")
+	require.NotContains(t, cmd.Example, "go-mlp-spirals")
 }

@@ -183,10 +183,10 @@ func writeStatus(w io.Writer, s workflows.CampaignStatus, url string) {
 	if s.Reason != "" {
 		fmt.Fprintf(w, "reason    %s\n", s.Reason)
 	}
-	fmt.Fprintf(w, "trials    %d/%d ended (%d completed, %d stopped, %d failed), %d running, %d pending, %d created\n",
-		s.Ended(), s.MaxTrials, s.Completed, s.Stopped, s.Failed, s.Running, s.Pending, s.Created)
+	fmt.Fprintf(w, "trials    %d/%d ended (%d completed, %d stopped, %d failed), %s, %d created\n",
+		s.Ended(), s.MaxTrials, s.Completed, s.Stopped, s.Failed, strings.Join(s.Census(), ", "), s.Created)
 	if s.Parked > 0 || s.Continued > 0 {
-		fmt.Fprintf(w, "budgets   %d paused at their budget (holding no nodes), %d segments continued\n", s.Parked, s.Continued)
+		fmt.Fprintf(w, "budgets   %d segments continued; a parked trial holds no nodes until its searcher continues it\n", s.Continued)
 	}
 	fmt.Fprintf(w, "limits    %d at once, ends after %d failures\n", s.MaxConcurrent, s.MaxFailures)
 	if s.WarmStarted > 0 {
@@ -263,14 +263,11 @@ func progressLine(p client.Progress) string {
 		filled = min(width, width*s.Ended()/s.MaxTrials)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "[%s%s] %d/%d trials  running %d  pending %d",
-		strings.Repeat("#", filled), strings.Repeat("-", width-filled), s.Ended(), s.MaxTrials, s.Running, s.Pending)
+	fmt.Fprintf(&b, "[%s%s] %d/%d trials  %s",
+		strings.Repeat("#", filled), strings.Repeat("-", width-filled), s.Ended(), s.MaxTrials, strings.Join(s.Census(), ", "))
 	if p.Pool != nil {
-		used := 0
-		for _, t := range p.Pool.Trials {
-			used += len(t.Nodes)
-		}
-		fmt.Fprintf(&b, "  nodes %d/%d", used, len(p.Pool.Nodes))
+		inUse, total := p.Pool.NodeUse()
+		fmt.Fprintf(&b, "  nodes %d/%d in use", inUse, total)
 	}
 	if s.Best != nil {
 		fmt.Fprintf(&b, "  best %.6g (%s)", s.Best.Score, s.Best.TrialID)

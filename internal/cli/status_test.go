@@ -30,10 +30,23 @@ func TestProgressLine(t *testing.T) {
 		Nodes:  []cluster.Node{{ID: "a"}, {ID: "b"}, {ID: "c"}, {ID: "d"}},
 		Trials: []workflows.PoolTrial{{Nodes: []string{"a", "b"}}, {Nodes: []string{"c"}}, {}},
 	}}}
-	require.Equal(t, "[##########----------] 5/10 trials  running 4  pending 1  nodes 3/4  best 0.25 (t00003)  running", progressLine(p))
+	require.Equal(t, "[##########----------] 5/10 trials  4 running, 1 pending (queued to start)  nodes 3/4 in use  best 0.25 (t00003)  running", progressLine(p))
 
 	p.Pool, p.Status.Best, p.Status.Failed = nil, nil, 2
-	require.Equal(t, "[##############------] 7/10 trials  running 4  pending 1  failed 2  running", progressLine(p))
+	require.Equal(t, "[##############------] 7/10 trials  4 running, 1 pending (queued to start)  failed 2  running", progressLine(p))
+}
+
+// Nodes in use are counted once each and only among the pool's nodes
+// (seen: `nodes 5/4`); paused trials are not running.
+func TestProgressLineNeverShowsMoreNodesInUseThanThePoolHas(t *testing.T) {
+	s := sampleStatus()
+	s.Running, s.Paused, s.Pending = 0, 4, 0
+	p := client.Progress{Status: s, Pool: &workflows.PoolStatus{PoolState: workflows.PoolState{
+		Nodes:  []cluster.Node{{ID: "a"}, {ID: "b"}, {ID: "c"}, {ID: "d"}},
+		Trials: []workflows.PoolTrial{{Nodes: []string{"a", "b", "e"}}, {Nodes: []string{"b", "c"}}},
+	}}}
+	line := progressLine(p)
+	require.Contains(t, line, "  0 running, 4 paused  nodes 3/4 in use  ")
 }
 
 func TestWriteStatus(t *testing.T) {
@@ -42,7 +55,7 @@ func TestWriteStatus(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"state     running",
-		"5/10 ended (4 completed, 1 stopped, 0 failed), 4 running, 1 pending",
+		"5/10 ended (4 completed, 1 stopped, 0 failed), 4 running, 1 pending (queued to start), 9 created",
 		"best      val_loss min 0.25 by t00003 (completed, 12.3k samples): act=relu lr=0.01235",
 		"progress  50%", "ui        http://ui/c",
 	} {

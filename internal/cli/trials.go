@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -67,23 +68,11 @@ func (o *trialsOptions) run(ctx context.Context, flags *pflag.FlagSet, name stri
 		return err
 	}
 	defer closeClient()
-	// The campaign's warnings and how many trials it made, asked while
-	// the trials are read (on a busy server each read takes a while);
-	// none if it does not answer.
-	type answered struct {
-		s   workflows.CampaignStatus
-		err error
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	status := make(chan answered, 1)
-	go func() {
-		s, err := c.Status(sctx, name)
-		status <- answered{s, err}
-	}()
 	// The list carries the spec: its objective names the metric, and an
-	// unknown campaign (exit 3) is told from one without trials yet.
-	list, err := c.TrialsNewest(ctx, name, o.limit)
+	// unknown campaign (exit 3) is told from one without trials yet; and
+	// the campaign's status, read meanwhile, which classifies the trials
+	// (paused, parked, stopped at their rung) as status counts them.
+	list, err := c.TrialsView(ctx, name, o.limit)
 	if err != nil {
 		return campaignErr(name, err)
 	}
@@ -94,8 +83,8 @@ func (o *trialsOptions) run(ctx context.Context, flags *pflag.FlagSet, name stri
 	}
 	var warnings []string
 	created := 0
-	if a := <-status; a.err == nil {
-		warnings, created = a.s.Warnings, a.s.Created
+	if s := list.Status; s != nil {
+		warnings, created = s.Warnings, s.Created
 	}
 	if o.json {
 		if trials == nil {
@@ -111,13 +100,30 @@ func (o *trialsOptions) run(ctx context.Context, flags *pflag.FlagSet, name stri
 		return nil
 	}
 	writeTrials(stdout, trials, spec.Objective.Metric)
-	if o.limit > 0 && created > len(trials) {
-		fmt.Fprintf(stdout, "(the newest %d of %d trials; --limit 0 shows all)\n", len(trials), created)
+	if note := trialsNote(trials, o.limit, created, list.Busy); note != "" {
+		fmt.Fprintln(stdout, note)
 	}
 	for _, w := range warnings {
 		fmt.Fprintf(stdout, "warning: %s\n", w)
 	}
 	return nil
+}
+
+// trialsNote says what part of the campaign's created trials the list
+// shows: the newest limit (by trial id, so it names the range), or, when
+// it is short for another reason, that the server's search lags.
+func trialsNote(trials []workflows.TrialStatus, limit, created int, busy bool) string {
+	switch {
+	case len(trials) == 0 || created <= len(trials):
+		return ""
+	case limit > 0 && len(trials) == limit:
+		return fmt.Sprintf("(the newest %d of %d trials, %s to %s; --limit 0 shows all)",
+			len(trials), created, trials[0].TrialID, trials[len(trials)-1].TrialID)
+	case busy:
+		return "" // said on stderr
+	}
+	return fmt.Sprintf("(%d of %d trials: the server's search does not list the others yet; ask again in a moment)",
+		len(trials), created)
 }
 
 // missedObjective: t finished without ever reporting the objective.
@@ -126,10 +132,25 @@ func missedObjective(t workflows.TrialStatus) bool {
 }
 
 // writeTrials prints trials as a table; a trial that finished without the
-// objective metric says so in its state.
+// objective metric says so in its state. STAGE (a rung, a generation)
+// only for searchers that label trials.
 func writeTrials(w io.Writer, trials []workflows.TrialStatus, metric string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "TRIAL\tSTATE\tNODES\tSAMPLES\tRESTARTS\tRESCALES\tCHECKPOINT\t%s\n", strings.ToUpper(metric))
+	staged := slices.ContainsFunc(trials, func(t workflows.TrialStatus) bool { return t.Stage != "" })
+	stage := func(t workflows.TrialStatus) string {
+		switch {
+		case !staged:
+			return ""
+		case t.Stage == "":
+			return "\t-"
+		}
+		return "\t" + t.Stage
+	}
+	head := "TRIAL\tSTATE"
+	if staged {
+		head += "\tSTAGE"
+	}
+	fmt.Fprintf(tw, "%s\tNODES\tSAMPLES\tRESTARTS\tRESCALES\tCHECKPOINT\t%s\n", head, strings.ToUpper(metric))
 	for _, t := range trials {
 		score := "-"
 		if v, ok := t.Metrics[metric]; ok && !math.IsNaN(v) {
@@ -146,8 +167,8 @@ func writeTrials(w io.Writer, trials []workflows.TrialStatus, metric string) {
 		if missedObjective(t) {
 			state += " (no " + metric + " reported)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\n",
-			t.TrialID, state, len(t.Nodes), formatCount(t.Samples), t.Restarts, t.Rescales, ckpt, score)
+		fmt.Fprintf(tw, "%s\t%s%s\t%d\t%s\t%d\t%d\t%s\t%s\n",
+			t.TrialID, state, stage(t), len(t.Nodes), formatCount(t.Samples), t.Restarts, t.Rescales, ckpt, score)
 	}
 	_ = tw.Flush()
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -509,14 +508,14 @@ func (c *checker) judgeAtBudget(prev, run *CheckRun, problem problemFunc, budget
 	switch {
 	case run.Error != "":
 		problem(3, "could not start the run at its budget", "%s", run.Error)
-	case run.StoppedByWorker || (cp != nil && run.Last != nil && counter(*run.Last, unit) > counter(*cp, unit)):
-		to := ""
-		if run.Last != nil {
-			to = " to " + describeCounters(*run.Last, unit)
+	case run.StoppedByWorker || (cp != nil && trainedFrom(run, *cp, unit)):
+		from := ""
+		if run.First != nil {
+			from = fmt.Sprintf(" reported %s to %s", describeCounters(*run.First, unit), describeCounters(*run.Last, unit))
 		}
-		problem(3, "trains past a checkpoint at its budget",
-			"given a checkpoint already at its budget of %s, run 3 trained on%s: it should train nothing, report a checkpoint at those counters and exit 0",
-			budgetText, to)
+		problem(3, "trains from a checkpoint at its budget",
+			"given a checkpoint already at its budget of %s (%s), run 3%s: it should train nothing, report a checkpoint at those counters and exit 0",
+			budgetText, describeCounters(*cp, unit), from)
 	case run.TimedOut:
 		problem(3, "a run at its budget did not end", "run 3 was still running after %v and was stopped", c.setup.maxTime)
 	case !run.Exit.OK():
@@ -525,6 +524,17 @@ func (c *checker) judgeAtBudget(prev, run *CheckRun, problem problemFunc, budget
 		problem(3, "no checkpoint at its budget on resume",
 			"given a checkpoint already at its budget, run 3 exited 0 without reporting a checkpoint: report one at those counters (its counters are the trial's progress)")
 	}
+}
+
+// trainedFrom reports whether any of the run's reports has counters other
+// than the checkpoint's (in the budget unit).
+func trainedFrom(run *CheckRun, cp CheckCounters, unit string) bool {
+	for _, c := range run.progress {
+		if counter(c, unit) != counter(cp, unit) {
+			return true
+		}
+	}
+	return false
 }
 
 // budgetEnd: the run ended at its budget with a checkpoint there.
@@ -538,92 +548,4 @@ func stopTookText(d time.Duration) string {
 		return ""
 	}
 	return d.Round(10 * time.Millisecond).String()
-}
-
-// writeCheck prints the result for people: the setup, each run, the
-// metrics, and the verdict line with the problems' details under it.
-func writeCheck(w io.Writer, res CheckResult) {
-	fmt.Fprintf(w, "gleaner trainer check: %s\n", strings.Join(res.Command, " "))
-	nodes := "1 node"
-	if res.Nodes != 1 {
-		nodes = fmt.Sprintf("%d nodes", res.Nodes)
-	}
-	fmt.Fprintf(w, "  in %s · params %s · %s · budget %v %s · grace %s\n", res.WorkDir, res.Params, nodes, res.Budget, res.Unit, res.Grace)
-	for _, run := range res.Runs {
-		fmt.Fprintf(w, "\nrun %d  %s\n", run.Run, run.Purpose)
-		if run.ResumeFrom != "" {
-			fmt.Fprintf(w, "  resume from  %s\n", run.ResumeFrom)
-		}
-		if run.Error != "" {
-			fmt.Fprintf(w, "  error        %s\n", run.Error)
-			continue
-		}
-		fmt.Fprintf(w, "  reports      %d parsed, %d malformed (%s)\n", run.Reports, len(run.Malformed), run.ReportFile)
-		for i, m := range run.Malformed {
-			if i == 3 {
-				fmt.Fprintf(w, "               … %d more\n", len(run.Malformed)-i)
-				break
-			}
-			fmt.Fprintf(w, "               line %d: %s\n", m.Line, m.Error)
-		}
-		if run.First != nil {
-			fmt.Fprintf(w, "  progress     %s → %s\n", describeCounters(*run.First, res.Unit), describeCounters(*run.Last, res.Unit))
-		}
-		switch {
-		case run.StopSent:
-			at := ""
-			if run.StopAt != nil {
-				at = " after " + describeCounters(*run.StopAt, res.Unit)
-			}
-			fmt.Fprintf(w, "  stop         SIGTERM%s: %s", at, run.Exit.Text)
-			if run.StopTook != "" {
-				fmt.Fprintf(w, " in %s", run.StopTook)
-			}
-			fmt.Fprintln(w)
-		case run.StoppedByWorker:
-			fmt.Fprintf(w, "  stop         past its budget: the worker sent SIGTERM: %s\n", run.Exit.Text)
-		case run.TimedOut:
-			fmt.Fprintf(w, "  stop         after --timeout: %s\n", run.Exit.Text)
-		default:
-			fmt.Fprintf(w, "  exit         %s\n", run.Exit.Text)
-		}
-		switch n := len(run.Checkpoints); {
-		case n == 0:
-			fmt.Fprintf(w, "  checkpoints  none reported\n")
-		default:
-			last := run.Checkpoints[n-1]
-			fmt.Fprintf(w, "  checkpoints  %d reported, the last at %s: %s\n", n, describeCounters(last.CheckCounters, res.Unit), last.Path)
-		}
-		for _, l := range run.Worker {
-			fmt.Fprintf(w, "  worker       %s\n", l)
-		}
-		if len(run.LogTail) > 0 {
-			fmt.Fprintf(w, "  log          %s, its last lines:\n", run.Log)
-			for _, l := range run.LogTail {
-				fmt.Fprintf(w, "    | %s\n", l)
-			}
-		}
-	}
-	if len(res.Metrics) > 0 {
-		var parts []string
-		for _, k := range slices.Sorted(maps.Keys(res.Metrics)) {
-			parts = append(parts, fmt.Sprintf("%s %.6g", k, res.Metrics[k]))
-		}
-		fmt.Fprintf(w, "\nmetrics  %s\n", strings.Join(parts, ", "))
-	}
-	for _, warn := range res.Warnings {
-		fmt.Fprintf(w, "warning  %s\n", warn)
-	}
-	dir := res.Dir
-	if res.Removed {
-		dir += " (removed)"
-	}
-	fmt.Fprintf(w, "trial    %s\n\n%s\n", dir, res.Verdict)
-	for _, p := range res.Problems {
-		run := ""
-		if p.Run > 0 {
-			run = fmt.Sprintf("run %d: ", p.Run)
-		}
-		fmt.Fprintf(w, "  - %s%s: %s\n", run, p.Reason, p.Detail)
-	}
 }

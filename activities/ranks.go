@@ -126,6 +126,7 @@ func (r *runner) runRank(ctx context.Context) (workflows.RunTrialResult, error) 
 	}
 	spec.RunDir = filepath.Join(r.runDir, "rank-"+strconv.Itoa(in.Rank))
 	spec.Rendezvous = r.rendezvous(rf.MasterAddr, rf.MasterPort)
+	r.logMark = markLog(filepath.Join(spec.RunDir, cluster.LogFileName)) // logtail.go
 	proc, err := r.a.Launcher.Launch(ctx, spec)
 	if err != nil {
 		msg := fmt.Sprintf("trial %s: rank %d: %v (working directory %s)", in.Trial.TrialID, in.Rank, err, spec.WorkDir)
@@ -144,7 +145,7 @@ func (r *runner) runRank(ctx context.Context) (workflows.RunTrialResult, error) 
 				return workflows.RunTrialResult{Outcome: workflows.RunStopped, Exit: exit, Attempt: r.attempt}, nil
 			}
 			if !exit.OK() {
-				msg := fmt.Sprintf("trial %s: rank %d: trainer exited with %s (log: %s)", in.Trial.TrialID, in.Rank, describe(exit), proc.LogFile())
+				msg := fmt.Sprintf("trial %s: rank %d: trainer exited with %s (log: %s)", in.Trial.TrialID, in.Rank, describe(exit), proc.LogFile()) + r.logMark.tail(proc.LogFile())
 				return workflows.RunTrialResult{}, temporal.NewNonRetryableApplicationError(msg, ErrTypeTrainerFailed, nil)
 			}
 			return workflows.RunTrialResult{Outcome: workflows.RunCompleted, Exit: exit, Attempt: r.attempt}, nil

@@ -122,6 +122,7 @@ func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (
 	}
 	_, sweeps := a.Launcher.(leftoverKiller)
 	spec.Swept = sweeps || fresh
+	r.logMark = markLog(filepath.Join(spec.RunDir, cluster.LogFileName)) // logtail.go
 	proc, err := a.Launcher.Launch(ctx, spec)
 	if err != nil {
 		// The message carries the whole chain; no cause is attached, so the
@@ -155,8 +156,9 @@ type runner struct {
 
 	ledger     trialLedger
 	runLog     runLedger
-	followFrom int64 // report offset where this attempt's trainer starts
-	malformed  int   // malformed lines before followFrom
+	followFrom int64   // report offset where this attempt's trainer starts
+	logMark    logMark // where the trainer's log ended before this attempt
+	malformed  int     // malformed lines before followFrom
 
 	tail   *cluster.ReportTailer
 	last   trial.Report // merged: newest samples, step, metrics; checkpoint = resume point
@@ -327,7 +329,7 @@ func (r *runner) failed(ctx context.Context, msg, errType string, res workflows.
 // than max_restarts times, as run.json recorded the last failure.
 func (r *runner) finalFailure(ctx context.Context) error {
 	res := r.result(r.runLog.Exit, workflows.RunCompleted)
-	msg := fmt.Sprintf("%s; trial.max_restarts: %d reached", r.runLog.Error, r.in.Trial.MaxRestarts)
+	msg := withFirstLine(r.runLog.Error, fmt.Sprintf("; trial.max_restarts: %d reached", r.in.Trial.MaxRestarts))
 	errType := r.runLog.ErrorType
 	if errType == "" {
 		errType = ErrTypeTrainerFailed
@@ -414,7 +416,7 @@ func (r *runner) exited(ctx context.Context, proc cluster.Process) (workflows.Ru
 		return r.result(exit, workflows.RunStopped), nil
 	}
 	if !exit.OK() {
-		err := r.failed(ctx, fmt.Sprintf("trial %s: trainer exited with %s (log: %s)", r.in.Trial.TrialID, describe(exit), proc.LogFile()),
+		err := r.failed(ctx, fmt.Sprintf("trial %s: trainer exited with %s (log: %s)", r.in.Trial.TrialID, describe(exit), proc.LogFile())+r.logMark.tail(proc.LogFile()),
 			ErrTypeTrainerFailed, r.result(exit, workflows.RunCompleted))
 		r.sendFinal()
 		return r.result(exit, workflows.RunCompleted), err

@@ -92,6 +92,27 @@ func TestRunTrialTrainerFailure(t *testing.T) {
 	require.Contains(t, err.Error(), filepath.Join("runs", "1", cluster.LogFileName))
 }
 
+// A failed trainer's error carries the last lines it wrote to its log
+// (the worker has the log; the person reading the failure may not), and
+// the final one says max_restarts on its first line, before them.
+func TestRunTrialFailureCarriesTheLogsLastLines(t *testing.T) {
+	env, _ := runTrialEnv(t, nil)
+	in := runInput(`echo starting; echo 'Traceback (most recent call last):' >&2; echo 'ValueError: lr must be positive' >&2; exit 1`)
+	in.Trial.MaxRestarts = 1
+	for _, final := range []bool{false, true} {
+		_, err := env.ExecuteActivity(workflows.RunTrialActivityName, in)
+		var app *temporal.ApplicationError
+		require.ErrorAs(t, err, &app)
+		// The message, then the last lines this attempt wrote (the run's
+		// log holds both attempts).
+		lines := strings.Split(app.Message(), "\n")
+		require.Len(t, lines, 4, "%q", app.Message())
+		require.Regexp(t, `^trial t1: trainer exited with exit code 1 \(log: .*runs/1/trainer\.log\)`, lines[0])
+		require.Equal(t, final, strings.HasSuffix(lines[0], "; trial.max_restarts: 1 reached"), lines[0])
+		require.Equal(t, []string{"| starting", "| Traceback (most recent call last):", "| ValueError: lr must be positive"}, lines[len(lines)-3:])
+	}
+}
+
 // A command that does not exist can never run: non-retryable.
 func TestRunTrialMissingCommand(t *testing.T) {
 	env, _ := runTrialEnv(t, nil)

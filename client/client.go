@@ -447,8 +447,9 @@ func (c *Client) Stop(ctx context.Context, name, reason string) (workflows.Campa
 }
 
 // Wait blocks until the campaign ends (following continue-as-new) and
-// returns its result. A campaign that failed (budget.max_failures reached)
-// returns its result and an error.
+// returns its result. A campaign that failed (budget.max_failures reached,
+// or its workflow ended from outside) returns its result and a
+// *FailedError naming its newest failed trials.
 func (c *Client) Wait(ctx context.Context, name string) (workflows.CampaignResult, error) {
 	var res workflows.CampaignResult
 	if err := checkName("campaign", name); err != nil {
@@ -462,6 +463,10 @@ func (c *Client) Wait(ctx context.Context, name string) (workflows.CampaignResul
 		var app *temporal.ApplicationError
 		if errors.As(err, &app) && app.HasDetails() {
 			_ = app.Details(&res)
+		}
+		var ended *temporal.WorkflowExecutionError
+		if ctx.Err() == nil && errors.As(err, &ended) {
+			return res, c.failure(ctx, name, res, err) // client/failures.go
 		}
 		return res, fmt.Errorf("campaign %q: %w", name, err)
 	}

@@ -754,10 +754,17 @@ func FailedTrialReport(err error) (TrialReport, bool) {
 	return TrialReport{}, false
 }
 
+// errorMessage is a failed run's reason for people: the application
+// error's message (and its cause's), without the SDK's "(type: …,
+// retryable: …)", which would land after the log lines a trainer failure
+// ends with.
 func errorMessage(err error) string {
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
-		return app.Error()
+		if cause := app.Unwrap(); cause != nil {
+			return app.Message() + ": " + errorMessage(cause)
+		}
+		return app.Message()
 	}
 	return err.Error()
 }

@@ -36,7 +36,10 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short:         "Run NAS and HPO campaigns on the idle nodes of a supercomputer",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
+	// --version (and -v) print the version line alone.
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 
@@ -58,6 +61,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newSetupCmd())
 	root.AddCommand(newSubmitCmd())
 	root.AddCommand(newStatusCmd())
+	root.AddCommand(newListCmd())
 	root.AddCommand(newLeaderboardCmd())
 	root.AddCommand(newTrialsCmd())
 	root.AddCommand(newSearchCmd())

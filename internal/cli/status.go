@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/signal"
 	"strings"
 	"syscall"
 	"time"
@@ -60,7 +59,7 @@ warnings under "warnings".`,
   gleaner status go-mlp-spirals --json | jq .best.score`,
 		Args: exactArgs(1, "one CAMPAIGN name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signalContext(cmd.Context()) // interrupt.go
 			defer stop()
 			return o.run(ctx, cmd.Flags(), args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -105,10 +104,11 @@ func (o *statusOptions) run(ctx context.Context, flags *pflag.FlagSet, name stri
 			return writeJSON(stdout, statusJSON{s, url})
 		}
 		writeStatus(stdout, s, url)
+		writeFailures(ctx, stdout, c, name, s) // failures.go
 		return nil
 	}
 
-	return o.follow(ctx, c, name, url, stdout, stderr)
+	return followInterrupted(ctx, o.follow(ctx, c, name, url, stdout, stderr), name, flags) // interrupt.go
 }
 
 // follow is --watch: the progress (or JSON) from src until the campaign
@@ -142,7 +142,7 @@ func (o *statusOptions) follow(ctx context.Context, src campaignWatcher, name, u
 		return err
 	}
 	if last.State == workflows.CampaignFailed {
-		return fmt.Errorf("campaign %s failed: %s", name, last.Reason)
+		return campaignFailed(ctx, src, name, last) // failures.go
 	}
 	return nil
 }

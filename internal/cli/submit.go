@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,13 +39,17 @@ still exits 0) when no worker polls the task queue: the campaign waits
 until one does.
 
 With --wait, follows the campaign's progress until it ends and prints its
-leaderboard (its best 10); exits 1 if the campaign failed.`,
+counts, its warnings (trials that never reported the objective metric)
+and its leaderboard (its best 10). A campaign that failed exits 1, naming
+its newest failed trials with their exit status, log path and the last
+lines of their logs. Ctrl-C stops only the following (exit 130): the
+campaign goes on, and the message says how to follow or stop it.`,
 		Example: `  gleaner submit -f examples/go-mlp/campaign.yaml
   gleaner submit -f campaign.json --name spirals-2 --wait
   TEMPORAL_ADDRESS=temporal.example.org:7233 gleaner submit -f campaign.yaml`,
 		Args: exactArgs(0, "no arguments (the spec is -f FILE)"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signalContext(cmd.Context()) // interrupt.go
 			defer stop()
 			return o.run(ctx, cmd.Flags(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -103,11 +104,11 @@ func (o *submitOptions) spec(ctx context.Context) (gleaner.CampaignSpec, error) 
 func (o *submitOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, stderr io.Writer) error {
 	spec, err := o.spec(ctx)
 	if err != nil {
-		return err
+		return interrupted(ctx, err)
 	}
 	c, closeClient, err := o.conn.connect(ctx, flags, stderr)
 	if err != nil {
-		return err
+		return interrupted(ctx, err)
 	}
 	defer closeClient()
 
@@ -115,6 +116,10 @@ func (o *submitOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, s
 	if err != nil {
 		if errors.Is(err, client.ErrExists) {
 			return withCode(ExitRejected, err)
+		}
+		if interruptedBy(ctx) != nil { // the server may have started it
+			return interrupted(ctx, fmt.Errorf("%w (it may have started: %s)", err,
+				commandHint(hintFlags(flags, true), "status", spec.Name)))
 		}
 		return err
 	}
@@ -130,23 +135,8 @@ func (o *submitOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, s
 		return nil
 	}
 
-	trouble := newWatchTrouble(stderr, cfg.HostPort, nil, nil)
-	if _, err := followProgress(ctx, c, camp.Name, o.interval, stdout, trouble); err != nil {
-		return err
-	}
-	res, waitErr := c.Wait(ctx, camp.Name)
-	fmt.Fprintf(stdout, "campaign %s %s: %d completed, %d stopped, %d failed\n",
-		camp.Name, res.State, res.Completed, res.Stopped, res.Failed)
-	if res.Reason != "" {
-		fmt.Fprintf(stdout, "  reason    %s\n", res.Reason)
-	}
-	if len(res.Leaderboard) > 0 {
-		writeLeaderboard(stdout, res.Leaderboard)
-	}
-	if camp.UIURL != "" {
-		fmt.Fprintf(stdout, "  ui        %s\n", camp.UIURL)
-	}
-	return waitErr
+	// Ctrl-C now stops only the following: say so (interrupt.go).
+	return followInterrupted(ctx, o.waitFor(ctx, c, camp, stdout, stderr), camp.Name, flags)
 }
 
 // taskQueueDescriber is what warnIfNoWorker asks; a Temporal client is one.

@@ -100,6 +100,7 @@ func (o *trialsOptions) run(ctx context.Context, flags *pflag.FlagSet, name stri
 		return nil
 	}
 	writeTrials(stdout, trials, spec.Objective.Metric)
+	writeTrialFailures(stdout, trials) // failures.go: each reason whole
 	if note := trialsNote(trials, o.limit, created, list.Busy); note != "" {
 		fmt.Fprintln(stdout, note)
 	}
@@ -162,7 +163,7 @@ func writeTrials(w io.Writer, trials []workflows.TrialStatus, metric string) {
 		}
 		state := string(t.State)
 		if t.Error != "" && t.State == workflows.TrialFailed {
-			state += " (" + firstLine(t.Error, 40) + ")"
+			state += " (" + failureBrief(t.Error) + ")" // failures.go
 		}
 		if missedObjective(t) {
 			state += " (no " + metric + " reported)"

@@ -1,0 +1,183 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/gleaner-hpc/gleaner/hpo"
+	"github.com/gleaner-hpc/gleaner/workflows"
+)
+
+// ErrCampaignFailed: the campaign ended as failed (budget.max_failures
+// reached), or its workflow was ended from outside (terminated, timed
+// out, canceled). Wait's error is then a *FailedError.
+var ErrCampaignFailed = errors.New("campaign failed")
+
+// FailuresShown is how many failed trials a FailedError names in full
+// (the newest); the others are counted.
+const FailuresShown = 3
+
+// FailedError says why a campaign failed: its reason and its newest failed
+// trials, each with what its result records (TrialStatus.Error: the
+// trainer's exit status, the path of its log and the log's last lines, as
+// the worker read them). errors.Is(err, ErrCampaignFailed) holds.
+type FailedError struct {
+	Campaign string
+	// Reason is the campaign's ("budget.max_failures: 2 trials failed
+	// (max 2)"), or how its workflow ended.
+	Reason string
+	// Failed counts the campaign's failed trials; Trials are the newest
+	// of them (at most FailuresShown), newest first. Trials is empty when
+	// they could not be read (TrialsErr says why).
+	Failed    int
+	Trials    []workflows.TrialStatus
+	TrialsErr error
+	// Err is the workflow's own error.
+	Err error
+}
+
+func (e *FailedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "campaign %s failed: %s", e.Campaign, e.Reason)
+	for _, t := range e.Trials {
+		b.WriteString("\n")
+		b.WriteString(DescribeFailure(t))
+	}
+	if more := e.Failed - len(e.Trials); more > 0 && len(e.Trials) > 0 {
+		fmt.Fprintf(&b, "\n  … and %d more failed trial(s): gleaner trials %s", more, e.Campaign)
+	}
+	if e.TrialsErr != nil {
+		fmt.Fprintf(&b, "\n  (its failed trials could not be read: %v)", e.TrialsErr)
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrCampaignFailed) hold.
+func (e *FailedError) Is(target error) bool { return target == ErrCampaignFailed }
+
+// Unwrap is the workflow's error.
+func (e *FailedError) Unwrap() error { return e.Err }
+
+// DescribeFailure is a failed trial for people, indented by two spaces:
+// its id and parameters on the first line, then its error whole (its
+// exit status, restarts, log path, and the log's last lines as the worker
+// read them), each further line indented by four.
+func DescribeFailure(t workflows.TrialStatus) string {
+	reason := strings.TrimSpace(t.Error)
+	// The worker's messages start with "trial t00001: ", said already.
+	reason = strings.TrimPrefix(reason, "trial "+t.TrialID+": ")
+	if reason == "" {
+		reason = "no error recorded"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %s", t.TrialID)
+	if len(t.Params) > 0 {
+		parts := make([]string, 0, len(t.Params))
+		for _, n := range t.Params.Names() {
+			v := hpo.DescribeValue(t.Params[n]) // an architecture in its short form
+			if !t.Params[n].IsStr {
+				v = strconv.FormatFloat(t.Params[n].Num, 'g', 4, 64)
+			}
+			parts = append(parts, n+"="+v)
+		}
+		fmt.Fprintf(&b, " (%s)", strings.Join(parts, " "))
+	}
+	lines := strings.Split(reason, "\n")
+	fmt.Fprintf(&b, ": %s", lines[0])
+	for _, l := range lines[1:] {
+		fmt.Fprintf(&b, "\n    %s", l)
+	}
+	return b.String()
+}
+
+// FailedTrials is the newest limit (≤ 0: all) of a campaign's failed
+// trials, newest first, as their results record them. A campaign with a
+// workflow per trial finds them through visibility (GleanerStatus =
+// "failed" on its trials, or their workflow failed), which lags a moment
+// behind; an inline campaign (trial.inline) reads its trial records.
+func (c *Client) FailedTrials(ctx context.Context, name string, limit int) ([]workflows.TrialStatus, error) {
+	if err := checkName("campaign", name); err != nil {
+		return nil, err
+	}
+	spec, err := c.Spec(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	var failed []workflows.TrialStatus
+	if spec.Trial.Inline {
+		l, err := c.TrialsNewest(ctx, name, 0)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range l.Trials {
+			if t.State == workflows.TrialFailed {
+				failed = append(failed, t)
+			}
+		}
+		slices.Reverse(failed) // newest first
+	} else {
+		q := fmt.Sprintf(`%s = %q AND %s = %q AND (%s = %q OR ExecutionStatus = "Failed")`,
+			workflows.GleanerCampaign.GetName(), name, workflows.GleanerKind.GetName(), workflows.KindTrial,
+			workflows.GleanerStatus.GetName(), workflows.TrialFailed)
+		ids, err := c.listIDs(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("listing the failed trials of campaign %q: %w", name, err)
+		}
+		ids = latestSegments(ids)
+		slices.SortFunc(ids, func(a, b string) int { return byNumber(b, a) }) // newest first
+		if limit > 0 && len(ids) > limit {
+			ids = ids[:limit]
+		}
+		for _, id := range ids {
+			t, err := c.trialFromResult(ctx, id)
+			if err != nil {
+				return failed, err
+			}
+			if t.State == workflows.TrialFailed {
+				failed = append(failed, t)
+			}
+		}
+	}
+	if limit > 0 && len(failed) > limit {
+		failed = failed[:limit]
+	}
+	return failed, nil
+}
+
+// failure builds Wait's error for a campaign whose workflow failed (err):
+// its reason, read from the result it carries, or how the workflow ended,
+// and its newest failed trials.
+func (c *Client) failure(ctx context.Context, name string, res workflows.CampaignResult, err error) error {
+	e := &FailedError{Campaign: name, Reason: res.Reason, Failed: res.Failed, Err: err}
+	var (
+		app        *temporal.ApplicationError
+		terminated *temporal.TerminatedError
+		canceled   *temporal.CanceledError
+		timeout    *temporal.TimeoutError
+	)
+	switch {
+	case errors.As(err, &terminated):
+		e.Reason = "its workflow was terminated"
+		if msg := terminated.Error(); msg != "" && msg != "terminated" {
+			e.Reason += " (" + msg + ")"
+		}
+	case errors.As(err, &canceled):
+		e.Reason = "its workflow was canceled"
+	case errors.As(err, &timeout):
+		e.Reason = "its workflow timed out (" + timeout.TimeoutType().String() + ")"
+	case e.Reason == "" && errors.As(err, &app):
+		e.Reason = app.Message()
+	case e.Reason == "":
+		e.Reason = err.Error()
+	}
+	if res.Failed > 0 {
+		e.Trials, e.TrialsErr = c.FailedTrials(ctx, name, FailuresShown)
+	}
+	return e
+}

@@ -1,0 +1,46 @@
+package cli
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gleaner-hpc/gleaner/client"
+	"github.com/gleaner-hpc/gleaner/workflows"
+)
+
+func TestWriteCampaignList(t *testing.T) {
+	now := time.Date(2026, 11, 28, 22, 0, 0, 0, time.UTC)
+	best := 0.0312
+	list := []client.CampaignSummary{
+		{Name: "spirals", State: workflows.CampaignRunning, TrialsDone: 12, TrialsRunning: 4, MaxTrials: 20,
+			Objective: "val_loss", Mode: "min", Best: &best, Started: now.Add(-5 * time.Minute)},
+		{Name: "mnist", State: workflows.CampaignFailed, TrialsDone: 2, MaxTrials: 40,
+			Objective: "acc", Mode: "max", Started: now.Add(-26 * time.Hour), Closed: now.Add(-25 * time.Hour)},
+		{Name: "old", State: "terminated", TrialsDone: 3, Started: now.Add(-90 * time.Minute)},
+	}
+	var b bytes.Buffer
+	writeCampaignList(&b, list, now)
+	require.Equal(t, `CAMPAIGN  STATE       TRIALS       IN FLIGHT  BEST                   AGE
+spirals   running     12/20 (60%)  4          val_loss 0.0312 (min)  5m
+mnist     failed      2/40 (5%)    0          -                      1d2h
+old       terminated  3            0          -                      1h30m
+`, b.String())
+}
+
+func TestFormatAge(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		-time.Second: "0s", 45 * time.Second: "45s", 12 * time.Minute: "12m", 2 * time.Hour: "2h",
+		3*time.Hour + 20*time.Minute: "3h20m", 48 * time.Hour: "2d", 5*24*time.Hour + 4*time.Hour: "5d4h",
+	} {
+		require.Equal(t, want, formatAge(d), "%v", d)
+	}
+}
+
+func TestListRejectsANegativeLimit(t *testing.T) {
+	_, errOut, code := cliRun(t, "list", "--limit", "-1", "--address", "127.0.0.1:1")
+	require.Equal(t, ExitUsage, code)
+	require.Contains(t, errOut, "--limit: -1 must not be negative")
+}

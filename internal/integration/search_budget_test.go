@@ -118,8 +118,9 @@ func TestASHAPromotionCampaignContinuesFromCheckpoints(t *testing.T) {
 // in generations of 320 samples; the worst member of a generation is
 // replaced by a new trial started from the best member's checkpoint with
 // a perturbed learning rate, the others are continued. Exploited trials
-// start where their source stopped (their first report is past it), and
-// no trial trains a step twice.
+// start at the checkpoint of the generation's end they copied, train from
+// there to their budget (their first report past the start and not past
+// the budget), and no trial trains a step twice.
 func TestPBTCampaignExploitsCheckpoints(t *testing.T) {
 	srv := startServer(t, devserver.Options{})
 	cfg := testenv.Worker(t, srv, "search-pbt", nil)
@@ -161,9 +162,20 @@ func TestPBTCampaignExploitsCheckpoints(t *testing.T) {
 		lines := checkTrainedOnce(t, cfg.DataDir, spec.Name, last.TrialID, 0)
 		if n > 4 {
 			// Created by an exploit: it starts from a member's checkpoint
-			// at a generation's end, never from scratch.
-			if lines[0].Step*32 < int64(interval) {
-				t.Errorf("trial %d (%s): first report at step %d: it did not start from the exploited checkpoint", n, last.TrialID, lines[0].Step)
+			// at the generation's end its first segment's stage names (the
+			// trainer's first line, its rendezvous, is at that step), and
+			// trains its own parameters from there: its next report lies
+			// past that start and not past its first budget.
+			var gen int
+			if _, err := fmt.Sscanf(segs[0].Stage, "gen %d", &gen); err != nil || gen == 0 {
+				t.Fatalf("trial %d (%s): stage %q, want gen ≥ 1", n, last.TrialID, segs[0].Stage)
+			}
+			start, budget := int64(gen)*int64(interval), int64(segs[0].Samples)
+			switch {
+			case lines[0].Step*32 != start:
+				t.Errorf("trial %d (%s, gen %d): started at step %d (%d samples), want its generation's start %d", n, last.TrialID, gen, lines[0].Step, lines[0].Step*32, start)
+			case len(lines) < 2 || lines[1].Step*32 <= start || lines[1].Step*32 > budget:
+				t.Errorf("trial %d (%s, gen %d): first report %v after starting at %d samples, budget %d: it trained nothing of its own", n, last.TrialID, gen, lines[1:min(2, len(lines))], start, budget)
 			}
 			exploited++
 		}

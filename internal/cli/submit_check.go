@@ -87,7 +87,7 @@ func resolveTrainer(spec gleaner.CampaignSpec, specFile string) (gleaner.Campaig
 	cmd0 := spec.Command[0]
 	if !strings.ContainsRune(cmd0, '/') {
 		if _, err := exec.LookPath(cmd0); err != nil {
-			return spec, fmt.Errorf("command[0]: %s: not found on PATH (the worker looks it up on its own PATH)", cmd0)
+			return spec, fmt.Errorf("command[0]: %s: not found on PATH (a program beside the spec file is ./%s)", cmd0, cmd0)
 		}
 		return spec, nil
 	}

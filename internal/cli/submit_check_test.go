@@ -108,7 +108,7 @@ func TestSubmitNamesTheTrainerFieldItRefuses(t *testing.T) {
 		{"[bin/plain]", "", "command[0]: bin/plain: not executable (chmod +x it) (resolved against exp/)"},
 		{"[bin/dir]", "", "command[0]: bin/dir: is a directory, not a program (resolved against exp/)"},
 		{"[/no/such/train]", "", "command[0]: /no/such/train: no such file"},
-		{"[train.sh]", "", "command[0]: train.sh: not found on PATH (the worker looks it up on its own PATH)"},
+		{"[train.sh]", "", "command[0]: train.sh: not found on PATH (a program beside the spec file is ./train.sh)"},
 		{"[bin/plain]", "nowhere", "workdir: nowhere: no such directory (resolved against exp/)"},
 		{"[x]", "bin/plain", "workdir: bin/plain: not a directory (resolved against exp/)"},
 		{"[tools/train]", "bin", "command[0]: tools/train: no such file (resolved against bin/)"},

@@ -60,6 +60,14 @@ func TestStatusTrialsLeaderboardPoolAndDetailsAgree(t *testing.T) {
 		}
 		return fmt.Errorf("none parked (%d parked, %d continued)", v.status.Parked, v.status.Continued)
 	})
+	a.until("a trial promoted to rung 1", func(v view) error {
+		for _, b := range v.status.Trials {
+			if b.Stage == "rung 1" && b.State != workflows.TrialParked && b.State != workflows.TrialAtRung {
+				return nil
+			}
+		}
+		return fmt.Errorf("none promoted (%d continued)", v.status.Continued)
+	})
 	if _, err := c.Stop(timeout(t, time.Minute), spec.Name, ""); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
@@ -73,8 +81,24 @@ func TestStatusTrialsLeaderboardPoolAndDetailsAgree(t *testing.T) {
 		if v.status.AtRung == 0 || strings.Contains(v.details, "paused") || strings.Contains(v.details, "parked") {
 			return fmt.Errorf("%d stopped at their rung; details %q", v.status.AtRung, v.details)
 		}
-		return nil
+		for _, tr := range v.trials {
+			if tr.State == workflows.TrialAtRung && tr.Stage == "rung 0" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no trial listed stopped at rung 0")
 	})
+}
+
+func states(ts []workflows.TrialStatus) string {
+	var b strings.Builder
+	for _, t := range ts {
+		fmt.Fprintf(&b, " %s=%s", t.TrialID, t.State)
+		if t.Stage != "" {
+			fmt.Fprintf(&b, "(%s)", t.Stage)
+		}
+	}
+	return b.String()
 }
 
 func want(ok bool, format string, args ...any) error {
@@ -201,6 +225,7 @@ func (a *agreement) until(what string, cond func(view) error) {
 		if err := a.agree(v); err != nil {
 			return err
 		}
+		a.t.Logf("%s: %s; trials %s", what, strings.Join(v.status.Census(), ", "), states(v.trials))
 		if b := v.status.Best; b != nil {
 			if a.best != nil && b.Score > a.best.Score {
 				a.t.Errorf("best got worse: %s %g, then %s %g (min)", a.best.TrialID, a.best.Score, b.TrialID, b.Score)

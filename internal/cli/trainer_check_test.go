@@ -190,3 +190,22 @@ func TestParseCheckParams(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{"lr":0.1,"steps":600,"batch":"64","act":"relu","empty":""}`, string(js))
 }
+
+// docs/write-a-trainer.md shows the minimal trainers as they are in
+// examples/, which the tests above check: the Python file from its
+// imports on, the Go trainer's run function.
+func TestWriteATrainerShowsTheExamples(t *testing.T) {
+	read := func(path string) string {
+		b, err := os.ReadFile(filepath.Join("..", "..", path))
+		require.NoError(t, err)
+		return string(b)
+	}
+	doc := read("docs/write-a-trainer.md")
+	py := read("examples/python-minimal/train.py")
+	py = py[strings.Index(py, "\nimport json\n")+1:]
+	require.Contains(t, doc, "```python\n"+py+"```\n", "docs/write-a-trainer.md: the Python trainer differs from examples/python-minimal/train.py")
+	goSrc := read("examples/go-minimal/main.go")
+	start := strings.Index(goSrc, "\nfunc run() error {\n") + 1
+	end := start + strings.Index(goSrc[start:], "\n}\n") + 3
+	require.Contains(t, doc, "```go\n"+goSrc[start:end]+"```\n", "docs/write-a-trainer.md: the Go trainer differs from examples/go-minimal/main.go")
+}

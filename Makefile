@@ -105,7 +105,7 @@ jpa-eval:
 	$(GO) run ./cmd/gleaner jpa eval --dir $(DATA)/scaling
 
 clean:
-	rm -rf bin
+	rm -rf bin examples/go-mlp/bin
 
 ## compose-check: validate docker-compose.yml (no Docker engine needed; CI runs it).
 compose-check:

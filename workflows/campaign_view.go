@@ -116,10 +116,42 @@ func formatParams(p hpo.Params) string {
 // MemoSnapshot is the memo key of an inline campaign's CampaignSnapshot.
 const MemoSnapshot = "gleaner.snapshot"
 
-// capped drops leaderboard entries, worst first, until the snapshot's
-// JSON is at most max bytes (or the leaderboard is empty).
-func (s CampaignSnapshot) capped(max int) CampaignSnapshot {
-	for len(s.Leaderboard) > 0 && jsonSize(s) > max {
+// capped drops the status's trial briefs, those of trials holding no
+// nodes (parked, stopped at their rung) first, then leaderboard entries,
+// worst first, until the snapshot's JSON is at most limit bytes (the
+// counts stay whole). Only a client that cannot wait for the campaign
+// reads the snapshot; a query answers in full.
+func (s CampaignSnapshot) capped(limit int) CampaignSnapshot {
+	if jsonSize(s) <= limit {
+		return s
+	}
+	briefs := slices.Clone(s.Status.Trials)
+	idle := func(b TrialBrief) bool { return b.State == TrialParked || b.State == TrialAtRung || b.State == TrialCompleted }
+	slices.SortStableFunc(briefs, func(a, b TrialBrief) int { // in flight first
+		switch {
+		case idle(a) == idle(b):
+			return 0
+		case idle(a):
+			return 1
+		}
+		return -1
+	})
+	// Keep as many as fit at their average size, then one fewer at a
+	// time while still over: a few encodings, not one per brief.
+	full := jsonSize(s)
+	s.Status.Trials = nil
+	base := jsonSize(s)
+	keep := 0
+	if n := len(briefs); n > 0 && limit > base {
+		keep = min(n, (limit-base)*n/max(1, full-base))
+	}
+	for s.Status.Trials = briefs[:keep]; keep > 0 && jsonSize(s) > limit; s.Status.Trials = briefs[:keep] {
+		keep--
+	}
+	if keep == 0 {
+		s.Status.Trials = nil
+	}
+	for len(s.Leaderboard) > 0 && jsonSize(s) > limit {
 		s.Leaderboard = s.Leaderboard[:len(s.Leaderboard)-1]
 	}
 	return s

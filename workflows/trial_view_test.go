@@ -148,3 +148,24 @@ func TestClassifyTrial(t *testing.T) {
 		require.Equal(t, tc.want, ClassifyTrial(tc.own, tc.f), "%s %+v", tc.own, tc.f)
 	}
 }
+
+// An inline campaign's memo snapshot stays under MemoSnapshotMax however
+// many trials are parked (their briefs go first, in-flight ones stay),
+// and its counts stay whole: Temporal fails a workflow task whose memo is
+// over 32 KB.
+func TestSnapshotWithManyParkedTrialsIsCapped(t *testing.T) {
+	c := viewCampaign("min", 4)
+	for i := 5; i < 5+MaxParked; i++ {
+		c.park(ParkedTrial{TrialID: fmt.Sprintf("t%05d", i), Number: i, Segment: 1, Score: float64(i), Scored: true, Stage: "rung 0", Budget: 1})
+	}
+	c.st.TopBudget = 9
+	s := c.status()
+	require.Len(t, s.Trials, 4+MaxParked)
+	snap := CampaignSnapshot{Status: s}.capped(MemoSnapshotMax)
+	require.LessOrEqual(t, jsonSize(snap), MemoSnapshotMax)
+	require.Equal(t, MaxParked, snap.Status.Parked)
+	require.GreaterOrEqual(t, len(snap.Status.Trials), 4)
+	for _, b := range snap.Status.Trials[:4] {
+		require.Equal(t, TrialRunning, b.State, "in-flight briefs are kept")
+	}
+}

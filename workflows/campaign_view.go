@@ -126,7 +126,9 @@ func (s CampaignSnapshot) capped(limit int) CampaignSnapshot {
 		return s
 	}
 	briefs := slices.Clone(s.Status.Trials)
-	idle := func(b TrialBrief) bool { return b.State == TrialParked || b.State == TrialAtRung || b.State == TrialCompleted }
+	idle := func(b TrialBrief) bool {
+		return b.State == TrialParked || b.State == TrialAtRung || b.State == TrialCompleted
+	}
 	slices.SortStableFunc(briefs, func(a, b TrialBrief) int { // in flight first
 		switch {
 		case idle(a) == idle(b):

@@ -103,7 +103,7 @@ func TestBuildTrainer(t *testing.T) {
 func TestExampleTrainers(t *testing.T) {
 	dir := t.TempDir()
 	got := devenv.ExampleTrainers(dir, "bin/custom", "/opt/x/../y/train")
-	for _, want := range []string{filepath.Join(dir, "bin", "go-mlp"), "/usr/bin/python3", filepath.Join(dir, "bin", "custom"), "/opt/y/train"} {
+	for _, want := range []string{filepath.Join(dir, "bin", "go-mlp"), filepath.Join(dir, "examples", "go-mlp", "bin", "go-mlp"), "/usr/bin/python3", filepath.Join(dir, "bin", "custom"), "/opt/y/train"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("ExampleTrainers = %q, want it to contain %q", got, want)
 		}

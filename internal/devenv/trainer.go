@@ -65,7 +65,10 @@ func RepoDir(dir string) (string, error) {
 
 // ExampleTrainers are allow-list patterns (worker.TrainerSettings) for the
 // trainers of the examples' campaigns run from dir, the checkout's root:
-// the Go example trainer built into dir/bin/go-mlp, and the Python
+// the Go example trainer built into dir/bin/go-mlp or, where `make build`
+// puts it for gleaner submit, dir/examples/go-mlp/bin/go-mlp (a campaign
+// submitted to `make devserver` resumes on gleaner dev's worker, which
+// shares its database), and the Python
 // interpreters the Python examples start (python3 on PATH,
 // /usr/bin/python3, $GLEANER_PYTHON). Each command in more (a campaign's
 // argv[0], resolved in dir as the launcher would) is added.
@@ -74,7 +77,7 @@ func ExampleTrainers(dir string, more ...string) []string {
 	if err != nil {
 		dir = filepath.Clean(dir)
 	}
-	out := []string{filepath.Join(dir, "bin", "go-mlp"), "/usr/bin/python3"}
+	out := []string{filepath.Join(dir, "bin", "go-mlp"), filepath.Join(dir, "examples", "go-mlp", "bin", "go-mlp"), "/usr/bin/python3"}
 	if p, err := exec.LookPath("python3"); err == nil {
 		if abs, err := filepath.Abs(p); err == nil {
 			out = append(out, abs)

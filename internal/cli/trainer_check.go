@@ -49,6 +49,7 @@ type trainerCheckOptions struct {
 	dir       string
 	keep      bool
 	json      bool
+	gpus      bool
 }
 
 func newTrainerCmd() *cobra.Command {
@@ -121,9 +122,10 @@ included) for a number-like choice. COMMAND runs without a shell, in
 	f.DurationVar(&o.grace, "grace", gleaner.CampaignSpec{}.WithDefaults().Trial.GracePeriod.Std(), "how long a stopped trainer may take to exit before SIGKILL (trial.grace_period)")
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "the longest a run may take (at most 10m); it is then stopped")
 	f.StringVar(&o.metric, "metric", "", "a metric the trainer must report (the campaign's objective)")
-	f.StringVar(&o.dir, "dir", "", "the trial directory to use (created if needed, kept); default: a temporary one")
+	f.StringVar(&o.dir, "dir", "", "a directory for the check's trial, DIR/trainer-check/t00001 (created if needed, kept); default: a temporary one")
 	f.BoolVar(&o.keep, "keep", false, "keep the temporary trial directory after a PASS too")
 	f.BoolVar(&o.json, "json", false, "print the result as one JSON object")
+	f.BoolVar(&o.gpus, "gpus", true, "give each node one of this host's GPUs (CUDA_VISIBLE_DEVICES), as a worker here does, when it has as many; false: none")
 	return cmd
 }
 
@@ -137,6 +139,7 @@ type checkSetup struct {
 	stopAt   int
 	metric   string
 	paramsJS string
+	gpus     []cluster.GPU // one per node, or none
 }
 
 func (o *trainerCheckOptions) validate(command []string) (checkSetup, error) {
@@ -179,6 +182,13 @@ func (o *trainerCheckOptions) validate(command []string) (checkSetup, error) {
 	if fi, err := os.Stat(workdir); err != nil || !fi.IsDir() {
 		return s, usageErrorf("--workdir: %s is not a directory", workdir)
 	}
+	var gpus []cluster.GPU
+	if o.gpus {
+		// nvidia-smi's absence is no GPUs; a failing one too, here.
+		if found, err := cluster.DetectNvidiaGPUs(context.Background()); err == nil && len(found) >= o.nodes {
+			gpus = found[:o.nodes]
+		}
+	}
 	js, _ := json.Marshal(params)
 	s = checkSetup{
 		trial: workflows.TrialInput{
@@ -187,7 +197,7 @@ func (o *trainerCheckOptions) validate(command []string) (checkSetup, error) {
 			MinNodes: o.nodes, MaxNodes: o.nodes, ObjectiveMetric: o.metric,
 			GracePeriod: o.grace, Budget: o.budget, BudgetUnit: o.unit,
 		},
-		maxTime: o.timeout, stopAt: o.stopAfter, metric: o.metric, paramsJS: string(js),
+		maxTime: o.timeout, stopAt: o.stopAfter, metric: o.metric, paramsJS: string(js), gpus: gpus,
 	}
 	for i := range o.nodes {
 		s.nodes = append(s.nodes, cluster.SlotID(i))
@@ -269,7 +279,7 @@ func (o *trainerCheckOptions) run(ctx context.Context, command []string, stdout 
 func runCheck(ctx context.Context, s checkSetup) CheckResult {
 	res := CheckResult{
 		Command: s.trial.Command, WorkDir: s.trial.WorkDir, Params: json.RawMessage(s.paramsJS),
-		Nodes: len(s.nodes), Budget: s.trial.Budget, Unit: s.trial.BudgetUnit,
+		Nodes: len(s.nodes), GPUs: len(s.gpus), Budget: s.trial.Budget, Unit: s.trial.BudgetUnit,
 		Grace: s.trial.GracePeriod.String(), Dir: filepath.Join(s.dataDir, checkCampaign, checkTrial),
 	}
 	c := &checker{setup: s, res: &res}
@@ -295,7 +305,7 @@ type checker struct {
 func (c *checker) runOnce(ctx context.Context, n int, resume, purpose string, stopMidRun bool) *CheckRun {
 	run := &CheckRun{Run: n, Purpose: purpose, ResumeFrom: resume, workDir: c.setup.trial.WorkDir}
 	c.res.Runs = append(c.res.Runs, run)
-	launcher, err := newCheckLauncher(len(c.setup.nodes))
+	launcher, err := newCheckLauncher(len(c.setup.nodes), c.setup.gpus)
 	if err != nil {
 		run.Error = err.Error()
 		return run
@@ -395,8 +405,11 @@ type checkLauncher struct {
 	launched               chan *checkProcess
 }
 
-func newCheckLauncher(nodes int) (*checkLauncher, error) {
-	host, err := cluster.NewLocalHost(context.Background(), cluster.LocalConfig{Slots: nodes, GPUs: []cluster.GPU{}})
+func newCheckLauncher(nodes int, gpus []cluster.GPU) (*checkLauncher, error) {
+	if gpus == nil {
+		gpus = []cluster.GPU{} // a host without GPUs: no detection
+	}
+	host, err := cluster.NewLocalHost(context.Background(), cluster.LocalConfig{Slots: nodes, GPUs: gpus})
 	if err != nil {
 		return nil, err
 	}

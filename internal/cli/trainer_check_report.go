@@ -33,9 +33,11 @@ type CheckResult struct {
 	WorkDir string          `json:"workdir"`
 	Params  json.RawMessage `json:"params"`
 	Nodes   int             `json:"nodes"`
-	Budget  float64         `json:"budget"`
-	Unit    string          `json:"unit"`
-	Grace   string          `json:"grace"`
+	// GPUs is how many of the nodes have a GPU of this host (one each).
+	GPUs   int     `json:"gpus"`
+	Budget float64 `json:"budget"`
+	Unit   string  `json:"unit"`
+	Grace  string  `json:"grace"`
 	// Dir is the trial's directory (checkpoints, runs/<n>/ with each
 	// run's report file and log); Removed when it was removed after a PASS.
 	Dir     string `json:"dir"`

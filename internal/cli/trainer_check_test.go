@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gleaner-hpc/gleaner/cluster"
 	"github.com/gleaner-hpc/gleaner/hpo"
 	"github.com/gleaner-hpc/gleaner/internal/testenv"
 )
@@ -208,4 +210,22 @@ func TestWriteATrainerShowsTheExamples(t *testing.T) {
 	start := strings.Index(goSrc, "\nfunc run() error {\n") + 1
 	end := start + strings.Index(goSrc[start:], "\n}\n") + 3
 	require.Contains(t, doc, "```go\n"+goSrc[start:end]+"```\n", "docs/write-a-trainer.md: the Go trainer differs from examples/go-minimal/main.go")
+}
+
+// On a GPU host the check's nodes get a GPU each, as the worker's do: the
+// worker's launcher sets CUDA_VISIBLE_DEVICES from them.
+func TestTrainerCheckLauncherGivesEachNodeItsGPU(t *testing.T) {
+	l, err := newCheckLauncher(2, []cluster.GPU{{Index: 3}, {Index: 5}})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	p, err := l.Launch(context.Background(), cluster.LaunchSpec{
+		TrialID: "t1", Command: []string{"/bin/sh", "-c", `echo "$CUDA_VISIBLE_DEVICES $GLEANER_NODES" > "$GLEANER_CHECKPOINT_DIR/out"`},
+		Nodes: []string{cluster.SlotID(0), cluster.SlotID(1)}, RunDir: filepath.Join(dir, "run"), CheckpointDir: filepath.Join(dir, "ckpt"),
+	})
+	require.NoError(t, err)
+	require.True(t, p.Exit().OK())
+	out, err := os.ReadFile(filepath.Join(dir, "ckpt", "out"))
+	require.NoError(t, err)
+	require.Equal(t, "3,5 2\n", string(out))
+	require.Same(t, p, <-l.launched)
 }

@@ -31,6 +31,9 @@ func writeCheck(w io.Writer, res CheckResult) {
 	if res.Nodes != 1 {
 		nodes = fmt.Sprintf("%d nodes", res.Nodes)
 	}
+	if res.GPUs > 0 {
+		nodes += " with a GPU each"
+	}
 	fmt.Fprintf(w, "  in %s · params %s · %s · budget %v %s · grace %s\n", res.WorkDir, res.Params, nodes, res.Budget, res.Unit, res.Grace)
 	for _, run := range res.Runs {
 		fmt.Fprintf(w, "\nrun %d  %s\n", run.Run, run.Purpose)

@@ -255,7 +255,14 @@ func (o *trainerCheckOptions) run(ctx context.Context, command []string, stdout 
 	if err != nil {
 		return err
 	}
+	// Ctrl-C stops the trainer as a worker would (SIGTERM, the grace
+	// period) and ends the check, keeping its trial directory.
+	ctx, stop := signalContext(ctx)
+	defer stop()
 	res := runCheck(ctx, setup)
+	if s := interruptedBy(ctx); s != nil {
+		return withCode(s.exitCode(), fmt.Errorf("trainer check: %v before the check ended: the trainer was stopped; its trial directory is kept: %s", s, res.Dir))
+	}
 	if setup.remove && res.Pass {
 		if err := os.RemoveAll(setup.dataDir); err == nil {
 			res.Removed = true

@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -228,4 +230,30 @@ func TestTrainerCheckLauncherGivesEachNodeItsGPU(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "3,5 2\n", string(out))
 	require.Same(t, p, <-l.launched)
+}
+
+// Ctrl-C ends the check: the trainer is stopped, the exit status is 130
+// and the trial directory is kept.
+func TestTrainerCheckInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- Run([]string{"trainer", "check", "--dir", dir, "--stop-after", "1000000", "--budget", "100000", "--", "/bin/sh", "-c", brokenTrainer}, &stdout, &stderr)
+	}()
+	report := filepath.Join(dir, checkCampaign, checkTrial, "runs", "1", "report.jsonl")
+	require.Eventually(t, func() bool { b, _ := os.ReadFile(report); return bytes.Count(b, []byte("\n")) >= 2 },
+		time.Minute, 20*time.Millisecond, "the trainer never reported")
+	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGINT))
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the check did not end after SIGINT")
+	}
+	require.Equal(t, 130, ExitCode(err))
+	require.Contains(t, stderr.String(), "interrupt signal received before the check ended: the trainer was stopped")
+	require.Empty(t, stdout.String())
+	_, statErr := os.Stat(report)
+	require.NoError(t, statErr, "the trial directory is kept")
 }

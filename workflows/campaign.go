@@ -54,6 +54,10 @@ type campaign struct {
 	assignments workflow.ReceiveChannel
 	out         outbox
 	countsAt    time.Time // when the counts last went to visibility
+	// legacyBest: a run recorded before "best-never-worse" ranks trials
+	// by their latest value and takes the leaderboard's first as its
+	// best, as it did then (its search attribute upserts depend on it).
+	legacyBest bool
 }
 
 func newCampaign(ctx workflow.Context, in CampaignInput) (*campaign, error) {
@@ -69,6 +73,7 @@ func newCampaign(ctx workflow.Context, in CampaignInput) (*campaign, error) {
 	if c.threshold <= 0 {
 		c.threshold = DefaultCampaignHistoryThreshold
 	}
+	c.legacyBest = workflow.GetVersion(ctx, "best-never-worse", workflow.DefaultVersion, 1) == workflow.DefaultVersion
 	var err error
 	if in.State == nil {
 		c.fresh = true
@@ -677,14 +682,14 @@ func (c *campaign) rank(t InFlightTrial, score float64, state TrialState) {
 	e := LeaderboardEntry{TrialID: t.TrialID, Number: t.Number, Params: t.Params, Score: score, Latest: score,
 		State: state, Samples: t.Samples, Restarts: t.Restarts, Stage: t.Stage}
 	if j := c.ranked(t.TrialID); j >= 0 {
-		if c.better(c.st.Leaderboard[j].Score, score) {
+		if !c.legacyBest && c.better(c.st.Leaderboard[j].Score, score) {
 			e.Score = c.st.Leaderboard[j].Score
 		}
 		c.st.Leaderboard[j] = e
 	} else {
 		c.st.Leaderboard = append(c.st.Leaderboard, e)
 	}
-	if c.st.Best == nil || c.better(e.Score, c.st.Best.Score) || c.st.Best.TrialID == e.TrialID {
+	if !c.legacyBest && (c.st.Best == nil || c.better(e.Score, c.st.Best.Score) || c.st.Best.TrialID == e.TrialID) {
 		b := e
 		c.st.Best = &b
 	}

@@ -268,7 +268,7 @@ func (c *campaign) leaderboard() []LeaderboardEntry {
 // its trial's state as classified.
 func (c *campaign) best() *LeaderboardEntry {
 	b := c.st.Best
-	if b == nil && len(c.st.Leaderboard) > 0 {
+	if (b == nil || c.legacyBest) && len(c.st.Leaderboard) > 0 {
 		b = &c.st.Leaderboard[0] // a state from before Best was kept
 	}
 	if b == nil {

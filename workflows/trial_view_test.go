@@ -169,3 +169,14 @@ func TestSnapshotWithManyParkedTrialsIsCapped(t *testing.T) {
 		require.Equal(t, TrialRunning, b.State, "in-flight briefs are kept")
 	}
 }
+
+// A run recorded before "best-never-worse" keeps ranking by the latest
+// value, so that its replay upserts GleanerBestScore as it did.
+func TestLegacyRunRanksByTheLatestValue(t *testing.T) {
+	c := viewCampaign("min", 1)
+	c.legacyBest = true
+	c.rank(c.st.InFlight[0], 0.5, TrialRunning)
+	c.rank(c.st.InFlight[0], 0.7, TrialRunning)
+	require.Equal(t, 0.7, c.best().Score)
+	require.Nil(t, c.st.Best)
+}

@@ -20,7 +20,9 @@
 #   GLEANER_SLURM_MIN_JOB_AGE  seconds a finished job stays listed (default 10)
 #   GLEANER_SLURM_SIGNAL_USER  1 (default): SlurmctldParameters=
 #                              preempt_send_user_signal; 0: without it
-#   GLEANER_SLURM_START_TIMEOUT  seconds start waits for idle nodes (default 30)
+#   GLEANER_SLURM_START_TIMEOUT  seconds start waits for munge to answer and for
+#                              idle nodes (default 120: slurmd registers in a
+#                              second alone, in tens on a loaded 2-core machine)
 #
 # Everything lives in DIR: slurm.conf, the munge key and socket, state, spool,
 # logs and pid files. Nothing under /etc, /run or /var is read or written, and
@@ -62,6 +64,13 @@
 #   caller's terminal or process-group signals do not reach them; start
 #   records their pids in DIR/run, and stop signals those, then sweeps (see
 #   pids_of_cluster) what the daemons or the jobs left.
+# - start follows each daemon as its own child, by pid, from the fork on: a
+#   forked shell that has yet to exec, or a process between two execs
+#   (env, setsid, the daemon), does not show DIR in its command line yet,
+#   and on a loaded machine that lasts long enough to be seen. A daemon has
+#   exited when its process is gone or a zombie; start then reaps it and
+#   reports its exit status (a signal: killed, not a configuration error)
+#   with the tails of its log and stderr.
 set -euo pipefail
 
 readonly ME=slurm-cluster.sh
@@ -128,27 +137,42 @@ free_ports() {
 }
 
 # daemon NAME CMD...: run CMD in the foreground in its own session, stdout and
-# stderr to DIR/log/NAME.out, its pid in DIR/run/NAME.pid.
+# stderr to DIR/log/NAME.out, its pid in DIR/run/NAME.pid. It stays this
+# shell's child until start is done (disown_daemons), so that `wait` can
+# tell how one that exited early ended.
 daemon() {
 	local name=$1
 	shift
 	# GLEANER_SLURM_DAEMON_OF marks the daemons and what they start (stop's
 	# sweep); a GLEANER_SLURM_DIR of another cluster must not leak in.
 	env -u GLEANER_SLURM_DIR SLURM_CONF="$DIR/slurm.conf" GLEANER_SLURM_DAEMON_OF="$DIR" \
-		setsid "$@" </dev/null >>"$DIR/log/$name.out" 2>&1 &
+		setsid "$@" </dev/null >>"$DIR/log/$name.out" 2>&1 9>&- &
 	echo $! >"$DIR/run/$name.pid"
-	# Not this shell's job any more: no "Killed" notice when stop kills it.
-	disown $!
+}
+
+# disown_daemons: the daemons are no longer this shell's jobs (no "Killed"
+# notice when stop kills them).
+disown_daemons() {
+	disown -a 2>/dev/null || true
 }
 
 # pid_of NAME: the pid of the daemon NAME started by `daemon`, if it still
-# runs. Its command line must name DIR/: a pid file that outlived its
+# runs (a zombie does not). A child of this shell (start, or stop after a
+# failed start) is ours whatever its command line says while it execs.
+# Otherwise its command line must name DIR/: a pid file that outlived its
 # process (a machine restart) must not make stop kill another process.
+# Builtins only, no forks: this runs every 0.2 s while start waits.
 pid_of() {
-	local pid
-	pid=$(cat "$DIR/run/$1.pid" 2>/dev/null) || return 1
+	local pid stat state ppid
+	read -r pid 2>/dev/null <"$DIR/run/$1.pid" || return 1
 	[[ "$pid" =~ ^[0-9]+$ ]] || return 1
-	[[ "$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline")" == *"$DIR/"* ]] || return 1
+	read -r stat 2>/dev/null <"/proc/$pid/stat" || return 1
+	# "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+	read -r state ppid _ <<<"${stat##*) }"
+	[[ "$state" != [ZX] ]] || return 1
+	if [ "$ppid" != $$ ]; then
+		[[ "$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline")" == *"$DIR/"* ]] || return 1
+	fi
 	echo "$pid"
 }
 
@@ -157,26 +181,61 @@ alive() {
 	pid_of "$1" >/dev/null
 }
 
-# failed NAME WHY: stop with WHY and the tails of NAME's logs, after tearing
-# the half-started cluster down.
+# ended NAME: sets ENDED to how the daemon NAME, a child of this shell that
+# has exited, ended ("exit status 1", "killed by SIGKILL"); empty if not
+# known. Not in a subshell: only this shell can wait for its children.
+ended() {
+	local pid rc=0
+	ENDED=""
+	read -r pid 2>/dev/null <"$DIR/run/$1.pid" || return 0
+	[[ "$pid" =~ ^[0-9]+$ ]] || return 0
+	alive "$1" && return 0
+	wait "$pid" 2>/dev/null || rc=$?
+	# 127: not a child of this shell (or exec failed; its stderr says).
+	if ((rc > 128)); then
+		ENDED="killed by SIG$(kill -l $((rc - 128)) 2>/dev/null || echo $((rc - 128)))"
+	elif ((rc != 127)); then
+		ENDED="exit status $rc"
+	fi
+}
+
+# failed NAME WHY: stop with WHY, how NAME ended and the tails of its log and
+# stderr, after tearing the half-started cluster down.
 failed() {
-	local name=$1 why=$2 f
+	local name=$1 why=$2 f shown=0
+	ended "$name"
 	{
-		echo "$ME: $name $why"
+		echo "$ME: $name $why${ENDED:+ ($ENDED)}"
 		# NAME.out (stderr) holds what came before the log file opened, such
 		# as a bad slurm.conf; after that it repeats NAME.log.
 		for f in "$DIR/log/$name.log" "$DIR/log/$name.out"; do
 			[ -s "$f" ] || continue
 			echo "--- tail of $f"
 			tail -n 15 "$f"
+			shown=1
 			break
 		done
+		[ $shown = 1 ] || echo "--- $name wrote nothing to $DIR/log/$name.log nor to its stderr ($DIR/log/$name.out)"
+		# A daemon that cannot authenticate says so in its log; munged says why.
+		if [ "$name" != munged ] && [ -s "$DIR/log/munged.log" ] && grep -q -i 'error' "$DIR/log/munged.log"; then
+			echo "--- tail of $DIR/log/munged.log"
+			tail -n 5 "$DIR/log/munged.log"
+		fi
 	} >&2
 	# Keep the logs for a person: copy them beside DIR before it goes.
 	rm -rf "$DIR.failed-logs"
 	cp -r "$DIR/log" "$DIR.failed-logs" 2>/dev/null && note "logs kept in $DIR.failed-logs"
 	stop_cluster >/dev/null 2>&1 || true
+	disown_daemons
 	exit 1
+}
+
+# munge_answers: munged encodes a credential and decodes it again (what
+# went wrong in DIR/log/munge-check.err).
+munge_answers() {
+	local cred
+	cred=$(timeout 5 munge -n -S "$DIR/munge.sock" 2>"$DIR/log/munge-check.err") &&
+		timeout 5 unmunge -S "$DIR/munge.sock" <<<"$cred" >/dev/null 2>>"$DIR/log/munge-check.err"
 }
 
 write_conf() {
@@ -252,7 +311,7 @@ start_cluster() {
 	GRACE=${GLEANER_SLURM_GRACE:-10}
 	MIN_JOB_AGE=${GLEANER_SLURM_MIN_JOB_AGE:-10}
 	SIGNAL_USER=${GLEANER_SLURM_SIGNAL_USER:-1}
-	local timeout=${GLEANER_SLURM_START_TIMEOUT:-30}
+	local timeout=${GLEANER_SLURM_START_TIMEOUT:-120}
 	int GLEANER_SLURM_NODES "$NODES" 4
 	int GLEANER_SLURM_BF_INTERVAL "$BF_INTERVAL" 1
 	int GLEANER_SLURM_GRACE "$GRACE" 0
@@ -265,6 +324,7 @@ start_cluster() {
 		[ -x "$SBIN/$b" ] || die "$SBIN/$b is missing: install Debian's slurm-wlm and munge"
 	done
 	command -v sinfo >/dev/null || die "sinfo is missing: install Debian's slurm-client (slurm-wlm)"
+	command -v munge >/dev/null && command -v unmunge >/dev/null || die "munge and unmunge are missing: install Debian's munge"
 	[ ${#DIR} -le 80 ] || die "DIR $DIR is ${#DIR} bytes; keep it under 80 (unix socket paths fit 108)"
 	if [ -e "$DIR" ]; then
 		[ -z "$(ls -A "$DIR")" ] || die "$DIR exists and is not empty: stop that cluster first ($0 stop $DIR)"
@@ -290,10 +350,15 @@ start_cluster() {
 	read -r -a ports <<<"$(free_ports $((NODES + 1)))"
 	write_conf "${ports[0]}" "${ports[@]:1}"
 
-	local t=0
-	until [ -S "$DIR/munge.sock" ]; do
+	# munge is up once it encodes and decodes a credential: the daemons
+	# authenticate every message with it from their first.
+	local deadline=$((SECONDS + timeout))
+	until [ -S "$DIR/munge.sock" ] && munge_answers; do
 		alive munged || failed munged "exited at start"
-		((t++ < 100)) || failed munged "did not create its socket in 10 s"
+		if [ $SECONDS -ge $deadline ]; then
+			[ -S "$DIR/munge.sock" ] || failed munged "did not create its socket $DIR/munge.sock in ${timeout} s"
+			failed munged "does not encode and decode a credential after ${timeout} s: $(tail -n 1 "$DIR/log/munge-check.err" 2>/dev/null)"
+		fi
 		sleep 0.1
 	done
 
@@ -306,7 +371,8 @@ start_cluster() {
 
 	# Wait until every node is idle; a daemon that dies fails at once.
 	export SLURM_CONF="$DIR/slurm.conf"
-	local deadline=$((SECONDS + timeout)) idle=0 locked=1 out
+	local idle=0 locked=1 out
+	deadline=$((SECONDS + timeout))
 	while :; do
 		alive slurmctld || failed slurmctld "exited at start"
 		for ((i = 1; i <= NODES; i++)); do
@@ -330,6 +396,7 @@ start_cluster() {
 		sleep 0.2
 	done
 	exec 9>&-
+	disown_daemons
 	note "$NODES nodes idle after ${SECONDS} s"
 	exports "$DIR"
 }
@@ -441,6 +508,8 @@ stop_cluster() {
 	note "stopped; $DIR removed"
 }
 
+# Sourced (by the script's own test), it defines its functions and stops here.
+[[ "${BASH_SOURCE[0]}" == "$0" ]] || return 0
 [ $# -eq 2 ] || usage
 DIR=$(abs "$2")
 [ "$DIR" != / ] || die "DIR must not be /"

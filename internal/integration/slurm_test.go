@@ -284,3 +284,79 @@ func TestSlurmPilotsHarvestAndYieldToBatchJobs(t *testing.T) {
 		return true, nil
 	})
 }
+
+// slurmScript runs body in bash after sourcing deploy/slurm-cluster.sh
+// (its functions, not its commands) with DIR set to a fresh cluster
+// directory holding log/ and run/. It returns body's stdout and stderr
+// and how bash exited. The directory is stopped (every process naming it
+// killed) and removed when t ends.
+func slurmScript(t *testing.T, body string) (stdout, stderr string, err error) {
+	t.Helper()
+	script, err := filepath.Abs("../../deploy/slurm-cluster.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "gsl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("bash", script, "stop", dir).CombinedOutput(); err != nil {
+			t.Errorf("stopping %s: %v\n%s", dir, err, out)
+		}
+		_ = os.RemoveAll(dir + ".failed-logs") // what failed keeps for a person
+	})
+	cmd := exec.Command("bash", "-c", `source "$1" && DIR=$2 && mkdir -p "$DIR/log" "$DIR/run" && `+body, "test", script, dir)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// The script starts a daemon and soon asks whether it runs. Until the
+// daemon's process has become the daemon (a forked shell that has yet to
+// exec, or a process between two execs) its command line does not name
+// the cluster's directory; on a loaded machine that lasts long enough to
+// be seen, and start took it for a daemon that had exited ("slurmctld
+// exited at start", with an empty log). Here the forked shell is held
+// before its exec: its stderr is a FIFO nobody reads yet.
+func TestSlurmClusterScriptFollowsADaemonBeforeItExecs(t *testing.T) {
+	stdout, stderr, err := slurmScript(t, `
+touch "$DIR/log/follow"
+mkfifo "$DIR/log/slurmctld.out"
+daemon slurmctld tail -f "$DIR/log/follow"
+if alive slurmctld; then echo "before exec: running"; else echo "before exec: exited"; fi
+cat "$DIR/log/slurmctld.out" >/dev/null 2>&1 &
+read -r pid <"$DIR/run/slurmctld.pid"
+for i in $(seq 600); do
+	[[ "$(tr '\0' ' ' <"/proc/$pid/cmdline")" == "tail -f $DIR/log/follow"* ]] && break
+	sleep 0.1
+done
+if alive slurmctld; then echo "after exec: running"; else echo "after exec: exited"; fi`)
+	if err != nil {
+		t.Fatalf("bash: %v\n%s", err, stderr)
+	}
+	if want := "before exec: running\nafter exec: running\n"; stdout != want {
+		t.Errorf("the script saw:\n%swant:\n%s", stdout, want)
+	}
+}
+
+// A daemon that dies at start is reported with how it ended, and, when
+// it wrote nothing, with that said rather than an empty log.
+func TestSlurmClusterScriptSaysHowADaemonEnded(t *testing.T) {
+	_, stderr, err := slurmScript(t, `
+daemon slurmctld sh -c 'kill -KILL $$' "$DIR/slurm.conf"
+for i in $(seq 600); do alive slurmctld || break; sleep 0.1; done
+failed slurmctld "exited at start"`)
+	if err == nil {
+		t.Fatal("failed returned; want it to exit 1")
+	}
+	for _, want := range []string{
+		"slurm-cluster.sh: slurmctld exited at start (killed by SIGKILL)",
+		"slurmctld wrote nothing to ",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}

@@ -46,6 +46,7 @@ type devOptions struct {
 	interval     time.Duration
 	stopTimeout  time.Duration
 	logLevel     string
+	logFile      string // dev_log.go
 }
 
 func newDevCmd() *cobra.Command {
@@ -77,7 +78,9 @@ and the server stop. A second Ctrl-C kills at once.
 State lies in Gleaner's state directory, $XDG_STATE_HOME/gleaner
 (~/.local/state/gleaner), from a checkout or not: the server's database
 in dev/temporal.db (the one ` + "`make devserver`" + ` uses) and the trials' run data
-in data/ (the one ` + "`gleaner worker`" + ` uses).
+in data/ (the one ` + "`gleaner worker`" + ` uses). The worker's and the Temporal
+client's log goes to dev/` + devLogFile + ` there (--log-file); an error also shows
+here as one short line.
 
 The temporal CLI is found through $TEMPORAL_CLI, PATH and $(go env
 GOPATH)/bin; install it with
@@ -108,7 +111,8 @@ GOPATH)/bin; install it with
 	f.BoolVar(&o.exitWhenDone, "exit-when-done", false, "stop everything and exit once the campaign has ended")
 	f.DurationVar(&o.interval, "interval", 2*time.Second, "how often to print the campaign's progress")
 	f.DurationVar(&o.stopTimeout, "stop-timeout", time.Minute, "on Ctrl-C, how long running trainers may take to stop (their grace period applies within it)")
-	f.StringVar(&o.logLevel, "log-level", "error", "log level of the worker and the Temporal client: debug, info, warn or error (to stderr)")
+	f.StringVar(&o.logLevel, "log-level", "warn", "log level of the worker and the Temporal client in --log-file: debug, info, warn or error (errors also show on stderr, one short line each)")
+	f.StringVar(&o.logFile, "log-file", "", "the worker's and the Temporal client's log, appended (default STATE/"+stateDevSubdir+"/"+devLogFile+"); - writes it whole to stderr")
 	return cmd
 }
 
@@ -194,7 +198,12 @@ func (d *devRun) run(parent context.Context, nodesGiven bool) (err error) {
 	if err := d.portsFree(); err != nil {
 		return err
 	}
-	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(d.stderr, &slog.HandlerOptions{Level: level})))
+	handler, closeLog, err := d.logHandler(level) // dev_log.go: the log in its file, errors in short
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	logger := log.NewStructuredLogger(slog.New(handler))
 
 	// From here on, Ctrl-C (or SIGTERM) cancels ctx and everything below
 	// unwinds in reverse order: trainers, worker, server. After the first

@@ -65,7 +65,7 @@ See docs/cluster.md.`,
 	f.StringVar(&c.NodeType, "type", c.NodeType, "node type (default: the GPU model, or cpu) ["+agent.EnvNodeType+"]")
 	f.StringVar(&c.AdvertiseAddr, "advertise-addr", c.AdvertiseAddr, "IP other hosts reach this one at (default: the address towards the Temporal server) ["+agent.EnvAdvertiseAddr+"]")
 	f.StringVar(&c.GPUs, "gpus", c.GPUs, "auto (nvidia-smi), none, or GPU indices like 0,1 ["+agent.EnvGPUs+"]")
-	f.StringVar(&c.DataDir, "data-dir", c.DataDir, "shared data directory: checkpoints and run directories ["+worker.EnvDataDir+"]")
+	f.StringVar(&c.DataDir, "data-dir", "", "shared data directory: checkpoints and run directories (default STATE/"+stateDataSubdir+", STATE is "+stateDirHint+"; several hosts need one they all mount) ["+worker.EnvDataDir+"]")
 	f.DurationVar(&c.StopTimeout, "stop-timeout", c.StopTimeout, "how long a leaving agent waits for its trainers to checkpoint and exit")
 	bindTrainerFlags(f, &c.Trainers)
 	f.StringVar(&o.logLevel, "log-level", "warn", "SDK log level: debug, info, warn or error (to stderr)")
@@ -74,6 +74,7 @@ See docs/cluster.md.`,
 
 func (o *agentOptions) config(flags *pflag.FlagSet) (agent.Config, error) {
 	cfg := agent.DefaultConfig()
+	cfg.DataDir = "" // default: in the user's state directory, as the worker's
 	if err := cfg.LoadEnv(o.getenv); err != nil {
 		return cfg, err
 	}
@@ -102,6 +103,14 @@ func (o *agentOptions) config(flags *pflag.FlagSet) (agent.Config, error) {
 	if o.pilot {
 		if err := pilotConfig(&cfg, o.getenv); err != nil {
 			return cfg, err
+		}
+	}
+	if cfg.DataDir == "" && !flags.Changed("data-dir") {
+		// Never the working directory (a checkout, say) by surprise; a
+		// pool of several hosts needs a shared one (--data-dir). Without
+		// a state directory ($HOME unset) Validate says it must be set.
+		if dir, err := defaultDataDir(o.getenv); err == nil {
+			cfg.DataDir = dir
 		}
 	}
 	return cfg, cfg.Validate()

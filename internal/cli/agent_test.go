@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -62,4 +63,27 @@ func TestAgentFlagsOverrideEnvironment(t *testing.T) {
 	require.Equal(t, "envhost", cfg.NodePrefix)
 	require.Equal(t, "/shared/env", cfg.DataDir)
 	require.Equal(t, "none", cfg.GPUs)
+}
+
+// An agent started without --data-dir keeps its run data in the user's
+// state directory, as a worker does, not in its working directory.
+func TestAgentRunDataOutsideTheWorkingDirectory(t *testing.T) {
+	home, given := t.TempDir(), t.TempDir()
+	for _, tc := range []struct {
+		what string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"HOME", map[string]string{"HOME": home}, nil, filepath.Join(home, ".local", "state", "gleaner", "data")},
+		{"the environment", map[string]string{"HOME": home, worker.EnvDataDir: given}, nil, given},
+		{"the flag", map[string]string{"HOME": home}, []string{"--data-dir", given}, given},
+	} {
+		o := &agentOptions{getenv: mapEnv(tc.env)}
+		cmd := newAgentCmdFor(o)
+		require.NoError(t, cmd.ParseFlags(append([]string{"--pool", "p"}, tc.args...)), tc.what)
+		cfg, err := o.config(cmd.Flags())
+		require.NoError(t, err, tc.what)
+		require.Equal(t, tc.want, cfg.DataDir, tc.what)
+	}
 }

@@ -353,7 +353,10 @@ func (c *checker) runOnce(ctx context.Context, n int, resume, purpose string, st
 		proc    *checkProcess
 		watch   *cluster.ReportTailer
 		reports int
-		stopOff int64 = -1
+		atEnd   bool // a report reached the budget
+		asked   bool // the check sent its stop mid-run
+		unit    = c.setup.trial.BudgetUnit
+		budget  = c.setup.trial.Budget
 	)
 	deadline := time.NewTimer(c.setup.maxTime)
 	defer deadline.Stop()
@@ -368,7 +371,7 @@ wait:
 			run.Log, run.ReportFile = proc.LogFile(), proc.ReportFile()
 			watch, _ = cluster.NewReportTailer(proc.ReportFile(), 0)
 		case <-tick.C:
-			if !stopMidRun || watch == nil || stopOff >= 0 {
+			if !stopMidRun || watch == nil || asked {
 				continue
 			}
 			got, _ := watch.Poll()
@@ -379,9 +382,13 @@ wait:
 				if r.Checkpoint != "" {
 					reports = c.setup.stopAt
 				}
+				c := CheckCounters{Samples: r.Samples, Step: r.Step, Epoch: r.Epoch}
+				if atBudget(counter(c, unit), budget) {
+					atEnd = true // not a stop mid-run: let it end
+				}
 			}
-			if reports >= c.setup.stopAt {
-				stopOff = watch.Offset()
+			if reports >= c.setup.stopAt && !atEnd {
+				asked = true
 				cancel() // the worker's stop: SIGTERM to the group, SIGKILL after the grace period
 			}
 		case <-deadline.C:
@@ -390,16 +397,17 @@ wait:
 		}
 	}
 	run.Worker = logs.lines()
+	stopOff := int64(-1) // where in the report file SIGTERM came
 	if proc != nil {
 		// A trainer that exits as the stop comes was not stopped: the
 		// worker takes it for a finish and sends no SIGTERM.
-		stopped := proc.stops.Load() > 0
-		run.StopSent = stopOff >= 0 && stopped
-		run.StoppedByWorker = stopped && stopOff < 0 && !run.TimedOut
-		run.StopTook = stopTookText(proc.stopTook())
-	}
-	if !run.StopSent {
-		stopOff = -1
+		off, took := proc.stopped()
+		run.StopSent = asked && off >= 0
+		run.StoppedByWorker = off >= 0 && !asked && !run.TimedOut
+		run.StopTook = stopTookText(took)
+		if run.StopSent {
+			stopOff = off
+		}
 	}
 	run.finish(out.res, out.err, stopOff)
 	return run
@@ -432,21 +440,32 @@ func (l *checkLauncher) Launch(ctx context.Context, spec cluster.LaunchSpec) (cl
 	if err != nil {
 		return nil, err
 	}
-	cp := &checkProcess{Process: p}
+	cp := &checkProcess{Process: p, stopOff: -1}
 	l.launched <- cp
 	return cp, nil
 }
 
-// checkProcess records the worker's Stop calls and how long they took.
+// checkProcess records the worker's Stop calls, the report file's size
+// when the first came (the lines after it were written after SIGTERM),
+// and how long it took.
 type checkProcess struct {
 	cluster.Process
-	stops atomic.Int32
-	mu    sync.Mutex
-	took  time.Duration
+	stops   atomic.Int32
+	mu      sync.Mutex
+	stopOff int64 // -1 until a Stop
+	took    time.Duration
 }
 
 func (p *checkProcess) Stop(grace time.Duration) cluster.ExitStatus {
-	p.stops.Add(1)
+	if p.stops.Add(1) == 1 {
+		off := int64(0)
+		if fi, err := os.Stat(p.ReportFile()); err == nil {
+			off = fi.Size()
+		}
+		p.mu.Lock()
+		p.stopOff = off
+		p.mu.Unlock()
+	}
 	start := time.Now()
 	exit := p.Process.Stop(grace)
 	p.mu.Lock()
@@ -455,10 +474,12 @@ func (p *checkProcess) Stop(grace time.Duration) cluster.ExitStatus {
 	return exit
 }
 
-func (p *checkProcess) stopTook() time.Duration {
+// stopped is the report file's size at the first Stop (-1: none) and how
+// long that Stop took.
+func (p *checkProcess) stopped() (int64, time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.took
+	return p.stopOff, p.took
 }
 
 // checkLogger keeps the worker's warnings and errors for the report.

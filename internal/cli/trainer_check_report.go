@@ -374,14 +374,15 @@ func (c *checker) judgeStop(run *CheckRun, problem problemFunc, budgetText strin
 	case !run.StopSent && !run.Exit.OK():
 		problem(1, "failed", "run 1 ended with %s before it was stopped (log: %s)", run.Exit.Text, run.Log)
 		return
-	case !run.StopSent:
+	case !run.StopSent || (run.StopAt != nil && atBudget(counter(*run.StopAt, unit), c.setup.trial.Budget)):
+		// A stop that came once the run was at its budget is no stop mid-run.
 		at := "without a progress report"
 		if run.Last != nil {
 			at = "at " + describeCounters(*run.Last, unit)
 		}
 		problem(1, "ended before it could be stopped",
-			"run 1 exited 0 %s before %d progress reports or a checkpoint: the stop and the resume are untested; "+
-				"make a run last a few seconds (a larger --budget than %s, or a slower step)", at, c.setup.stopAt, budgetText)
+			"run 1 reached its end %s before it could be stopped mid-run: the stop and the resume are untested; "+
+				"make a run last a few seconds (a larger --budget than %s, or a slower step)", at, budgetText)
 		return
 	}
 	switch {
@@ -410,24 +411,16 @@ func (c *checker) judgeStop(run *CheckRun, problem problemFunc, budgetText strin
 }
 
 // trainedOnAfterStop reports whether the run's reports after the stop
-// went on by more than two of its report intervals before it (the largest
-// step between two reports): a trainer that finishes its step, checkpoints
-// and exits goes on by at most about one.
+// went on by more than two of its report intervals (the largest step
+// between two of its reports): a trainer that finishes its step,
+// checkpoints and exits goes on by at most about one.
 func trainedOnAfterStop(run *CheckRun, unit string) bool {
 	if run.StopAt == nil || run.Last == nil {
 		return false
 	}
-	var interval, prev float64
-	for i, c := range run.progress {
-		if c.Line > run.StopAt.Line {
-			break
-		}
-		if v := counter(c, unit); i > 0 {
-			interval = max(interval, v-prev)
-			prev = v
-		} else {
-			prev = v
-		}
+	var interval float64
+	for i := 1; i < len(run.progress); i++ {
+		interval = max(interval, counter(run.progress[i], unit)-counter(run.progress[i-1], unit))
 	}
 	return interval > 0 && counter(*run.Last, unit)-counter(*run.StopAt, unit) > 2*interval
 }

@@ -68,7 +68,7 @@ echo "{\"step\":$step,\"samples\":$((step*8)),\"checkpoint\":\"$f\"}" >> "$GLEAN
 
 func TestTrainerCheckPassesTheExampleTrainers(t *testing.T) {
 	t.Run("go-mlp", func(t *testing.T) {
-		res, code := checkTrainer(t, "--param", "step_ms=5", "--metric", "val_loss", "--", testenv.GoMLP(t))
+		res, code := checkTrainer(t, "--budget", "300", "--stop-after", "1", "--param", "step_ms=5", "--metric", "val_loss", "--", testenv.GoMLP(t))
 		require.Equal(t, 0, code, "%s\n%+v", res.Verdict, res.Problems)
 		require.True(t, res.Pass)
 		require.Len(t, res.Runs, 3)
@@ -117,7 +117,7 @@ func TestTrainerCheckFailsBrokenTrainers(t *testing.T) {
 	}{
 		{"ignores SIGTERM, killed", append([]string{"--budget", "100000", "--grace", "1s", "--env", "MODE=ignore"}, sh...),
 			"ignored SIGTERM", "killed with SIGKILL"},
-		{"ignores SIGTERM, trains on", []string{"--budget", "200", "--grace", "20s", "--param", "step_ms=5", "--param", "ignore_sigterm=true", "--", testenv.GoMLP(t)},
+		{"ignores SIGTERM, trains on", []string{"--budget", "200", "--stop-after", "1", "--grace", "20s", "--param", "step_ms=5", "--param", "ignore_sigterm=true", "--", testenv.GoMLP(t)},
 			"ignored SIGTERM", "it trained on to step 200"},
 		{"never checkpoints", append([]string{"--budget", "40", "--env", "MODE=nockpt"}, sh...),
 			"no checkpoint", "would start again from 0"},
@@ -125,7 +125,7 @@ func TestTrainerCheckFailsBrokenTrainers(t *testing.T) {
 			"resume restarts from 0", "GLEANER_RESUME_FROM"},
 		{"ignores its budget", append([]string{"--budget", "40", "--env", "MODE=nobudget"}, sh...),
 			"trained past its budget", "the worker stopped it"},
-		{"malformed report lines", []string{"--param", "step_ms=5", "--param", "garbage_reports=true", "--", testenv.GoMLP(t)},
+		{"malformed report lines", []string{"--budget", "300", "--stop-after", "1", "--param", "step_ms=5", "--param", "garbage_reports=true", "--", testenv.GoMLP(t)},
 			"malformed report line(s)", "run 1 line 2: malformed report line: not a JSON object"},
 		{"too short to stop", append([]string{"--budget", "1"}, sh...),
 			"ended before it could be stopped", "a larger --budget"},

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,7 +69,12 @@ type RescaleReport struct {
 	// step. Not part of LatencyMS.
 	TrainerFirstReportMS Stats           `json:"trainer_first_report_ms"`
 	Samples              []RescaleSample `json:"samples"`
-	TrialHistoryLength   int64           `json:"trial_history_length"`
+	// OtherRelaunches are relaunches on as many nodes as the run before:
+	// after a run that failed, or an assignment that moved the trial
+	// without resizing it (a loaded machine brought one about). They are not
+	// rescales and are in no latency.
+	OtherRelaunches    []Relaunch `json:"other_relaunches"`
+	TrialHistoryLength int64      `json:"trial_history_length"`
 	// TrialState is how the trial ended after the benchmark stopped it
 	// (want "stopped"); TrialError is its error, if any.
 	TrialState string `json:"trial_state"`
@@ -88,6 +94,15 @@ type RescaleSample struct {
 	ClosedToScheduledMS       float64 `json:"old_closed_to_new_scheduled_ms"`
 	ScheduledToStartedMS      float64 `json:"new_scheduled_to_started_ms"`
 	TrainerFirstReportMS      float64 `json:"trainer_first_report_ms"` // -1: unknown
+}
+
+// Relaunch is a run started on as many nodes as the run before it.
+type Relaunch struct {
+	Run   int `json:"run"`
+	Nodes int `json:"nodes"`
+	// Cancelled: the trial stopped the run before (for a new assignment);
+	// otherwise that run ended by itself (it failed, or its agent left).
+	Cancelled bool `json:"cancelled"`
 }
 
 // nodeSet is a node source the benchmark drives.
@@ -393,6 +408,10 @@ func analyzeRescales(evs []*historypb.HistoryEvent, runsDir string) (*RescaleRep
 		if cur.started.IsZero() || prev.done.IsZero() || prev.done.After(cur.scheduled) {
 			continue // not a relaunch
 		}
+		if cur.nodes == prev.nodes {
+			rep.OtherRelaunches = append(rep.OtherRelaunches, Relaunch{Run: cur.run, Nodes: cur.nodes, Cancelled: prev.cancelReqID != 0})
+			continue // not a rescale
+		}
 		var s RescaleSample
 		if prev.cancelReqID != 0 {
 			var sig *signal
@@ -526,6 +545,13 @@ func (r *RescaleReport) WriteText(w io.Writer) error {
 		verdict = "NOT met"
 	}
 	p("target p50 ≤ %.0f ms: %s (p50 %.1f ms)\n", r.TargetMS, verdict, r.LatencyMS.P50)
+	if len(r.OtherRelaunches) > 0 {
+		var runs []string
+		for _, o := range r.OtherRelaunches {
+			runs = append(runs, strconv.Itoa(o.Run))
+		}
+		p("not rescales, not measured: %d relaunches on as many nodes as before (runs %s)\n", len(r.OtherRelaunches), strings.Join(runs, ", "))
+	}
 	p("trial: %s after the stop, %d history events, %d failed RunTrial attempts", r.TrialState, r.TrialHistoryLength, r.RunTrialFailures)
 	if r.TrialError != "" {
 		p(" (error: %s)", r.TrialError)

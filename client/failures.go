@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -177,7 +178,35 @@ func (c *Client) failure(ctx context.Context, name string, res workflows.Campaig
 		e.Reason = err.Error()
 	}
 	if res.Failed > 0 {
-		e.Trials, e.TrialsErr = c.FailedTrials(ctx, name, FailuresShown)
+		e.Trials, e.TrialsErr = WaitFailedTrials(ctx, c, name, min(res.Failed, FailuresShown))
 	}
 	return e
+}
+
+// FailedTrialsReader reads a campaign's failed trials: a *Client.
+type FailedTrialsReader interface {
+	FailedTrials(ctx context.Context, name string, limit int) ([]workflows.TrialStatus, error)
+}
+
+// failedTrialsPatience bounds how long WaitFailedTrials waits for
+// visibility to list the failed trials a campaign has counted.
+const failedTrialsPatience = 5 * time.Second
+
+// WaitFailedTrials is r.FailedTrials(ctx, name, want), asked again (every
+// 250 ms, for up to 5 s) while it lists fewer than want: a campaign
+// counts a failed trial as soon as the trial reports, and visibility
+// lists it a moment later. It returns what it found by then.
+func WaitFailedTrials(ctx context.Context, r FailedTrialsReader, name string, want int) ([]workflows.TrialStatus, error) {
+	deadline := time.Now().Add(failedTrialsPatience)
+	for {
+		trials, err := r.FailedTrials(ctx, name, want)
+		if err != nil || len(trials) >= want || time.Now().After(deadline) {
+			return trials, err
+		}
+		select {
+		case <-ctx.Done():
+			return trials, nil
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }

@@ -12,9 +12,7 @@ import (
 )
 
 // failureReader reads a campaign's failed trials: a *client.Client.
-type failureReader interface {
-	FailedTrials(ctx context.Context, name string, limit int) ([]workflows.TrialStatus, error)
-}
+type failureReader = client.FailedTrialsReader
 
 // campaignFailed is the error of a command that followed campaign name to
 // its failure (status s): its reason and, when src can read them, its
@@ -23,7 +21,7 @@ type failureReader interface {
 func campaignFailed(ctx context.Context, src any, name string, s workflows.CampaignStatus) error {
 	e := &client.FailedError{Campaign: name, Reason: s.Reason, Failed: s.Failed}
 	if r, ok := src.(failureReader); ok && s.Failed > 0 {
-		e.Trials, e.TrialsErr = r.FailedTrials(ctx, name, client.FailuresShown)
+		e.Trials, e.TrialsErr = client.WaitFailedTrials(ctx, r, name, min(s.Failed, client.FailuresShown))
 	}
 	return e
 }
@@ -35,7 +33,7 @@ func writeFailures(ctx context.Context, w io.Writer, r failureReader, name strin
 	if s.State != workflows.CampaignFailed || s.Failed == 0 {
 		return
 	}
-	trials, err := r.FailedTrials(ctx, name, client.FailuresShown)
+	trials, err := client.WaitFailedTrials(ctx, r, name, min(s.Failed, client.FailuresShown))
 	if err != nil {
 		fmt.Fprintf(w, "failed    (its failed trials could not be read: %v)\n", err)
 		return

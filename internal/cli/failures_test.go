@@ -28,19 +28,26 @@ type fakeFailures struct {
 	err    error
 }
 
-func (f fakeFailures) FailedTrials(context.Context, string, int) ([]workflows.TrialStatus, error) {
-	return f.trials, f.err
+func (f fakeFailures) FailedTrials(_ context.Context, _ string, limit int) ([]workflows.TrialStatus, error) {
+	return f.trials[:min(limit, len(f.trials))], f.err
 }
 
 func TestWriteFailures(t *testing.T) {
 	s := workflows.CampaignStatus{State: workflows.CampaignFailed}
 	s.Failed = 5
 	var b bytes.Buffer
-	writeFailures(context.Background(), &b, fakeFailures{trials: []workflows.TrialStatus{failedTrial("t00002")}}, "c", s)
-	require.Equal(t, "failed    t00002 (lr=0.1235): trainer exited with exit code 3 (log: /data/c/t00002/runs/1/trainer.log); trial.max_restarts: 1 reached\n"+
+	five := fakeFailures{trials: []workflows.TrialStatus{failedTrial("t00009"), failedTrial("t00007"), failedTrial("t00005"), failedTrial("t00002"), failedTrial("t00001")}}
+	writeFailures(context.Background(), &b, five, "c", s)
+	require.Equal(t, "failed    t00009 (lr=0.1235): trainer exited with exit code 3 (log: /data/c/t00009/runs/1/trainer.log); trial.max_restarts: 1 reached\n"+
 		"            | Traceback (most recent call last):\n"+
 		"            | ValueError: lr out of range\n"+
-		"          … and 4 more: gleaner trials c\n", b.String())
+		"          t00007 (lr=0.1235): trainer exited with exit code 3 (log: /data/c/t00007/runs/1/trainer.log); trial.max_restarts: 1 reached\n"+
+		"            | Traceback (most recent call last):\n"+
+		"            | ValueError: lr out of range\n"+
+		"          t00005 (lr=0.1235): trainer exited with exit code 3 (log: /data/c/t00005/runs/1/trainer.log); trial.max_restarts: 1 reached\n"+
+		"            | Traceback (most recent call last):\n"+
+		"            | ValueError: lr out of range\n"+
+		"          … and 2 more: gleaner trials c\n", b.String())
 
 	b.Reset()
 	writeFailures(context.Background(), &b, fakeFailures{err: errors.New("server unavailable")}, "c", s)
@@ -48,7 +55,7 @@ func TestWriteFailures(t *testing.T) {
 
 	b.Reset()
 	s.State = workflows.CampaignCompleted
-	writeFailures(context.Background(), &b, fakeFailures{trials: []workflows.TrialStatus{failedTrial("t00002")}}, "c", s)
+	writeFailures(context.Background(), &b, five, "c", s)
 	require.Empty(t, b.String(), "only a failed campaign's")
 }
 

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,6 +94,19 @@ func TestCLIListFailuresAndInterrupts(t *testing.T) {
 		`    \| training\n    \| Traceback \(most recent call last\):\n    \| ValueError: lr out of range\n`, errOut)
 	require.Equal(t, 2, strings.Count(errOut, "ValueError: lr out of range\n"), "both failed trials: the log's last line")
 
+	// So does an inline campaign's (its trials are activities, their
+	// records in chunks).
+	inline := writeFollowersSpec(t, dir, "h3-inline",
+		`["/bin/sh", "-c", "echo 'ValueError: inline lr out of range' >&2; exit 4"]`, 4)
+	b, err := os.ReadFile(inline)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(inline, []byte(strings.Replace(string(b), "max_restarts: 1}", "max_restarts: 1, inline: true}", 1)), 0o644))
+	_, errOut, code = cliRun(t, with("submit", "-f", inline, "--wait", "--interval", "300ms")...)
+	require.Equal(t, ExitFailure, code)
+	require.Contains(t, errOut, "gleaner: campaign h3-inline failed: budget.max_failures: 2 trials failed (max 2)")
+	require.Regexp(t, `\n  t0000\d \(.*\): trainer exited with exit code 4 \(log: [^)]*trainer\.log\); trial\.max_restarts: 1 reached\n`+
+		`    \| ValueError: inline lr out of range\n`, errOut)
+
 	out, _, code = cliRun(t, with("status", "h3-fail")...)
 	require.Equal(t, ExitOK, code)
 	require.Regexp(t, `(?m)^failed    t0000\d \(.*lr=.*exit code 3 \(log: .*\n            \| training\n`, out)
@@ -128,7 +142,7 @@ func TestCLIListFailuresAndInterrupts(t *testing.T) {
 
 	// list: the three campaigns, newest first; --running only the one.
 	want := map[string]workflows.CampaignPhase{"h3-slow": workflows.CampaignRunning,
-		"h3-silent": workflows.CampaignCompleted, "h3-fail": workflows.CampaignFailed}
+		"h3-silent": workflows.CampaignCompleted, "h3-inline": workflows.CampaignFailed, "h3-fail": workflows.CampaignFailed}
 	var list []client.CampaignSummary
 	deadline := time.Now().Add(time.Minute) // visibility lags a moment
 	for {
@@ -139,29 +153,36 @@ func TestCLIListFailuresAndInterrupts(t *testing.T) {
 		for _, s := range list {
 			got[s.Name] = s.State
 		}
-		if len(list) == 3 && got["h3-slow"] == want["h3-slow"] && got["h3-silent"] == want["h3-silent"] && got["h3-fail"] == want["h3-fail"] {
+		if len(got) == len(want) && got["h3-slow"] == want["h3-slow"] && got["h3-silent"] == want["h3-silent"] &&
+			got["h3-inline"] == want["h3-inline"] && got["h3-fail"] == want["h3-fail"] {
 			break
 		}
 		require.True(t, time.Now().Before(deadline), "list: %v, want %v", got, want)
 		time.Sleep(300 * time.Millisecond)
 	}
-	require.Equal(t, []string{"h3-slow", "h3-silent", "h3-fail"}, []string{list[0].Name, list[1].Name, list[2].Name})
+	require.Equal(t, []string{"h3-slow", "h3-silent", "h3-inline", "h3-fail"}, []string{list[0].Name, list[1].Name, list[2].Name, list[3].Name})
 	for _, s := range list {
 		require.Equal(t, "val_loss", s.Objective)
 		require.Equal(t, "min", s.Mode)
 		require.False(t, s.Started.IsZero())
 		require.Equal(t, workflows.CampaignWorkflowID(s.Name), s.WorkflowID)
 	}
-	require.Equal(t, 4, list[2].MaxTrials)
-	require.Equal(t, 3, list[2].TrialsDone, "h3-fail ended 3 trials: 2 failed, the third stopped")
-	require.True(t, list[2].Ended() && list[1].Ended() && !list[0].Ended())
+	require.Equal(t, 4, list[3].MaxTrials)
+	// As many ended as status says (2 failed, and a third stopped if it
+	// had started when the campaign failed).
+	out, _, code = cliRun(t, with("status", "h3-fail", "--json")...)
+	require.Equal(t, ExitOK, code)
+	var st statusJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &st))
+	require.Equal(t, st.Ended(), list[3].TrialsDone)
+	require.True(t, list[3].Ended() && list[2].Ended() && list[1].Ended() && !list[0].Ended())
 	require.Nil(t, list[1].Best, "h3-silent never reported val_loss")
 
 	out, _, code = cliRun(t, with("list")...)
 	require.Equal(t, ExitOK, code)
 	require.Regexp(t, `(?m)^CAMPAIGN +STATE +TRIALS +IN FLIGHT +BEST +AGE\nh3-slow +running +\d/4 \(\d+%\) +\d +`, out)
 	require.Regexp(t, `(?m)^h3-silent +completed +2/2 \(100%\) +0 +- +\d+[sm]$`, out)
-	require.Regexp(t, `(?m)^h3-fail +failed +3/4 \(75%\) +0 +- +\d+[sm]$`, out)
+	require.Regexp(t, fmt.Sprintf(`(?m)^h3-fail +failed +%d/4 \(%d%%\) +0 +- +\d+[sm]$`, st.Ended(), 25*st.Ended()), out)
 	out, _, code = cliRun(t, with("list", "--running")...)
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, out, "h3-slow")

@@ -10,8 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"go.temporal.io/api/serviceerror"
+	"google.golang.org/grpc/codes"
 
 	"github.com/gleaner-hpc/gleaner/client"
+	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
 type listOptions struct {
@@ -76,6 +79,10 @@ func (o *listOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, std
 	}
 	list, err := c.List(ctx, client.ListOptions{Limit: fetch, Running: o.running})
 	if err != nil {
+		if serviceerror.ToStatus(err).Code() == codes.InvalidArgument && strings.Contains(err.Error(), workflows.GleanerKind.GetName()) {
+			return fmt.Errorf("%w\n  the namespace lacks Gleaner's search attributes: register them with %s", err,
+				commandHint(hintFlags(flags, false), "setup"))
+		}
 		return err
 	}
 	cut := o.limit > 0 && len(list) > o.limit

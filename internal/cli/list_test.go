@@ -2,10 +2,16 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+	tclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/mocks"
 
 	"github.com/gleaner-hpc/gleaner/client"
 	"github.com/gleaner-hpc/gleaner/workflows"
@@ -43,4 +49,24 @@ func TestListRejectsANegativeLimit(t *testing.T) {
 	_, errOut, code := cliRun(t, "list", "--limit", "-1", "--address", "127.0.0.1:1")
 	require.Equal(t, ExitUsage, code)
 	require.Contains(t, errOut, "--limit: -1 must not be negative")
+}
+
+// A namespace without Gleaner's search attributes: the query fails, and
+// the message says how to register them.
+func TestListWithoutSearchAttributesSaysSetup(t *testing.T) {
+	tc := &mocks.Client{}
+	tc.On("ListWorkflow", mock.Anything, mock.Anything).Return(nil,
+		serviceerror.NewInvalidArgument(`invalid query: unable to convert filter expression: invalid search attribute: GleanerKind`))
+	tc.On("Close").Return()
+	o := &listOptions{}
+	o.conn.getenv = mapEnv(nil)
+	f := pflag.NewFlagSet("list", pflag.ContinueOnError)
+	o.conn.addFlags(f)
+	require.NoError(t, f.Parse([]string{"--address", "temporal.example.org:7233", "--ui", "-"}))
+	o.conn.dial = func(context.Context, client.Connection) (tclient.Client, error) { return tc, nil }
+	var out, errb bytes.Buffer
+	err := o.run(context.Background(), f, &out, &errb)
+	require.ErrorContains(t, err, "invalid search attribute: GleanerKind\n"+
+		"  the namespace lacks Gleaner's search attributes: register them with gleaner setup --address temporal.example.org:7233")
+	require.Equal(t, ExitFailure, ExitCode(err))
 }

@@ -209,8 +209,8 @@ func checkWindow(t *testing.T, env *testsuite.TestWorkflowEnvironment, max int, 
 	for d := 5 * time.Second; d < until; d += 5 * time.Second {
 		env.RegisterDelayedCallback(func() {
 			s := queryStatus(t, env)
-			if s.Running > max {
-				t.Errorf("at %v: %d trials in flight > max_concurrent %d", d, s.Running, max)
+			if s.InFlight() > max {
+				t.Errorf("at %v: %d trials in flight > max_concurrent %d", d, s.InFlight(), max)
 			}
 		}, d)
 	}

@@ -75,6 +75,10 @@ func ClassifyTrial(own TrialState, f TrialFacts) TrialState {
 	return TrialPending
 }
 
+// InFlight is how many trials the campaign has started and not heard
+// the end of: running, waiting for nodes or paused.
+func (s CampaignStatus) InFlight() int { return s.Running + s.Waiting + s.Paused }
+
 // Census is the trials not ended, by classified state, for people:
 // "2 running", "1 pending (waiting for nodes)", "3 paused", "4 parked at
 // their budget", "5 stopped at their rung", "1 pending (queued to start)"; running always,

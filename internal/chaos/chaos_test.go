@@ -219,7 +219,7 @@ func (r *runner) feed(ctx context.Context) {
 	if err != nil {
 		r.t.Fatalf("status of %s: %v", name, err)
 	}
-	if st.Created >= st.MaxTrials && st.Running+st.Pending <= concurrent/2 {
+	if st.Created >= st.MaxTrials && st.InFlight()+st.Pending <= concurrent/2 {
 		r.submit(ctx)
 	}
 }

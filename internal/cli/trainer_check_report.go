@@ -149,7 +149,7 @@ func (e *CheckExit) OK() bool { return e != nil && e.Code == 0 && e.Signal == ""
 func describeExit(e gleaner.ExitStatus) string {
 	switch {
 	case e.Signal != "" && e.Killed:
-		return fmt.Sprintf("killed (signal %s) after the grace period", e.Signal)
+		return "killed with SIGKILL after the grace period"
 	case e.Signal != "":
 		return "signal " + e.Signal
 	default:

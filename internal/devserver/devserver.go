@@ -132,7 +132,9 @@ type Options struct {
 	// Logger is the SDK client's logger; default: warnings to stderr.
 	Logger log.Logger
 	// StartTimeout bounds how long Start and Restart wait for the server to
-	// answer; default 2 minutes.
+	// answer; default 5 minutes (a server starts in seconds alone, and in
+	// well over a minute on a loaded 2-core machine). Each probe within it
+	// gets at most ProbeTimeout.
 	StartTimeout time.Duration
 }
 
@@ -178,6 +180,15 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	return nil, err
 }
 
+// DefaultStartTimeout is Options.StartTimeout's default.
+const DefaultStartTimeout = 5 * time.Minute
+
+// ProbeTimeout bounds one readiness probe (dial, list and add search
+// attributes). A server that has just started can accept a call and not
+// answer it: the probe gives up and the next one asks again, rather than
+// one call waiting out the whole StartTimeout.
+const ProbeTimeout = 10 * time.Second
+
 // errExited marks a server that exited before it was ready.
 var errExited = errors.New("exited before it was ready")
 
@@ -199,7 +210,7 @@ func prepare(opts Options) (*Server, error) {
 		opts.LogLevel = "warn"
 	}
 	if opts.StartTimeout <= 0 {
-		opts.StartTimeout = 2 * time.Minute
+		opts.StartTimeout = DefaultStartTimeout
 	}
 	if opts.SearchAttributes == nil {
 		opts.SearchAttributes = DefaultSearchAttributes()
@@ -310,25 +321,22 @@ func (s *Server) launch() error {
 	return nil
 }
 
-// waitReady dials until the server answers, then registers missing search
-// attributes. It returns the connected client.
+// waitReady probes until the server answers and has every search
+// attribute (registering missing ones), within StartTimeout or ctx,
+// whichever ends first. It returns the connected client.
 func (s *Server) waitReady(ctx context.Context) (client.Client, error) {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var lastErr error
+	probes := 0
 	for {
-		c, err := client.DialContext(ctx, client.Options{
-			HostPort:  s.Address(),
-			Namespace: s.opts.Namespace,
-			Logger:    s.opts.Logger,
-		})
+		probes++
+		c, err := s.probe(ctx)
 		if err == nil {
-			if err = s.ensureSearchAttributes(ctx, c); err == nil {
-				return c, nil
-			}
-			c.Close()
+			return c, nil
 		}
 		lastErr = err
 		select {
@@ -336,11 +344,35 @@ func (s *Server) waitReady(ctx context.Context) (client.Client, error) {
 			return nil, fmt.Errorf("devserver: %s %w (%s):\n%s",
 				s.opts.CLIPath, errExited, s.cmd.ProcessState, s.out.String())
 		case <-ctx.Done():
-			return nil, fmt.Errorf("devserver: not ready at %s after %v: %w (last error: %v)\n%s",
-				s.Address(), s.opts.StartTimeout, ctx.Err(), lastErr, s.out.String())
+			deadline := fmt.Sprintf("StartTimeout %v", s.opts.StartTimeout)
+			if time.Since(start) < s.opts.StartTimeout-time.Second {
+				deadline = "the caller's deadline"
+			}
+			return nil, fmt.Errorf("devserver: pid %d runs but is not ready at %s after %v (%d probes; %s): %w (last error: %v)\nserver output (tail):\n%s",
+				s.cmd.Process.Pid, s.Address(), time.Since(start).Round(time.Second), probes, deadline, ctx.Err(), lastErr, s.out.String())
 		case <-tick.C:
 		}
 	}
+}
+
+// probe dials the server and checks its search attributes, within
+// ProbeTimeout.
+func (s *Server) probe(ctx context.Context) (client.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort:  s.Address(),
+		Namespace: s.opts.Namespace,
+		Logger:    s.opts.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.ensureSearchAttributes(ctx, c); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 // ensureSearchAttributes registers the search attributes the namespace

@@ -290,9 +290,13 @@ func (c *Client) TrialsView(ctx context.Context, name string, limit int) (TrialL
 	for _, t := range l.Trials {
 		listed[t.TrialID] = true
 	}
+	full := limit > 0 && len(l.Trials) >= limit
 	for _, b := range a.s.Trials {
 		if listed[b.TrialID] || b.WorkflowID == "" || l.Spec.Trial.Inline {
 			continue // an inline campaign's are in its answer, or it is busy (Busy)
+		}
+		if full && byNumber(b.TrialID, l.Trials[0].TrialID) < 0 {
+			continue // older than the newest limit
 		}
 		t := workflows.TrialStatus{TrialID: b.TrialID, TrialProgress: workflows.TrialProgress{State: b.State}}
 		if err := c.query(ctx, b.WorkflowID, "trial "+b.WorkflowID, workflows.QueryStatus, &t); err != nil {

@@ -70,11 +70,15 @@ func (laggingVisibility) QueryWorkflow(_ context.Context, id, _, query string, _
 	return tclient.NewValue(p), nil
 }
 
-func (laggingVisibility) WorkflowService() workflowservice.WorkflowServiceClient { return specHistory{} }
+func (laggingVisibility) WorkflowService() workflowservice.WorkflowServiceClient {
+	return specHistory{}
+}
 
 // specHistory serves a campaign's first event: a spec with a trial
 // workflow per trial.
-type specHistory struct{ workflowservice.WorkflowServiceClient }
+type specHistory struct {
+	workflowservice.WorkflowServiceClient
+}
 
 func (specHistory) GetWorkflowExecutionHistory(context.Context, *workflowservice.GetWorkflowExecutionHistoryRequest, ...grpc.CallOption) (*workflowservice.GetWorkflowExecutionHistoryResponse, error) {
 	p, err := converter.GetDefaultDataConverter().ToPayloads(workflows.CampaignInput{Spec: gleaner.CampaignSpec{Name: "lag"}})

@@ -58,7 +58,9 @@ func TestStatusWatchAcrossAServerCrash(t *testing.T) {
 			"--address", srv.Address(), "--task-queue", tq}, &out, &errOut)
 		exit <- ExitCode(err)
 	}()
-	waitFor(ctx, t, "a progress line", func() bool { return strings.Contains(out.String(), " running") && strings.Contains(out.String(), " trials  ") })
+	waitFor(ctx, t, "a progress line", func() bool {
+		return strings.Contains(out.String(), " running") && strings.Contains(out.String(), " trials  ")
+	})
 
 	srv.Kill()
 	down := "reconnecting to " + srv.Address() + " (server unavailable since "

@@ -210,5 +210,7 @@ func EndedWithoutObjective(state TrialState, seen bool, metrics map[string]float
 	if seen {
 		return false
 	}
-	return state == TrialCompleted || state == TrialStopped && len(metrics) > 0
+	// Parked and stopped at its rung are a completed segment as its
+	// campaign shows it (ClassifyTrial).
+	return state == TrialCompleted || state == TrialParked || state == TrialAtRung || state == TrialStopped && len(metrics) > 0
 }

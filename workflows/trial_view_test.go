@@ -180,3 +180,13 @@ func TestLegacyRunRanksByTheLatestValue(t *testing.T) {
 	require.Equal(t, 0.7, c.best().Score)
 	require.Nil(t, c.st.Best)
 }
+
+// A trial parked or stopped at its rung without ever reporting the
+// objective is flagged as a completed one is (`trials` says so).
+func TestParkedTrialsWithoutTheObjectiveAreFlagged(t *testing.T) {
+	for _, s := range []TrialState{TrialCompleted, TrialParked, TrialAtRung} {
+		require.True(t, EndedWithoutObjective(s, false, nil), s)
+		require.False(t, EndedWithoutObjective(s, true, nil), s)
+	}
+	require.False(t, EndedWithoutObjective(TrialRunning, false, nil))
+}

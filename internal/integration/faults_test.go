@@ -77,7 +77,7 @@ func TestFaultsLoseNothing(t *testing.T) {
 			w.Start()
 		} else {
 			t.Logf("fault %d: restart of the Temporal server", i+1)
-			if err := srv.Restart(testContext(t, 2*time.Minute)); err != nil {
+			if err := srv.Restart(testContext(t, devserver.DefaultStartTimeout)); err != nil {
 				t.Fatalf("restarting the dev server: %v", err)
 			}
 		}
@@ -234,7 +234,9 @@ func TestTrialFinishedDuringOutageIsNotTrainedAgain(t *testing.T) {
 		return s.State == workflows.TrialRunning && s.Step >= 20
 	})
 	trialDir := filepath.Join(cfg.DataDir, spec.Name, "t00001")
-	err := srv.RestartAfter(testContext(t, 3*time.Minute), func(ctx context.Context) error {
+	// The outage (the trainer finishing, the heartbeat timeout) and the
+	// restart, within the server's own start deadline on a loaded machine.
+	err := srv.RestartAfter(testContext(t, 2*time.Minute+devserver.DefaultStartTimeout), func(ctx context.Context) error {
 		finished := func() (bool, error) {
 			b, err := os.ReadFile(filepath.Join(trialDir, "runs", "1", "run.json"))
 			return err == nil && strings.Contains(string(b), `"finished":true`), nil

@@ -116,7 +116,7 @@ func TestNASEvolutionCampaign(t *testing.T) {
 		t.Errorf("no trial after the first population differs from an earlier one in exactly one edge (%d mutations)", mutations)
 	}
 
-	v, err := srv.Client().QueryWorkflow(testContext(t, 10*time.Second), workflows.CampaignWorkflowID(spec.Name), "", workflows.QueryLeaderboard)
+	v, err := srv.Client().QueryWorkflow(testContext(t, time.Minute), workflows.CampaignWorkflowID(spec.Name), "", workflows.QueryLeaderboard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func TestWarmStartFromAnEarlierCampaign(t *testing.T) {
 	if res.State != workflows.CampaignCompleted || res.Completed != 4 {
 		t.Fatalf("campaign B: %s %+v", res.State, res.CampaignCounts)
 	}
-	v, err := srv.Client().QueryWorkflow(testContext(t, 10*time.Second), run.GetID(), "", workflows.QueryStatus)
+	v, err := srv.Client().QueryWorkflow(testContext(t, time.Minute), run.GetID(), "", workflows.QueryStatus)
 	if err != nil {
 		t.Fatal(err)
 	}

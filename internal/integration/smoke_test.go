@@ -24,7 +24,7 @@ func TestWorkerProcessSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	waitFor(t, 30*time.Second, "the worker to print where it connected", func() (bool, error) {
+	waitFor(t, 2*time.Minute, "the worker to print where it connected", func() (bool, error) {
 		return strings.Contains(w.Log(), "connected to "+srv.Address()), nil
 	})
 	if !strings.Contains(w.Log(), "nodes=static:4") {

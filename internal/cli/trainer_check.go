@@ -34,6 +34,11 @@ const (
 	checkTrial    = "t00001"
 )
 
+// maxCheckTimeout bounds --timeout below the 10 minutes the SDK's
+// in-process activity environment gives an activity, so that a run the
+// check times out is stopped as a worker stops one.
+const maxCheckTimeout = 9 * time.Minute
+
 // trainerCheckOptions are `gleaner trainer check`'s flags.
 type trainerCheckOptions struct {
 	budget    float64
@@ -120,7 +125,7 @@ included) for a number-like choice. COMMAND runs without a shell, in
 	f.StringVar(&o.workdir, "workdir", "", "where COMMAND runs (default: the current directory)")
 	f.IntVar(&o.stopAfter, "stop-after", 3, "send run 1 SIGTERM after this many progress reports, or at its first reported checkpoint if that comes first")
 	f.DurationVar(&o.grace, "grace", gleaner.CampaignSpec{}.WithDefaults().Trial.GracePeriod.Std(), "how long a stopped trainer may take to exit before SIGKILL (trial.grace_period)")
-	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "the longest a run may take (at most 10m); it is then stopped")
+	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "the longest a run may take (at most 9m); it is then stopped")
 	f.StringVar(&o.metric, "metric", "", "a metric the trainer must report (the campaign's objective)")
 	f.StringVar(&o.dir, "dir", "", "a directory for the check's trial, DIR/trainer-check/t00001 (created if needed, kept); default: a temporary one")
 	f.BoolVar(&o.keep, "keep", false, "keep the temporary trial directory after a PASS too")
@@ -155,8 +160,8 @@ func (o *trainerCheckOptions) validate(command []string) (checkSetup, error) {
 		return s, usageErrorf("--stop-after: %d; stop after at least 1 report", o.stopAfter)
 	case o.grace <= 0:
 		return s, usageErrorf("--grace: %v must be positive", o.grace)
-	case o.timeout <= 0 || o.timeout > 10*time.Minute:
-		return s, usageErrorf("--timeout: %v is not between 0 and 10m", o.timeout)
+	case o.timeout <= 0 || o.timeout > maxCheckTimeout:
+		return s, usageErrorf("--timeout: %v is not between 0 and %v", o.timeout, maxCheckTimeout)
 	}
 	params, err := parseCheckParams(o.params)
 	if err != nil {
@@ -292,9 +297,9 @@ func runCheck(ctx context.Context, s checkSetup) CheckResult {
 	c := &checker{setup: s, res: &res}
 	stopped := c.runOnce(ctx, 1, "", "first start, stopped with SIGTERM mid-run", true)
 	if stopped.Checkpoint != "" && ctx.Err() == nil {
-		atBudget := c.runOnce(ctx, 2, stopped.Checkpoint, "resumed from run 1's checkpoint, to its budget", false)
-		if atBudget.budgetEnd(s.trial.BudgetUnit, s.trial.Budget) && ctx.Err() == nil {
-			c.runOnce(ctx, 3, atBudget.Checkpoint, "resumed at its budget: trains nothing", false)
+		resumed := c.runOnce(ctx, 2, stopped.Checkpoint, "resumed from run 1's checkpoint, to its budget", false)
+		if resumed.budgetEnd(s.trial.BudgetUnit, s.trial.Budget) && ctx.Err() == nil {
+			c.runOnce(ctx, 3, resumed.Checkpoint, "resumed at its budget: trains nothing", false)
 		}
 	}
 	c.judge()
@@ -368,7 +373,6 @@ wait:
 		case out = <-done:
 			break wait
 		case proc = <-launcher.launched:
-			run.Log, run.ReportFile = proc.LogFile(), proc.ReportFile()
 			watch, _ = cluster.NewReportTailer(proc.ReportFile(), 0)
 		case <-tick.C:
 			if !stopMidRun || watch == nil || asked {
@@ -382,8 +386,8 @@ wait:
 				if r.Checkpoint != "" {
 					reports = c.setup.stopAt
 				}
-				c := CheckCounters{Samples: r.Samples, Step: r.Step, Epoch: r.Epoch}
-				if atBudget(counter(c, unit), budget) {
+				at := CheckCounters{Samples: r.Samples, Step: r.Step, Epoch: r.Epoch}
+				if atBudget(counter(at, unit), budget) {
 					atEnd = true // not a stop mid-run: let it end
 				}
 			}
@@ -397,8 +401,15 @@ wait:
 		}
 	}
 	run.Worker = logs.lines()
+	if proc == nil { // it ended before the loop heard of its launch
+		select {
+		case proc = <-launcher.launched:
+		default:
+		}
+	}
 	stopOff := int64(-1) // where in the report file SIGTERM came
 	if proc != nil {
+		run.Log, run.ReportFile = proc.LogFile(), proc.ReportFile()
 		// A trainer that exits as the stop comes was not stopped: the
 		// worker takes it for a finish and sends no SIGTERM.
 		off, took := proc.stopped()

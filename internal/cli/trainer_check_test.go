@@ -130,6 +130,7 @@ func TestTrainerCheckFailsBrokenTrainers(t *testing.T) {
 		{"too short to stop", append([]string{"--budget", "1"}, sh...),
 			"ended before it could be stopped", "a larger --budget"},
 		{"not there", []string{"--", "./no-such-trainer"}, "could not start", "no-such-trainer"},
+		{"fails", []string{"--", "/bin/sh", "-c", "echo boom >&2; exit 3"}, "failed", "run 1 ended with exit 3 before it was stopped (log: "},
 		{"misses the objective", append([]string{"--budget", "40", "--metric", "val_loss"}, sh...),
 			"never reported metric val_loss", "reported: loss"},
 	}
@@ -175,7 +176,7 @@ func TestTrainerCheckUsage(t *testing.T) {
 		{"trainer", "check", "--budget", "0", "--", "true"},
 		{"trainer", "check", "--param", "lr", "--", "true"},
 		{"trainer", "check", "--param", "lr=1", "--param", "lr=2", "--", "true"},
-		{"trainer", "check", "--timeout", "11m", "--", "true"},
+		{"trainer", "check", "--timeout", "10m", "--", "true"},
 		{"trainer", "check", "--nodes", "0", "--", "true"},
 		{"trainer", "check", "--bogus", "--", "true"},
 	} {
@@ -256,4 +257,13 @@ func TestTrainerCheckInterrupted(t *testing.T) {
 	require.Empty(t, stdout.String())
 	_, statErr := os.Stat(report)
 	require.NoError(t, statErr, "the trial directory is kept")
+}
+
+// A failing trainer's verdict comes with the end of its log.
+func TestTrainerCheckShowsAFailingTrainersLog(t *testing.T) {
+	res, code := checkTrainer(t, "--", "/bin/sh", "-c", "echo loading; echo 'boom: no data' >&2; exit 3")
+	require.Equal(t, 1, code)
+	require.Equal(t, "FAIL: failed", res.Verdict)
+	require.Equal(t, []string{"loading", "boom: no data"}, res.Runs[0].LogTail)
+	require.Equal(t, &CheckExit{Code: 3, Text: "exit 3"}, res.Runs[0].Exit)
 }

@@ -38,6 +38,14 @@ type PBTSettings struct {
 	// Perturb are the factors explore multiplies a number by, one drawn
 	// uniformly per parameter (default [0.8, 1.2], the paper's).
 	Perturb []float64 `json:"perturb,omitempty"`
+	// Synch makes the population move in step (Ray Tune's synch): a
+	// member that reaches a budget end waits, holding no nodes, until
+	// every member has reached it; then all are ranked at that same
+	// progress and decide together. Without it (the default) each member
+	// decides at its own budget end against the others' latest scores,
+	// which favours the members that got nodes first when the population
+	// is larger than what the pool runs at once.
+	Synch bool `json:"synch,omitempty"`
 }
 
 // Validate checks the settings; errors name the field.
@@ -102,8 +110,15 @@ func init() {
 //     checkpoint holds weights of the source's network, which fit no other;
 //   - otherwise it goes on: Continue to p + interval with its parameters.
 //
+// With Synch (Ray Tune's synch), a member reaching a budget end waits
+// there, its trial paused, until no member is training; then every member
+// waiting decides as above, all ranked at the same progress. Without it a
+// member whose trial waited for nodes would be ranked at generation g
+// against others' scores at g + 3 and copy a member generations ahead:
+// its own lineage, however promising, is lost to a head start.
+//
 // A member that has trained MaxBudget is done; the search shuts down when
-// every member is done. Trials are labelled "gen g", g = the intervals
+// every member is done, and says so (Shutdown.Reason). Trials are labelled "gen g", g = the intervals
 // trained before the trial's start.
 //
 // A member whose trial fails or is stopped leaves the population. So that
@@ -128,6 +143,7 @@ type pbt struct {
 	quantile  float64
 	resample  float64
 	perturb   []float64
+	synch     bool
 	pcg       *rand.PCG
 	rng       *rand.Rand
 	st        pbtState
@@ -158,9 +174,12 @@ type pbtMember struct {
 	// Last is the member's latest budget end, nil before the first.
 	Last *pbtCheckpoint `json:"last,omitempty"`
 	// Done: it has trained MaxBudget. Left: it failed or was stopped and
-	// nothing took its slot.
-	Done bool `json:"done,omitempty"`
-	Left bool `json:"left,omitempty"`
+	// nothing took its slot. Waiting (Synch): it is paused at its budget
+	// end Last until every member has reached one; its trial is not
+	// outstanding meanwhile.
+	Done    bool `json:"done,omitempty"`
+	Left    bool `json:"left,omitempty"`
+	Waiting bool `json:"waiting,omitempty"`
 }
 
 // pbtCheckpoint is a budget end: a trial paused at a checkpoint that a
@@ -198,6 +217,7 @@ func newPBT(cfg Config) (*pbt, error) {
 		quantile:  cmp.Or(set.Quantile, 0.25),
 		resample:  0.25,
 		perturb:   set.Perturb,
+		synch:     set.Synch,
 	}
 	if set.ResampleProbability != nil {
 		p.resample = *set.ResampleProbability
@@ -243,6 +263,7 @@ func (p *pbt) TrialFinished(id string, metric float64, outcome Outcome) []Action
 	} else {
 		acts = p.leave(i)
 	}
+	acts = append(acts, p.release()...)
 	return append(acts, p.shutdown()...)
 }
 
@@ -252,7 +273,24 @@ func (p *pbt) TrialFailed(id string) []Action {
 		return nil
 	}
 	p.st.end(id)
-	return append(p.leave(i), p.shutdown()...)
+	acts := append(p.leave(i), p.release()...)
+	return append(acts, p.shutdown()...)
+}
+
+// release (Synch) lets the members waiting at their budget ends decide,
+// once no member is training: all ranked together, at the same progress.
+func (p *pbt) release() []Action {
+	if !p.synch || slices.ContainsFunc(p.st.Members, func(m pbtMember) bool { return m.live() && !m.Waiting }) {
+		return nil
+	}
+	var acts []Action
+	for i := range p.st.Members {
+		if m := &p.st.Members[i]; m.live() && m.Waiting {
+			m.Waiting = false
+			acts = append(acts, p.decide(i)...)
+		}
+	}
+	return acts
 }
 
 // member is the slot whose current trial id is outstanding, or -1.
@@ -271,6 +309,16 @@ func (p *pbt) budgetEnd(i int, metric float64) []Action {
 		m.Done = true
 		return nil
 	}
+	if p.synch {
+		m.Waiting = true // release decides
+		return nil
+	}
+	return p.decide(i)
+}
+
+// decide exploits or continues member i, paused at its budget end Last.
+func (p *pbt) decide(i int) []Action {
+	m := &p.st.Members[i]
 	if p.st.Created < p.cfg.MaxTrials {
 		ranked := p.ranked()
 		k := p.selected(len(ranked))
@@ -365,7 +413,7 @@ func (p *pbt) exploit(i, src int) Action {
 	m.Trial = p.open()
 	m.Params = p.explore(from.Params)
 	m.Start, m.Budget, m.Reported = from.Progress, p.next(from.Progress), from.Progress
-	m.Done, m.Left = false, false
+	m.Done, m.Left, m.Waiting = false, false, false
 	return Create{ID: m.Trial, Params: m.Params, From: from.Trial, FromProgress: from.Progress, Budget: m.Budget, Stage: p.stage(m.Start)}
 }
 
@@ -540,7 +588,9 @@ func (st *pbtState) check(cfg Config, pop int) error {
 		switch {
 		case m.Done && (m.Left || m.Last == nil):
 			return fmt.Errorf("member %d: done, but left %v or without a budget end", i, m.Left)
-		case !m.live():
+		case m.Waiting && (!m.live() || m.Last == nil || st.isOutstanding(m.Trial)):
+			return fmt.Errorf("member %d: waiting, but not live, without a budget end, or its trial %q outstanding", i, m.Trial)
+		case !m.live() || m.Waiting:
 		case !st.isOutstanding(m.Trial) || live[m.Trial]:
 			return fmt.Errorf("member %d: trial %q is not outstanding or is another member's too", i, m.Trial)
 		default:

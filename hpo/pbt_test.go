@@ -60,6 +60,12 @@ type pbtDriver struct {
 	// before it starts and copies its checkpoint; its source may train on
 	// meanwhile, past the budget end it was ranked at.
 	lag int
+	// slots, when > 0, is how many trials train per tick (a pool smaller
+	// than the population): the others wait their turn.
+	slots int
+	// starts are the progress each Create and Continue starts from, in
+	// the order the searcher asked for them.
+	starts []float64
 
 	s         Searcher
 	trials    map[string]*pbtTrial
@@ -163,6 +169,7 @@ func (d *pbtDriver) apply(name string, a Action) {
 			t.Fatalf("%s: %s budget %v, not past its start %v", name, a.ID, a.Budget, tr.progress)
 		}
 		d.trials[a.ID] = tr
+		d.starts = append(d.starts, a.FromProgress)
 		d.created = append(d.created, a)
 		d.pending = append(d.pending, tr)
 		d.live++
@@ -175,6 +182,7 @@ func (d *pbtDriver) apply(name string, a Action) {
 			t.Fatalf("%s: continue %s to %v, not past its progress %v", name, a.TrialID, a.Budget, tr.progress)
 		}
 		tr.budget, tr.running, tr.announced, tr.steps = a.Budget, true, false, 0
+		d.starts = append(d.starts, tr.progress)
 		d.continues++
 		d.live++
 		if !slices.Contains(d.running, tr) {
@@ -223,7 +231,10 @@ func (d *pbtDriver) run() string {
 				d.event("created "+tr.id, func(s Searcher) []Action { return s.TrialCreated(tr.id) })
 			}
 		}
-		for _, tr := range d.running {
+		for n, tr := range d.running {
+			if d.slots > 0 && n >= d.slots {
+				break
+			}
 			if d.fails != nil && d.fails(tr) {
 				tr.running = false
 				d.live--
@@ -289,6 +300,8 @@ func TestPBTSchedule(t *testing.T) {
 		{Interval: 3, MaxBudget: 15},
 		{Population: 4, Interval: 2, MaxBudget: 9, Quantile: 0.5},
 		{Population: 1, Interval: 5, MaxBudget: 5},
+		{Interval: 3, MaxBudget: 15, Synch: true},
+		{Population: 4, Interval: 2, MaxBudget: 9, Quantile: 0.5, Synch: true},
 	} {
 		t.Run(fmt.Sprintf("%+v", set), func(t *testing.T) {
 			a := pbtRun(t, pbtConfig(42, set))
@@ -338,6 +351,29 @@ func TestPBTExploitStartsAtTheCheckpointItRanked(t *testing.T) {
 	}
 	if exploits == 0 {
 		t.Fatal("no exploit: nothing checked")
+	}
+}
+
+// With a pool of 2 for a population of 6, members that get nodes first
+// run generations ahead of the others. Without synch a member that waited
+// is ranked at generation 1 against scores of generation 4 and copies a
+// member far ahead; with synch every member waits at each budget end
+// until all have reached it, so every decision, exploit or continue, is
+// taken in generation order, at the same progress as the others'.
+func TestPBTSynchRanksAtEqualProgress(t *testing.T) {
+	inOrder := func(d *pbtDriver) bool { return slices.IsSorted(d.starts) }
+	for _, synch := range []bool{false, true} {
+		cfg := pbtConfig(5, PBTSettings{Population: 6, Interval: 3, MaxBudget: 24, Quantile: 0.5, Synch: synch})
+		cfg.MaxConcurrent = 6
+		d := newPBTDriver(t, cfg, pbtScript)
+		d.slots, d.twin = 2, true
+		d.run()
+		if got := inOrder(d); got != synch {
+			t.Errorf("synch %v: decisions in generation order %v, want %v (starts %v)", synch, got, synch, d.starts)
+		}
+		if synch && len(d.created) == 6 {
+			t.Error("synch: no exploit, nothing checked")
+		}
 	}
 }
 

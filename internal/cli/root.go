@@ -40,6 +40,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	// --version (and -v) print the version line alone.
 	root.SetVersionTemplate("{{.Version}}\n")
+	root.Flags().BoolP("version", "v", false, "print the version and the commit this binary was built from")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 

@@ -206,7 +206,7 @@ func requireInterrupted(t *testing.T, p *cliProc, name, address string) {
 	var exit *exec.ExitError
 	require.True(t, errors.As(err, &exit), "exit: %v", err)
 	require.Equal(t, 130, exit.ExitCode(), "stderr:\n%s", p.errOut())
-	require.Contains(t, p.errOut(), "gleaner: interrupted (interrupt): stopped following campaign "+name+", which goes on running on the server\n"+
+	require.Contains(t, p.errOut(), "gleaner: interrupted (SIGINT): stopped following campaign "+name+", which goes on running on the server\n"+
 		"  follow it: gleaner status "+name+" --watch --address "+address)
 	require.Contains(t, p.errOut(), "\n  stop it:   gleaner stop "+name+" --address "+address)
 	require.NotContains(t, p.errOut(), "context canceled")

@@ -37,6 +37,17 @@ type signalled struct{ sig os.Signal }
 
 func (s *signalled) Error() string { return s.sig.String() + " signal received" }
 
+// name is the signal as a shell user knows it: SIGINT (Ctrl-C), SIGTERM.
+func (s *signalled) name() string {
+	switch s.sig {
+	case os.Interrupt:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.sig.String()
+}
+
 // exitCode is the shell's code for a process a signal ended: 128 + its
 // number (130 for SIGINT, 143 for SIGTERM).
 func (s *signalled) exitCode() int {
@@ -70,7 +81,7 @@ func followInterrupted(ctx context.Context, err error, name string, flags *pflag
 	return withCode(s.exitCode(), fmt.Errorf("interrupted (%s): stopped following campaign %s, which goes on running on the server\n"+
 		"  follow it: %s\n"+
 		"  stop it:   %s",
-		s.sig, name, commandHint(conn, "status", name, "--watch"), commandHint(conn, "stop", name)))
+		s.name(), name, commandHint(conn, "status", name, "--watch"), commandHint(conn, "stop", name)))
 }
 
 // interrupted gives err the exit code of the signal that ended ctx, if
@@ -81,5 +92,5 @@ func interrupted(ctx context.Context, err error) error {
 	if s == nil || err == nil {
 		return err
 	}
-	return withCode(s.exitCode(), fmt.Errorf("interrupted (%s): %w", s.sig, err))
+	return withCode(s.exitCode(), fmt.Errorf("interrupted (%s): %w", s.name(), err))
 }

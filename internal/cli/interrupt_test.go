@@ -20,12 +20,15 @@ func TestFollowInterrupted(t *testing.T) {
 	o.addFlags(flags)
 	require.NoError(t, flags.Parse([]string{"--address", "temporal.example.org:7233", "--namespace", "ml"}))
 
-	for sig, code := range map[os.Signal]int{os.Interrupt: 130, syscall.SIGTERM: 143} {
+	for sig, want := range map[os.Signal]struct {
+		name string
+		code int
+	}{os.Interrupt: {"SIGINT", 130}, syscall.SIGTERM: {"SIGTERM", 143}} {
 		ctx, cancel := context.WithCancelCause(context.Background())
 		cancel(&signalled{sig})
 		err := followInterrupted(ctx, ctx.Err(), "mnist", flags)
-		require.Equal(t, code, ExitCode(err))
-		require.Equal(t, "interrupted ("+sig.String()+"): stopped following campaign mnist, which goes on running on the server\n"+
+		require.Equal(t, want.code, ExitCode(err))
+		require.Equal(t, "interrupted ("+want.name+"): stopped following campaign mnist, which goes on running on the server\n"+
 			"  follow it: gleaner status mnist --watch --address temporal.example.org:7233 --namespace ml\n"+
 			"  stop it:   gleaner stop mnist --address temporal.example.org:7233 --namespace ml", err.Error())
 	}

@@ -28,6 +28,13 @@ func TestFormatVersion(t *testing.T) {
 		{&debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Settings: vcs(
 			"vcs.revision", "95feeaa0123456789abcdef0123456789abcdef0", "vcs.modified", "false")},
 			"gleaner (devel) commit 95feeaa01234, built with go1.26.8"},
+		// Go 1.24+ stamps a pseudo-version on a build from a clone.
+		{&debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261128225248-95feeaa01234+dirty"}, Settings: vcs(
+			"vcs.revision", "95feeaa0123456789abcdef0123456789abcdef0", "vcs.time", "2026-11-28T22:52:48Z", "vcs.modified", "true")},
+			"gleaner (devel) commit 95feeaa01234 (2026-11-28T22:52:48Z, modified), built with go1.26.8"},
+		{&debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.2.1-0.20261128225248-95feeaa01234"}, Settings: vcs(
+			"vcs.revision", "95feeaa0123456789abcdef0123456789abcdef0")},
+			"gleaner v1.2.1-0.20261128225248-95feeaa01234 commit 95feeaa01234, built with go1.26.8"},
 		{&debug.BuildInfo{GoVersion: "go1.26.8"},
 			"gleaner (devel) (no commit recorded: built outside a clone, or with -buildvcs=false), built with go1.26.8"},
 		{nil, "gleaner (unknown version: the binary carries no build information)"},

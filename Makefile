@@ -12,11 +12,11 @@ GOBIN_DIR := $(or $(shell $(GO) env GOBIN 2>/dev/null),$(firstword $(subst :, ,$
 
 all: build
 
-## build: the CLI in bin/gleaner, and the Go example trainer where the
+## build: the CLI in bin/gleaner (its commit stamped, whatever GOFLAGS say, for --version), and the Go example trainer where the
 ## example campaigns name it, relative to their spec files:
 ## examples/go-mlp/bin/go-mlp (command: [bin/go-mlp]).
 build:
-	$(GO) build -o bin/gleaner ./cmd/gleaner
+	$(GO) build -buildvcs=auto -o bin/gleaner ./cmd/gleaner
 	$(GO) build -o examples/go-mlp/bin/go-mlp ./examples/go-mlp
 
 ## test: formatting, vet, then every test (unit, property, seeded, fuzz seed

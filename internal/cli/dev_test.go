@@ -224,7 +224,7 @@ func TestDevCtrlCStopsEverything(t *testing.T) {
 
 	// Wait until the progress shows trials running on nodes and one of
 	// them has reported its objective: its trainer runs.
-	running := regexp.MustCompile(`trials 0/4 done, [12] running.*nodes \S+ 2 idle, [12] in use.*best val_loss`)
+	running := regexp.MustCompile(`trials 0/4 done, [12] running.*nodes \S+ 2 nodes, [12] in use.*best val_loss`)
 	deadline := time.After(2 * time.Minute)
 	for seen := false; !seen; {
 		select {

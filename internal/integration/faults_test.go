@@ -254,7 +254,11 @@ func TestTrialFinishedDuringOutageIsNotTrainedAgain(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join(trialDir, "runs", strconv.Itoa(outageRun), "run.json"))
 			return err == nil && strings.Contains(string(b), `"finished":true`), nil
 		}
-		if err := waitUntil(ctx, finished); err != nil {
+		// The trainer has a few seconds of training left; a loaded
+		// machine gets two minutes.
+		fctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		if err := waitUntil(fctx, finished); err != nil {
 			runDir := filepath.Join(trialDir, "runs", strconv.Itoa(outageRun))
 			ledger, _ := os.ReadFile(filepath.Join(runDir, "run.json"))
 			log, _ := os.ReadFile(filepath.Join(runDir, "trainer.log"))

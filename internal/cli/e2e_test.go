@@ -166,8 +166,8 @@ func TestCLIEndToEnd(t *testing.T) {
 
 	// pool status: the pool the campaign ran in.
 	out, _, code = cliRun(t, with("pool", "status", "cli-e2e")...)
-	if code != ExitOK || !strings.Contains(out, "pool      cli-e2e") || !strings.Contains(out, "4 idle") {
-		t.Errorf("pool status: exit %d, want the pool with 4 idle nodes", code)
+	if code != ExitOK || !strings.Contains(out, "pool      cli-e2e") || !strings.Contains(out, "nodes     4, 0 in use") {
+		t.Errorf("pool status: exit %d, want the pool with 4 nodes, none in use", code)
 	}
 	if !strings.Contains(out, "nodes used") {
 		t.Errorf("pool status: no last solve")

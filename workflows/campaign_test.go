@@ -349,7 +349,7 @@ func TestCampaignCompletesWithLeaderboard(t *testing.T) {
 		t.Fatal(err)
 	}
 	details := md.GetCurrentDetails()
-	if !strings.Contains(details, "**mnist** · completed · 24/24 trials ended") ||
+	if !strings.Contains(details, "**mnist** · completed · 24 of 24 trials ended") ||
 		!strings.Contains(details, "| 1 | "+res.Best.TrialID+" |") || strings.Contains(details, "Warning") {
 		t.Errorf("details:\n%s", details)
 	}

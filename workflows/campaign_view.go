@@ -70,7 +70,7 @@ func (c *campaign) publish(ctx workflow.Context) {
 func (c *campaign) details() string {
 	var b strings.Builder
 	s := c.status()
-	fmt.Fprintf(&b, "**%s** · %s · %d/%d trials ended (%d completed, %d stopped, %d failed) · %s",
+	fmt.Fprintf(&b, "**%s** · %s · %d of %d trials ended (%d completed, %d stopped, %d failed) · %s",
 		s.Campaign, s.State, s.Ended(), s.MaxTrials, s.Completed, s.Stopped, s.Failed, strings.Join(s.Census(), " · "))
 	if s.Reason != "" {
 		fmt.Fprintf(&b, " · %s", s.Reason)

@@ -34,7 +34,7 @@ Requests: {"event":"initial"}, {"event":"created","id":ID},
 {"event":"failed","id":ID}, {"event":"snapshot"},
 {"event":"restore","snapshot":S}.
 Answers: {"actions":[{"create":{"id":ID,"params":{...}}}, {"stop":{"trial_id":ID}},
-{"shutdown":{}}],"progress":P}; a snapshot also has "snapshot"; a bad
+{"shutdown":{"reason":WHY}}],"progress":P}; a snapshot also has "snapshot"; a bad
 request gets "error" and the session goes on.`,
 		Example: `  printf '{"event":"initial"}\n' | gleaner search --spec examples/go-mlp/campaign.yaml
   python3 scripts/search_vs_optuna.py          # drives gleaner search from Python`,

@@ -20,7 +20,7 @@
 //	{"create":{"id":"t00009","params":{…},"budget":1200,"from":"t00002","stage":"gen 3"}}
 //	{"continue":{"trial_id":"t00002","budget":3600,"stage":"rung 1"}}
 //	{"stop":{"trial_id":"t00001"}}
-//	{"shutdown":{}}
+//	{"shutdown":{"reason":"all 8 members of the population trained max_budget 38400"}}
 //
 // A create's budget (omitted: 0, to the trainer's end) is the progress at
 // which the trial pauses: it reports there, then ends "completed", holding
@@ -63,7 +63,7 @@ type Action struct {
 	Create   *hpo.Create   `json:"create,omitempty"`
 	Continue *hpo.Continue `json:"continue,omitempty"`
 	Stop     *hpo.Stop     `json:"stop,omitempty"`
-	Shutdown *struct{}     `json:"shutdown,omitempty"`
+	Shutdown *hpo.Shutdown `json:"shutdown,omitempty"`
 }
 
 // actionOf writes a searcher's action as the protocol does; false for
@@ -77,7 +77,7 @@ func actionOf(a hpo.Action) (Action, bool) {
 	case hpo.Stop:
 		return Action{Stop: &a}, true
 	case hpo.Shutdown:
-		return Action{Shutdown: &struct{}{}}, true
+		return Action{Shutdown: &a}, true
 	}
 	return Action{}, false
 }

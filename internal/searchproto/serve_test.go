@@ -108,7 +108,7 @@ func TestServeWritesBudgetsFromAndContinue(t *testing.T) {
 			hpo.Create{ID: "t00001", Params: hpo.Params{"lr": hpo.Float(0.01)}, Budget: 1200, Stage: "gen 0"},
 			hpo.Create{ID: "t00002", Params: hpo.Params{"lr": hpo.Float(0.02)}, Budget: 2400, From: "t00001", Stage: "gen 1"},
 		},
-		finished: []hpo.Action{hpo.Continue{TrialID: "t00001", Budget: 3600, Stage: "rung 1"}, hpo.Stop{TrialID: "t00002"}, hpo.Shutdown{}},
+		finished: []hpo.Action{hpo.Continue{TrialID: "t00001", Budget: 3600, Stage: "rung 1"}, hpo.Stop{TrialID: "t00002"}, hpo.Shutdown{Reason: "budget spent"}},
 		created:  []hpo.Action{nil},
 	}
 	var out strings.Builder
@@ -119,12 +119,13 @@ func TestServeWritesBudgetsFromAndContinue(t *testing.T) {
 	require.Equal(t, []string{
 		`{"actions":[{"create":{"id":"t00001","params":{"lr":0.01},"budget":1200,"stage":"gen 0"}},` +
 			`{"create":{"id":"t00002","params":{"lr":0.02},"budget":2400,"from":"t00001","stage":"gen 1"}}],"progress":0.5}`,
-		`{"actions":[{"continue":{"trial_id":"t00001","budget":3600,"stage":"rung 1"}},{"stop":{"trial_id":"t00002"}},{"shutdown":{}}],"progress":0.5}`,
+		`{"actions":[{"continue":{"trial_id":"t00001","budget":3600,"stage":"rung 1"}},{"stop":{"trial_id":"t00002"}},{"shutdown":{"reason":"budget spent"}}],"progress":0.5}`,
 		`{"actions":[],"progress":0.5,"error":"the searcher returned an action of type \u003cnil\u003e, not create, continue, stop or shutdown"}`,
 	}, lines)
 	var a Answer
 	require.NoError(t, json.Unmarshal([]byte(lines[1]), &a))
 	require.Equal(t, s.finished[0], *a.Actions[0].Continue)
+	require.Equal(t, s.finished[2], *a.Actions[2].Shutdown)
 	require.NoError(t, json.Unmarshal([]byte(lines[0]), &a))
 	require.Equal(t, s.initial[1], *a.Actions[1].Create)
 }

@@ -188,9 +188,6 @@ func latestSeal(sealed string) string {
 			}
 		}
 	}
-	if f, _ := sealedFile(sealed); f != "" && best < 0 {
-		return sealed
-	}
 	return latest
 }
 

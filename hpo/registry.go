@@ -116,3 +116,18 @@ func validateSettings(chosen string, s Settings) error {
 	}
 	return nil
 }
+
+// TopBudget is a trial's full budget where the chosen algorithm's
+// settings give one (ASHA's, Hyperband's or PBT's max_budget), else 0: a
+// trial that ends below it stopped at a rung.
+func (s Settings) TopBudget() float64 {
+	switch {
+	case s.ASHA != nil && s.ASHA.MaxBudget > 0:
+		return s.ASHA.MaxBudget
+	case s.Hyperband != nil && s.Hyperband.MaxBudget > 0:
+		return s.Hyperband.MaxBudget
+	case s.PBT != nil && s.PBT.MaxBudget > 0:
+		return s.PBT.MaxBudget
+	}
+	return 0
+}

@@ -25,7 +25,7 @@ type searchAttrValues struct {
 // run) and refreshes the markdown details the UI shows.
 func (c *campaign) publish(ctx workflow.Context) {
 	now := searchAttrValues{status: string(c.phase()), ended: int64(c.st.Counts.Ended()), running: int64(len(c.st.InFlight))}
-	if b := c.best(); b != nil {
+	if b := c.bestKept(); b != nil {
 		now.best, now.hasBest = b.Score, true
 	}
 	var ups []temporal.SearchAttributeUpdate
@@ -244,11 +244,12 @@ func (v trialView) state(id string, own TrialState, stage string) (TrialState, s
 	return ClassifyTrial(own, f), stage
 }
 
-// topBudget is the search's top budget: ASHA's max_budget when the spec
-// sets it, else the largest budget a segment was given so far.
+// topBudget is the search's top budget: its settings' max_budget when the
+// spec sets one (hpo.Settings.TopBudget), else the largest budget a
+// segment was given so far.
 func (c *campaign) topBudget() float64 {
-	if a := c.spec.Search.ASHA; a != nil && a.MaxBudget > 0 {
-		return a.MaxBudget
+	if b := c.spec.Search.Settings.TopBudget(); b > 0 {
+		return b
 	}
 	return c.st.TopBudget
 }
@@ -266,17 +267,26 @@ func (c *campaign) leaderboard() []LeaderboardEntry {
 
 // best is the best value any trial reported (it never gets worse), with
 // its trial's state as classified.
-func (c *campaign) best() *LeaderboardEntry {
-	b := c.st.Best
-	if (b == nil || c.legacyBest) && len(c.st.Leaderboard) > 0 {
-		b = &c.st.Leaderboard[0] // a state from before Best was kept
-	}
+func (c *campaign) best() *LeaderboardEntry { return c.bestIn(c.view()) }
+
+// bestIn is best with the trial's state classified by v.
+func (c *campaign) bestIn(v trialView) *LeaderboardEntry {
+	b := c.bestKept()
 	if b == nil {
 		return nil
 	}
 	e := *b
-	e.State, e.Stage = c.view().state(e.TrialID, e.State, e.Stage)
+	e.State, e.Stage = v.state(e.TrialID, e.State, e.Stage)
 	return &e
+}
+
+// bestKept is the best entry as the campaign keeps it, its state not
+// classified (the search attribute needs only its score).
+func (c *campaign) bestKept() *LeaderboardEntry {
+	if (c.st.Best == nil || c.legacyBest) && len(c.st.Leaderboard) > 0 {
+		return &c.st.Leaderboard[0] // a state from before Best was kept
+	}
+	return c.st.Best
 }
 
 // status counts and lists the trials by their classified state.
@@ -287,9 +297,10 @@ func (c *campaign) status() CampaignStatus {
 		Pending:   len(c.st.Pending),
 		MaxTrials: b.MaxTrials, MaxConcurrent: b.MaxConcurrent, MaxFailures: b.MaxFailures,
 		Progress: c.searcher.Progress(), Objective: c.spec.Objective.Metric, Mode: c.spec.Objective.Mode,
-		Best: c.best(), Runs: c.st.Runs, WarmStarted: c.st.WarmStarted, Warnings: c.warnings(),
+		Runs: c.st.Runs, WarmStarted: c.st.WarmStarted, Warnings: c.warnings(),
 	}
 	v := c.view()
+	s.Best = c.bestIn(v)
 	add := func(id, wfID string, own TrialState, stage string) {
 		st, stage := v.state(id, own, stage)
 		switch st {

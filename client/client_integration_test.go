@@ -193,6 +193,20 @@ func TestClient(t *testing.T) {
 		t.Logf("stopping an ended campaign: %v", err)
 	}
 
+	// A campaign whose workflow an operator terminates: Wait says so,
+	// with the operator's reason (the SDK's error says only "terminated").
+	if _, err := c.Submit(timeout(t, time.Minute), mlpSpec(t, "ended-outside", 2, 1, 4000, 30)); err != nil {
+		t.Fatalf("Submit: %v", err)
+	}
+	if err := srv.Client().TerminateWorkflow(timeout(t, time.Minute), workflows.CampaignWorkflowID("ended-outside"), "", "disk quota"); err != nil {
+		t.Fatalf("TerminateWorkflow: %v", err)
+	}
+	_, err = c.Wait(timeout(t, time.Minute), "ended-outside")
+	var fe *client.FailedError
+	if !errors.As(err, &fe) || fe.Reason != "its workflow was terminated (disk quota)" {
+		t.Errorf("Wait of a terminated campaign: %v, want a FailedError with the operator's reason", err)
+	}
+
 	got, err := c.Spec(timeout(t, time.Minute), "long")
 	if err != nil || got.Budget.MaxFailures != 4 || got.Search.Seed != 1 {
 		t.Errorf("Spec = %+v, %v; want the spec with its defaults", got, err)

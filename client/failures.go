@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/gleaner-hpc/gleaner/hpo"
@@ -164,9 +165,11 @@ func (c *Client) failure(ctx context.Context, name string, res workflows.Campaig
 	)
 	switch {
 	case errors.As(err, &terminated):
+		// The SDK's error says only "terminated": the operator's reason is
+		// in the close event.
 		e.Reason = "its workflow was terminated"
-		if msg := terminated.Error(); msg != "" && msg != "terminated" {
-			e.Reason += " (" + msg + ")"
+		if why := c.terminationReason(ctx, name); why != "" {
+			e.Reason += " (" + why + ")"
 		}
 	case errors.As(err, &canceled):
 		e.Reason = "its workflow was canceled"
@@ -209,4 +212,20 @@ func WaitFailedTrials(ctx context.Context, r FailedTrialsReader, name string, wa
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// terminationReason is the reason given when campaign name's workflow was
+// terminated ("" when it cannot be read).
+func (c *Client) terminationReason(ctx context.Context, name string) string {
+	it := c.tc.GetWorkflowHistory(ctx, workflows.CampaignWorkflowID(name), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return ""
+		}
+		if a := ev.GetWorkflowExecutionTerminatedEventAttributes(); a != nil {
+			return a.GetReason()
+		}
+	}
+	return ""
 }

@@ -79,10 +79,9 @@ type ListOptions struct {
 // one listed for its spec's budget and objective. A campaign just
 // submitted may take a moment to be listed.
 func (c *Client) List(ctx context.Context, opts ListOptions) ([]CampaignSummary, error) {
+	// Every run, also with Running: a campaign that continued as new
+	// started with its first run (CampaignSummary.Started).
 	q := fmt.Sprintf("%s = %q", workflows.GleanerKind.GetName(), workflows.KindCampaign)
-	if opts.Running {
-		q += ` AND ExecutionStatus = "Running"`
-	}
 	var runs []*campaignRun
 	var token []byte
 	for {
@@ -106,7 +105,7 @@ func (c *Client) List(ctx context.Context, opts ListOptions) ([]CampaignSummary,
 			break
 		}
 	}
-	out := c.summaries(runs)
+	out := c.summaries(runs, opts.Running)
 	if opts.Limit > 0 && len(out) > opts.Limit {
 		out = out[:opts.Limit]
 	}
@@ -125,8 +124,9 @@ type campaignRun struct {
 
 // summaries folds runs into one summary per campaign, newest first: a
 // campaign that continued as new is listed once per run, and its latest
-// run says where it is.
-func (c *Client) summaries(runs []*campaignRun) []CampaignSummary {
+// run says where it is. running keeps only the campaigns whose latest run
+// runs.
+func (c *Client) summaries(runs []*campaignRun, running bool) []CampaignSummary {
 	byID := map[string][]*campaignRun{}
 	var ids []string
 	for _, r := range runs {
@@ -140,6 +140,9 @@ func (c *Client) summaries(runs []*campaignRun) []CampaignSummary {
 		rs := byID[id]
 		first := slices.MinFunc(rs, func(a, b *campaignRun) int { return a.started.Compare(b.started) })
 		latest := slices.MaxFunc(rs, func(a, b *campaignRun) int { return a.started.Compare(b.started) })
+		if running && latest.status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			continue
+		}
 		s := CampaignSummary{
 			Name:       keyword(latest.attrs, workflows.GleanerCampaign.GetName()),
 			WorkflowID: id,

@@ -29,7 +29,7 @@ func campaignFailed(ctx context.Context, src any, name string, s workflows.Campa
 // writeFailures prints, under a failed campaign's status, its newest
 // failed trials (client.DescribeFailure); nothing for another state. A
 // read that fails is said in one line: the status stands.
-func writeFailures(ctx context.Context, w io.Writer, r failureReader, name string, s workflows.CampaignStatus) {
+func writeFailures(ctx context.Context, w io.Writer, r failureReader, name, conn string, s workflows.CampaignStatus) {
 	if s.State != workflows.CampaignFailed || s.Failed == 0 {
 		return
 	}
@@ -48,7 +48,7 @@ func writeFailures(ctx context.Context, w io.Writer, r failureReader, name strin
 		fmt.Fprintf(w, "%-9s %s\n", label, d)
 	}
 	if more := s.Failed - len(trials); more > 0 && len(trials) > 0 {
-		fmt.Fprintf(w, "          … and %d more: %s\n", more, commandHint("", "trials", name))
+		fmt.Fprintf(w, "          … and %d more: %s\n", more, commandHint(conn, "trials", name))
 	}
 }
 

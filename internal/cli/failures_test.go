@@ -37,7 +37,7 @@ func TestWriteFailures(t *testing.T) {
 	s.Failed = 5
 	var b bytes.Buffer
 	five := fakeFailures{trials: []workflows.TrialStatus{failedTrial("t00009"), failedTrial("t00007"), failedTrial("t00005"), failedTrial("t00002"), failedTrial("t00001")}}
-	writeFailures(context.Background(), &b, five, "c", s)
+	writeFailures(context.Background(), &b, five, "c", "", s)
 	require.Equal(t, "failed    t00009 (lr=0.1235): trainer exited with exit code 3 (log: /data/c/t00009/runs/1/trainer.log); trial.max_restarts: 1 reached\n"+
 		"            | Traceback (most recent call last):\n"+
 		"            | ValueError: lr out of range\n"+
@@ -50,12 +50,12 @@ func TestWriteFailures(t *testing.T) {
 		"          … and 2 more: gleaner trials c\n", b.String())
 
 	b.Reset()
-	writeFailures(context.Background(), &b, fakeFailures{err: errors.New("server unavailable")}, "c", s)
+	writeFailures(context.Background(), &b, fakeFailures{err: errors.New("server unavailable")}, "c", "", s)
 	require.Equal(t, "failed    (its failed trials could not be read: server unavailable)\n", b.String())
 
 	b.Reset()
 	s.State = workflows.CampaignCompleted
-	writeFailures(context.Background(), &b, five, "c", s)
+	writeFailures(context.Background(), &b, five, "c", "", s)
 	require.Empty(t, b.String(), "only a failed campaign's")
 }
 

@@ -104,7 +104,7 @@ func (o *statusOptions) run(ctx context.Context, flags *pflag.FlagSet, name stri
 			return writeJSON(stdout, statusJSON{s, url})
 		}
 		writeStatus(stdout, s, url)
-		writeFailures(ctx, stdout, c, name, s) // failures.go
+		writeFailures(ctx, stdout, c, name, hintFlags(flags, true), s) // failures.go
 		return nil
 	}
 
@@ -185,7 +185,7 @@ func writeStatus(w io.Writer, s workflows.CampaignStatus, url string) {
 	}
 	fmt.Fprintf(w, "trials    %d/%d ended (%d completed, %d stopped, %d failed), %s, %d created\n",
 		s.Ended(), s.MaxTrials, s.Completed, s.Stopped, s.Failed, strings.Join(s.Census(), ", "), s.Created)
-	if s.Parked > 0 || s.Continued > 0 {
+	if s.Continued > 0 {
 		fmt.Fprintf(w, "budgets   %d segments continued; a parked trial holds no nodes until its searcher continues it\n", s.Continued)
 	}
 	fmt.Fprintf(w, "limits    %d at once, ends after %d failures\n", s.MaxConcurrent, s.MaxFailures)

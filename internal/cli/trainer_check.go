@@ -125,7 +125,7 @@ included) for a number-like choice. COMMAND runs without a shell, in
 	f.StringVar(&o.workdir, "workdir", "", "where COMMAND runs (default: the current directory)")
 	f.IntVar(&o.stopAfter, "stop-after", 3, "send run 1 SIGTERM after this many progress reports, or at its first reported checkpoint if that comes first")
 	f.DurationVar(&o.grace, "grace", gleaner.CampaignSpec{}.WithDefaults().Trial.GracePeriod.Std(), "how long a stopped trainer may take to exit before SIGKILL (trial.grace_period)")
-	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "the longest a run may take (at most 9m); it is then stopped")
+	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "the longest a run may take (at most 9m, and 9m30s with --grace); it is then stopped")
 	f.StringVar(&o.metric, "metric", "", "a metric the trainer must report (the campaign's objective)")
 	f.StringVar(&o.dir, "dir", "", "a directory for the check's trial, DIR/trainer-check/t00001 (created if needed, kept); default: a temporary one")
 	f.BoolVar(&o.keep, "keep", false, "keep the temporary trial directory after a PASS too")
@@ -162,6 +162,10 @@ func (o *trainerCheckOptions) validate(command []string) (checkSetup, error) {
 		return s, usageErrorf("--grace: %v must be positive", o.grace)
 	case o.timeout <= 0 || o.timeout > maxCheckTimeout:
 		return s, usageErrorf("--timeout: %v is not between 0 and %v", o.timeout, maxCheckTimeout)
+	case o.timeout+o.grace > maxCheckTimeout+30*time.Second:
+		// A run stopped at its timeout still has its grace period to
+		// checkpoint, within the in-process activity's 10 minutes.
+		return s, usageErrorf("--timeout %v and --grace %v: together at most %v", o.timeout, o.grace, maxCheckTimeout+30*time.Second)
 	}
 	params, err := parseCheckParams(o.params)
 	if err != nil {

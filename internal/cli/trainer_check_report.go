@@ -292,7 +292,6 @@ func atBudget(v, budget float64) bool { return v >= budget*(1-1e-9) }
 // judge turns the runs into problems, warnings and the verdict.
 func (c *checker) judge() {
 	res, unit, budget := c.res, c.setup.trial.BudgetUnit, c.setup.trial.Budget
-	_ = unit
 	problem := func(run int, reason, format string, args ...any) {
 		res.Problems = append(res.Problems, CheckProblem{Run: run, Reason: reason, Detail: fmt.Sprintf(format, args...)})
 	}

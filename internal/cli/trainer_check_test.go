@@ -177,6 +177,7 @@ func TestTrainerCheckUsage(t *testing.T) {
 		{"trainer", "check", "--param", "lr", "--", "true"},
 		{"trainer", "check", "--param", "lr=1", "--param", "lr=2", "--", "true"},
 		{"trainer", "check", "--timeout", "10m", "--", "true"},
+		{"trainer", "check", "--timeout", "9m", "--grace", "2m", "--", "true"},
 		{"trainer", "check", "--nodes", "0", "--", "true"},
 		{"trainer", "check", "--bogus", "--", "true"},
 	} {

@@ -325,7 +325,7 @@ func (s *Server) launch() error {
 // attribute (registering missing ones), within StartTimeout or ctx,
 // whichever ends first. It returns the connected client.
 func (s *Server) waitReady(ctx context.Context) (client.Client, error) {
-	start := time.Now()
+	start, parent := time.Now(), ctx
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -345,7 +345,7 @@ func (s *Server) waitReady(ctx context.Context) (client.Client, error) {
 				s.opts.CLIPath, errExited, s.cmd.ProcessState, s.out.String())
 		case <-ctx.Done():
 			deadline := fmt.Sprintf("StartTimeout %v", s.opts.StartTimeout)
-			if time.Since(start) < s.opts.StartTimeout-time.Second {
+			if parent.Err() != nil {
 				deadline = "the caller's deadline"
 			}
 			return nil, fmt.Errorf("devserver: pid %d runs but is not ready at %s after %v (%d probes; %s): %w (last error: %v)\nserver output (tail):\n%s",

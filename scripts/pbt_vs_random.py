@@ -117,8 +117,10 @@ def main():
         pbt_best = min(v for v, s in final_losses(data).values() if s >= 38400)
         res = []
         for trials in () if a.pbt_only else (n, 8):
-            spec = base.replace("algorithm: random", f"algorithm: random\n  seed: {seed}").replace(
-                "max_trials: 17", f"max_trials: {trials}")
+            spec, subs = re.subn(r"(?m)^  max_trials: \d+$", f"  max_trials: {trials}",
+                                 base.replace("algorithm: random", f"algorithm: random\n  seed: {seed}"))
+            if subs != 1:
+                sys.exit("pbt-baseline.yaml: no budget.max_trials line to set")
             _, rdata = run_campaign(gleaner, spec, work, f"random-{seed}-{trials}")
             res.append(min(v for v, _ in final_losses(rdata).values()))
         res += [math.nan] * (2 - len(res))

@@ -1,24 +1,10 @@
 package workflows
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/hpo"
-)
-
-// TaskQueue is the default task queue of Gleaner's workers.
-const TaskQueue = "gleaner"
-
-// Workflow type names.
-const (
-	CampaignWorkflowName = "gleaner.Campaign"
-	TrialWorkflowName    = "gleaner.Trial"
-	PoolWorkflowName     = "gleaner.Pool"
-	// TrialRecordsWorkflowName keeps a chunk of an inline campaign's ended
-	// trials: its input and result are the records (TrialRecords).
-	TrialRecordsWorkflowName = "gleaner.TrialRecords"
 )
 
 // Activity names.
@@ -83,55 +69,6 @@ const (
 	SignalIdleEstimates = "gleaner.idle-estimates"
 )
 
-// Queries.
-const (
-	// QueryStatus returns CampaignStatus, TrialStatus or PoolStatus.
-	QueryStatus = "gleaner.status"
-	// QueryLeaderboard (CampaignWorkflow) returns []LeaderboardEntry.
-	QueryLeaderboard = "gleaner.leaderboard"
-	// QueryDemand (PoolWorkflow) returns PoolDemand.
-	QueryDemand = "gleaner.demand"
-	// QueryLibrary (PoolWorkflow) returns PoolLibrary: the curves the
-	// pool learned from trials that left it.
-	QueryLibrary = "gleaner.library"
-)
-
-// Updates (CampaignWorkflow and TrialWorkflow); their argument is
-// ControlRequest and they return the status after the change.
-const (
-	UpdatePause  = "gleaner.pause"
-	UpdateResume = "gleaner.resume"
-	UpdateStop   = "gleaner.stop"
-)
-
-// CampaignWorkflowID is the workflow id of campaign name.
-func CampaignWorkflowID(name string) string { return "gleaner-campaign-" + name }
-
-// TrialWorkflowID is the workflow id of a campaign's n-th trial.
-func TrialWorkflowID(campaignWorkflowID string, n int) string {
-	return fmt.Sprintf("%s-trial-%05d", campaignWorkflowID, n)
-}
-
-// PoolWorkflowID is the workflow id of pool name.
-func PoolWorkflowID(pool string) string { return "gleaner-pool-" + pool }
-
-// TrialState is where a trial is in its life.
-type TrialState string
-
-const (
-	TrialPending   TrialState = "pending"   // registered, waiting for nodes
-	TrialRunning   TrialState = "running"   // a trainer runs on its nodes
-	TrialPaused    TrialState = "paused"    // by a person, or preempted to 0 nodes
-	TrialCompleted TrialState = "completed" // the trainer finished (exit 0)
-	TrialStopped   TrialState = "stopped"   // stopped by a person or its campaign
-	TrialFailed    TrialState = "failed"    // the trainer kept failing
-)
-
-// Terminal reports whether the state is final.
-func (s TrialState) Terminal() bool {
-	return s == TrialCompleted || s == TrialStopped || s == TrialFailed
-}
-
 // TrialInput starts a TrialWorkflow.
 type TrialInput struct {
 	TrialID            string // unique within the campaign, e.g. "t00042"
@@ -190,68 +127,6 @@ type TrialInput struct {
 	Owner string `json:",omitempty"`
 }
 
-// TrialSegmentWorkflowID is the workflow id of segment seg of trial
-// number n (see TrialInput.Segment): the first keeps TrialWorkflowID.
-func TrialSegmentWorkflowID(campaignWorkflowID string, n, seg int) string {
-	if seg <= 1 {
-		return TrialWorkflowID(campaignWorkflowID, n)
-	}
-	return fmt.Sprintf("%s.%d", TrialWorkflowID(campaignWorkflowID, n), seg)
-}
-
-// TrialProgress is the durable part of a trial's state.
-type TrialProgress struct {
-	State      TrialState         `json:"state"`
-	Samples    float64            `json:"samples"`
-	Step       int64              `json:"step"`
-	Epoch      float64            `json:"epoch"`
-	Metrics    map[string]float64 `json:"metrics,omitempty"`
-	Checkpoint string             `json:"checkpoint,omitempty"`
-	Nodes      []string           `json:"nodes,omitempty"`
-	// Restarts counts relaunches after failures; Rescales counts relaunches
-	// for a new assignment (resize, preemption, resume).
-	Restarts int `json:"restarts"`
-	Rescales int `json:"rescales"`
-	// History is a bounded window of the objective metric over samples.
-	History []MetricPoint `json:"history,omitempty"`
-	// MalformedReports counts report lines skipped.
-	MalformedReports int `json:"malformed_reports,omitempty"`
-	// Killed counts runs that ignored SIGTERM for the whole grace period
-	// and were SIGKILLed (they resumed from their last periodic checkpoint).
-	Killed int    `json:"killed,omitempty"`
-	Error  string `json:"error,omitempty"`
-	// Runs counts the trainer's launches over the trial's whole life (it
-	// survives continue-as-new, so run directories are never reused).
-	Runs int `json:"runs,omitempty"`
-	// BadCheckpoints counts reported checkpoints that were rejected
-	// (missing, or outside the checkpoint directory) and never became a
-	// resume point; BadCheckpoint names the latest and why.
-	BadCheckpoints int    `json:"bad_checkpoints,omitempty"`
-	BadCheckpoint  string `json:"bad_checkpoint,omitempty"`
-	// ObjectiveSeen is set once a report carried the objective metric.
-	ObjectiveSeen bool `json:"objective_seen,omitempty"`
-	// Model and Batch are what the trainer's reports said it trains
-	// (Progress.Model, .Batch), kept across continue-as-new.
-	Model string `json:"model,omitempty"`
-	Batch int    `json:"batch,omitempty"`
-}
-
-// MetricPoint is one sample of the objective metric.
-type MetricPoint struct {
-	Samples float64 `json:"samples"`
-	Value   float64 `json:"value"`
-}
-
-// TrialStatus answers QueryStatus on a TrialWorkflow.
-type TrialStatus struct {
-	TrialID string     `json:"trial_id"`
-	Params  hpo.Params `json:"params"`
-	// Stage is the searcher's label of the trial's latest segment (a
-	// rung, a generation); empty for searchers without stages.
-	Stage string `json:"stage,omitempty"`
-	TrialProgress
-}
-
 // Assignment is the pool's decision for one trial: its nodes (empty:
 // preempted to 0 nodes). Epoch increases with every decision, so a trial
 // ignores stale ones.
@@ -275,25 +150,6 @@ type HostNodes struct {
 	Nodes     []string `json:"nodes"`
 }
 
-// AgentJoin announces an agent and its nodes to a pool. Sent again by an
-// agent that restarts, it replaces what the pool knew of it.
-type AgentJoin struct {
-	Agent string `json:"agent"` // unique in the pool: the node id prefix
-	// TaskQueue is the agent's own: the ranks of trials on its nodes and
-	// its lease run there.
-	TaskQueue string `json:"task_queue"`
-	// Addr is the address peers reach the agent's host at (rendezvous).
-	Addr  string         `json:"addr,omitempty"`
-	Nodes []gleaner.Node `json:"nodes"`
-	// Incarnation tells apart two starts of the same agent: a lease that
-	// ends for an older incarnation does not remove the newer.
-	Incarnation string `json:"incarnation"`
-	// StorageID is the id in the agent's data directory (a marker file
-	// the first agent writes): agents whose ids differ do not share it.
-	StorageID string `json:"storage_id,omitempty"`
-	DataDir   string `json:"data_dir,omitempty"` // as the agent sees it, for messages
-}
-
 // AgentLeave takes an agent's nodes out of the pool at once (SIGTERM:
 // its trainers are checkpointing).
 type AgentLeave struct {
@@ -311,33 +167,6 @@ type AgentLeaseInput struct {
 	// (a data directory not shared with the pool's other agents, a node id
 	// another agent holds); the agent exits with it.
 	Refused string `json:"refused,omitempty"`
-}
-
-// RegisterTrial asks the pool for nodes.
-type RegisterTrial struct {
-	TrialID         string        `json:"trial_id"` // the trial's workflow id
-	CampaignID      string        `json:"campaign_id"`
-	MinNodes        int           `json:"min_nodes"`
-	MaxNodes        int           `json:"max_nodes"`
-	NodeType        string        `json:"node_type,omitempty"`
-	RescaleUpCost   time.Duration `json:"rescale_up_cost"`
-	RescaleDownCost time.Duration `json:"rescale_down_cost"`
-	Weight          float64       `json:"weight,omitempty"`
-	// Arch is the trial's architecture (its architecture parameter's
-	// canonical JSON; a NAS campaign's), from which a worker with a
-	// throughput model predicts the trial's curve before it runs.
-	Arch string `json:"arch,omitempty"`
-	// Model and Batch name what the trial trains: the campaign's
-	// resources.model and .batch, each where set, else what its trainer
-	// reported (Progress.Model, .Batch). The JPA's profiled curves and
-	// speeds of that model apply to the trial, and its measured curve
-	// joins the pool's library under that name when it leaves.
-	Model string `json:"model,omitempty"`
-	Batch int    `json:"batch,omitempty"`
-	// GracePeriod is how long the trial's trainer may take to leave its
-	// nodes once stopped: the pool holds a node taken from the trial that
-	// long (plus a margin) before another trial may use it.
-	GracePeriod time.Duration `json:"grace_period,omitempty"`
 }
 
 // Released tells the pool that the trial's trainer no longer runs on any
@@ -451,59 +280,6 @@ type RunTrialResult struct {
 	Failures       int    `json:"failures,omitempty"`
 	BadCheckpoints int    `json:"bad_checkpoints,omitempty"`
 	BadCheckpoint  string `json:"bad_checkpoint,omitempty"`
-}
-
-// TrialReport is what a trial tells its campaign: its latest metrics while
-// it runs (rate-limited) and its outcome when it ends.
-type TrialReport struct {
-	TrialID    string             `json:"trial_id"`
-	WorkflowID string             `json:"workflow_id"`
-	Number     int                `json:"number"`
-	Params     hpo.Params         `json:"params"`
-	State      TrialState         `json:"state"`
-	Final      bool               `json:"final"`
-	Metrics    map[string]float64 `json:"metrics,omitempty"`
-	Samples    float64            `json:"samples"`
-	Step       int64              `json:"step,omitempty"`
-	Epoch      float64            `json:"epoch,omitempty"`
-	Restarts   int                `json:"restarts"`
-	Rescales   int                `json:"rescales"`
-	Error      string             `json:"error,omitempty"`
-	// Stage and Segment are the trial's TrialInput.Stage and Segment.
-	Stage   string `json:"stage,omitempty"`
-	Segment int    `json:"segment,omitempty"`
-	// Resume is set on the final report of a trial that reached its
-	// budget (TrialInput.Budget): what its next segment starts from.
-	Resume *TrialResume `json:"resume,omitempty"`
-	// ObjectiveMissing marks a final report of a trial that ended without
-	// ever reporting the campaign's objective metric (Metrics holds the
-	// names it did report, if any).
-	ObjectiveMissing bool `json:"objective_missing,omitempty"`
-}
-
-// TrialResume is what a trial's next segment needs of the one that
-// reached its budget.
-type TrialResume struct {
-	Owner      string  `json:"owner"`
-	Samples    float64 `json:"samples"`
-	Step       int64   `json:"step,omitempty"`
-	Epoch      float64 `json:"epoch,omitempty"`
-	Checkpoint string  `json:"checkpoint,omitempty"`
-	Runs       int     `json:"runs"`
-	Restarts   int     `json:"restarts,omitempty"`
-	Rescales   int     `json:"rescales,omitempty"`
-	Seen       bool    `json:"objective_seen,omitempty"`
-}
-
-// Progress is the TrialProgress a segment started from r begins with.
-func (r TrialResume) Progress() TrialProgress {
-	return TrialProgress{State: TrialPending, Samples: r.Samples, Step: r.Step, Epoch: r.Epoch,
-		Checkpoint: r.Checkpoint, Runs: r.Runs, Restarts: r.Restarts, Rescales: r.Rescales, ObjectiveSeen: r.Seen}
-}
-
-// ControlRequest is the argument of the pause, resume and stop updates.
-type ControlRequest struct {
-	Reason string `json:"reason,omitempty"`
 }
 
 // Arch is the trial's architecture: the value of its ArchParam, or "".

@@ -38,9 +38,6 @@ var (
 	// lets its running trials finish before it stops them at a checkpoint
 	// (they resume in the next run).
 	InlineDrainWait = 30 * time.Second
-	// InlineCountsEvery bounds how often an inline campaign upserts its
-	// trial counts (GleanerTrialsDone, GleanerTrialsRunning).
-	InlineCountsEvery = 5 * time.Second
 )
 
 // InlineState is an inline campaign's trials and nodes, carried across
@@ -76,29 +73,12 @@ type InlineTrial struct {
 	Stop bool `json:"stop,omitempty"`
 }
 
-// TrialRecords is a chunk of an inline campaign's ended trials.
-type TrialRecords struct {
-	Campaign string        `json:"campaign"`
-	Chunk    int           `json:"chunk"`
-	Trials   []TrialStatus `json:"trials"`
-}
-
-// TrialRecordsWorkflowID is the workflow id of a campaign's chunk n (from 1).
-func TrialRecordsWorkflowID(campaignWorkflowID string, n int) string {
-	return fmt.Sprintf("%s-records-%05d", campaignWorkflowID, n)
-}
-
 // TrialRecordsWorkflow keeps a chunk of ended inline trials: it returns
 // its input, so the records are readable for the namespace's retention
 // (client.Trials reads them).
 func TrialRecordsWorkflow(ctx workflow.Context, in TrialRecords) (TrialRecords, error) {
 	return in, nil
 }
-
-// QueryTrials (CampaignWorkflow) returns []TrialStatus: an inline
-// campaign's in-flight trials and the ended ones not yet in a
-// TrialRecords workflow.
-const QueryTrials = "gleaner.trials"
 
 // inlineRun is one running RunTrial of an inline trial.
 type inlineRun struct {

@@ -329,11 +329,11 @@ func TestCampaignSnapshotIsCapped(t *testing.T) {
 	for i := range 10 {
 		snap.Leaderboard = append(snap.Leaderboard, LeaderboardEntry{TrialID: fmt.Sprintf("t%05d", i+1), Params: hpo.Params{"arch": hpo.String(big)}, Score: float64(i)})
 	}
-	capped := snap.capped(MemoSnapshotMax)
+	capped := capSnapshot(snap, MemoSnapshotMax)
 	require.LessOrEqual(t, jsonSize(capped), MemoSnapshotMax)
 	require.NotEmpty(t, capped.Leaderboard)
 	require.Less(t, len(capped.Leaderboard), 10)
 	require.Equal(t, snap.Leaderboard[:len(capped.Leaderboard)], capped.Leaderboard, "the best entries stay")
 	small := CampaignSnapshot{Leaderboard: snap.Leaderboard[:1]}
-	require.Equal(t, small, small.capped(MemoSnapshotMax), "a small snapshot is kept whole")
+	require.Equal(t, small, capSnapshot(small, MemoSnapshotMax), "a small snapshot is kept whole")
 }

@@ -113,15 +113,12 @@ func formatParams(p hpo.Params) string {
 	return strings.Join(parts, " ")
 }
 
-// MemoSnapshot is the memo key of an inline campaign's CampaignSnapshot.
-const MemoSnapshot = "gleaner.snapshot"
-
-// capped drops the status's trial briefs, those of trials holding no
+// capSnapshot drops the status's trial briefs, those of trials holding no
 // nodes (parked, stopped at their rung) first, then leaderboard entries,
 // worst first, until the snapshot's JSON is at most limit bytes (the
 // counts stay whole). Only a client that cannot wait for the campaign
 // reads the snapshot; a query answers in full.
-func (s CampaignSnapshot) capped(limit int) CampaignSnapshot {
+func capSnapshot(s CampaignSnapshot, limit int) CampaignSnapshot {
 	if jsonSize(s) <= limit {
 		return s
 	}
@@ -169,16 +166,6 @@ func jsonSize(v any) int {
 	return len(b)
 }
 
-// CampaignSnapshot is an inline campaign's status and the top of its
-// leaderboard, in its memo, refreshed with its search attributes (at
-// most every InlineCountsEvery): a busy campaign answers queries only
-// between its workflow tasks, and a client that cannot wait reads this
-// instead (client.Status, client.Leaderboard).
-type CampaignSnapshot struct {
-	Status      CampaignStatus     `json:"status"`
-	Leaderboard []LeaderboardEntry `json:"leaderboard,omitempty"`
-}
-
 // MemoSnapshotMax bounds the snapshot in the memo, as JSON: Temporal
 // refuses a memo over 32 KB (limit.memoSize.error) and fails the workflow
 // task that upserts it, so large parameters (a NAS architecture) cost
@@ -190,7 +177,7 @@ func (c *campaign) upsertSnapshot(ctx workflow.Context) {
 	snap.Status.AsOf = workflow.Now(ctx)
 	lb := c.leaderboard()
 	snap.Leaderboard = lb[:min(len(lb), detailsLeaderboardN)]
-	snap = snap.capped(MemoSnapshotMax)
+	snap = capSnapshot(snap, MemoSnapshotMax)
 	if err := workflow.UpsertMemo(ctx, map[string]any{MemoSnapshot: snap}); err != nil {
 		c.logger.Warn("memo not upserted", "error", err)
 	}

@@ -85,60 +85,10 @@ func (in PoolInput) withDefaults() PoolInput {
 	return in
 }
 
-// PoolState is everything the pool knows, compact enough to carry across
-// continue-as-new.
-type PoolState struct {
-	// Nodes are the pool's idle nodes: Local and every live agent's,
-	// sorted by id.
-	Nodes []gleaner.Node `json:"nodes"`
-	// Local are the nodes of the worker's own node source (PollNodes).
-	Local []gleaner.Node `json:"local,omitempty"`
-	// Agents are the live agents, sorted by id.
-	Agents []PoolAgent  `json:"agents,omitempty"`
-	Trials []PoolTrial  `json:"trials"` // sorted by TrialID
-	Epoch  int64        `json:"epoch"`
-	Solves int64        `json:"solves"`
-	Last   SolveSummary `json:"last"`
-	// Resend lists trials that registered again and must hear their
-	// assignment again at the next allocation.
-	Resend []string `json:"resend,omitempty"`
-	// Releasing are nodes taken from a trial whose trainer may still run
-	// on them: no other trial is told to use them until the trial confirms
-	// (Released) or its hold expires (Releasing.Until).
-	Releasing []Releasing `json:"releasing,omitempty"`
-	// IdleUntil are a batch-scheduler source's estimates of when each of
-	// its nodes is taken back (SignalIdleEstimates), by node id; they
-	// override what the agents reported.
-	IdleUntil map[string]time.Time `json:"idle_until,omitempty"`
-	// Library is what trials measured before they left the pool, one
-	// curve per trial and node type, bounded (Learn): the JPA predicts
-	// later trials from it (AllocateInput.Library). QueryStatus leaves it
-	// out (LibraryCurves counts it); QueryLibrary answers it.
-	Library []LearnedCurve `json:"library,omitempty"`
-}
-
-// PoolAgent is a live agent as the pool knows it.
-type PoolAgent struct {
-	AgentJoin
-	Since time.Time `json:"since"`
-}
-
 // AgentLeaseResult ends a lease: Renew when it ran AgentLeaseRenew and
 // the agent is still there; else the agent left.
 type AgentLeaseResult struct {
 	Renew bool `json:"renew,omitempty"`
-}
-
-// Releasing is a node being vacated by a trial.
-type Releasing struct {
-	Node    string    `json:"node"`
-	TrialID string    `json:"trial_id"`
-	Epoch   int64     `json:"epoch"` // the decision that took it
-	Since   time.Time `json:"since"`
-	// Until is when the node is handed on without confirmation: Since +
-	// max(ReleaseTimeout, the trial's grace period + ReleaseMargin).
-	// Zero in a state from before it existed: Since + ReleaseTimeout.
-	Until time.Time `json:"until,omitempty"`
 }
 
 // releaseHold is how long a node taken from r's trial is held for it.
@@ -151,91 +101,6 @@ func (p *pool) releaseDeadline(r Releasing) time.Time {
 		return r.Since.Add(p.in.ReleaseTimeout)
 	}
 	return r.Until
-}
-
-// PoolTrial is one registered trial as the pool sees it.
-type PoolTrial struct {
-	Registration RegisterTrial `json:"registration"`
-	Nodes        []string      `json:"nodes,omitempty"` // assigned now
-	NodeType     string        `json:"node_type,omitempty"`
-	// Sent is the assignment the trial was last told; it lags Nodes while
-	// nodes it is to get are still being vacated by another trial.
-	Sent    []string       `json:"sent,omitempty"`
-	Reason  string         `json:"reason,omitempty"`
-	Profile []ProfilePoint `json:"profile,omitempty"`
-	// RescaleUpCost and RescaleDownCost are measured seconds, 0 until
-	// measured (the registration's priors are used then).
-	RescaleUpCost   float64 `json:"rescale_up_s,omitempty"`
-	RescaleDownCost float64 `json:"rescale_down_s,omitempty"`
-}
-
-// ProfilePoint is a measured throughput of a trial.
-type ProfilePoint struct {
-	Nodes      int     `json:"nodes"`
-	NodeType   string  `json:"node_type,omitempty"`
-	Throughput float64 `json:"throughput"`
-	Spread     float64 `json:"spread,omitempty"`
-}
-
-// SolveSummary describes one allocation.
-type SolveSummary struct {
-	At          time.Time `json:"at"`
-	Formulation string    `json:"formulation"`
-	Status      string    `json:"status"`
-	Objective   float64   `json:"objective"`
-	SolveMillis float64   `json:"solve_ms"`
-	Trials      int       `json:"trials"`
-	Nodes       int       `json:"nodes"`
-	NodesUsed   int       `json:"nodes_used"`
-	Changed     int       `json:"changed"` // trials whose nodes changed
-	// Lookahead is the T_fwd the allocation used, in seconds: derived from
-	// the nodes' idle-time estimates where they have them.
-	Lookahead float64 `json:"lookahead_s,omitempty"`
-}
-
-// PoolStatus answers QueryStatus on a PoolWorkflow.
-type PoolStatus struct {
-	Name string `json:"name"`
-	PoolState
-	// LibraryCurves is how many curves the pool's library holds
-	// (QueryLibrary lists them).
-	LibraryCurves int `json:"library_curves,omitempty"`
-}
-
-// NodeUse is how many of the pool's nodes (PoolState.Nodes) are assigned
-// to a trial now, and how many it has: a node counts once however many
-// registrations name it, and a node the pool no longer has (its source
-// took it back while the trial vacates it) is not in use of the pool's.
-// `pool status`, `status --watch`, `gleaner dev` and the pool's details
-// all count by it.
-func (s PoolState) NodeUse() (inUse, total int) {
-	have := make(map[string]bool, len(s.Nodes))
-	for _, n := range s.Nodes {
-		have[n.ID] = true
-	}
-	used := map[string]bool{}
-	for _, t := range s.Trials {
-		for _, n := range t.Nodes {
-			if have[n] {
-				used[n] = true
-			}
-		}
-	}
-	return len(used), len(s.Nodes)
-}
-
-// Registrations counts the pool's registrations by kind: trials (one
-// per trial workflow) and inline campaigns (one per campaign, which runs
-// several trials on the nodes it is given).
-func (s PoolState) Registrations() (trials, inlineCampaigns int) {
-	for _, t := range s.Trials {
-		if t.Registration.TrialID == CampaignWorkflowID(t.Registration.CampaignID) {
-			inlineCampaigns++
-		} else {
-			trials++
-		}
-	}
-	return trials, inlineCampaigns
 }
 
 // PollNodesInput asks the worker's node source of a pool for idle nodes.
@@ -297,7 +162,7 @@ func PoolWorkflow(ctx workflow.Context, in PoolInput) error {
 		return err
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryDemand, func() (PoolDemand, error) {
-		return p.st.demand(), nil
+		return p.st.Demand(), nil
 	}); err != nil {
 		return err
 	}

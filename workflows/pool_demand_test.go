@@ -9,7 +9,7 @@ import (
 
 func TestPoolDemandIsWhatTheTrialsCouldStillUse(t *testing.T) {
 	st := PoolState{Nodes: make([]gleaner.Node, 3)}
-	if d := st.demand(); d != (PoolDemand{Nodes: 3}) {
+	if d := st.Demand(); d != (PoolDemand{Nodes: 3}) {
 		t.Errorf("no trials: %+v, want nothing wanted", d)
 	}
 	st.Trials = []PoolTrial{
@@ -17,11 +17,11 @@ func TestPoolDemandIsWhatTheTrialsCouldStillUse(t *testing.T) {
 		{Registration: RegisterTrial{TrialID: "b", MinNodes: 2, MaxNodes: 2, GracePeriod: time.Minute}},
 		{Registration: RegisterTrial{TrialID: "c"}}, // no sizes: one node
 	}
-	if d := st.demand(); d != (PoolDemand{Trials: 3, Nodes: 3, Wanted: 4, MaxGrace: time.Minute}) {
+	if d := st.Demand(); d != (PoolDemand{Trials: 3, Nodes: 3, Wanted: 4, MaxGrace: time.Minute}) {
 		t.Errorf("demand = %+v, want 7 wanted less 3 held, grace 1m", d)
 	}
 	st.Nodes = make([]gleaner.Node, 10)
-	if d := st.demand(); d.Wanted != 0 {
+	if d := st.Demand(); d.Wanted != 0 {
 		t.Errorf("more nodes than wanted: Wanted %d, want 0", d.Wanted)
 	}
 }

@@ -34,35 +34,6 @@ const (
 	LibraryMaxPoints = 32
 )
 
-// LearnedCurve is a trial's measured throughput on one node type, kept in
-// its pool's library after it left the pool.
-type LearnedCurve struct {
-	// Trial is the trial's workflow id; Campaign its campaign (the curve's
-	// jpa.PriorCurve.Group).
-	Trial    string `json:"trial"`
-	Campaign string `json:"campaign"`
-	// Model and Batch are what it trained (RegisterTrial.Model, .Batch);
-	// "" and 0 when unknown.
-	Model    string `json:"model,omitempty"`
-	Batch    int    `json:"batch,omitempty"`
-	NodeType string `json:"node_type,omitempty"`
-	// Points are sorted by strictly increasing Nodes, throughputs > 0.
-	Points []CurvePoint `json:"points"`
-	// At is when the trial left the pool (workflow time).
-	At time.Time `json:"at"`
-}
-
-// CurvePoint is a measured throughput, samples/s at Nodes.
-type CurvePoint struct {
-	Nodes      int     `json:"nodes"`
-	Throughput float64 `json:"throughput"`
-}
-
-// Name is the curve's name in the JPA's library: the trial's own
-// measurements are named so (jpa.Advisor.Curves), so a trial that
-// registers again is never its own neighbour (jpa.Query.Self).
-func (c LearnedCurve) Name() string { return c.Trial + "@" + c.NodeType }
-
 // libraryKey is the bucket a curve is capped in.
 type libraryKey struct {
 	model    string
@@ -71,17 +42,11 @@ type libraryKey struct {
 	nodeType string
 }
 
-func (c LearnedCurve) key() libraryKey {
+func keyOf(c LearnedCurve) libraryKey {
 	if c.Model != "" {
 		return libraryKey{model: c.Model, batch: c.Batch, nodeType: c.NodeType}
 	}
 	return libraryKey{campaign: c.Campaign, nodeType: c.NodeType}
-}
-
-// PoolLibrary answers QueryLibrary on a PoolWorkflow.
-type PoolLibrary struct {
-	Name   string         `json:"name"`
-	Curves []LearnedCurve `json:"curves"`
 }
 
 // LearnedCurves are what a trial measured, one curve per node type with
@@ -139,7 +104,7 @@ func Learn(lib []LearnedCurve, curves ...LearnedCurve) []LearnedCurve {
 		lib = append(lib, c)
 		var same []int
 		for i, x := range lib {
-			if x.key() == c.key() {
+			if keyOf(x) == keyOf(c) {
 				same = append(same, i)
 			}
 		}
@@ -156,12 +121,12 @@ func Learn(lib []LearnedCurve, curves ...LearnedCurve) []LearnedCurve {
 	for len(lib) > LibraryMaxCurves {
 		count := map[libraryKey]int{}
 		for _, x := range lib {
-			count[x.key()]++
+			count[keyOf(x)]++
 		}
 		victim := -1
 		for i, x := range lib {
-			if victim < 0 || count[x.key()] > count[lib[victim].key()] ||
-				(count[x.key()] == count[lib[victim].key()] && older(x, lib[victim])) {
+			if victim < 0 || count[keyOf(x)] > count[keyOf(lib[victim])] ||
+				(count[keyOf(x)] == count[keyOf(lib[victim])] && older(x, lib[victim])) {
 				victim = i
 			}
 		}

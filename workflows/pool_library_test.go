@@ -120,7 +120,7 @@ func TestPoolLearnsCurvesOfFinishedTrials(t *testing.T) {
 		assert.Equal(t, "c1", c.Campaign)
 		assert.Equal(t, "resnet", c.Model)
 		assert.Equal(t, 32, c.Batch)
-		assert.Equal(t, []wf.CurvePoint{{1, 100}, {2, 60}, {3, 50}, {4, 40}}, c.Points)
+		assert.Equal(t, []wf.CurvePoint{{Nodes: 1, Throughput: 100}, {Nodes: 2, Throughput: 60}, {Nodes: 3, Throughput: 50}, {Nodes: 4, Throughput: 40}}, c.Points)
 		v, err = e.QueryWorkflow(wf.QueryStatus)
 		require.NoError(t, err)
 		var s wf.PoolStatus

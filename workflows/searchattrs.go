@@ -5,41 +5,35 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/gleaner-hpc/gleaner"
 )
 
-// Typed search attributes shared by Gleaner's workflows. Every one must
+// Typed search attributes shared by Gleaner's workflows, by the names the
+// root package gives them (gleaner.SearchAttrCampaign, …). Every one must
 // be registered with the namespace before a workflow sets it (see
 // SearchAttributes and DevServerFlags); the Temporal UI and
 // `temporal workflow list --query` then filter on them, e.g.
 // `GleanerKind = "trial" AND GleanerCampaign = "mnist"`.
 var (
 	// GleanerCampaign is the campaign's name, on the campaign and its trials.
-	GleanerCampaign = temporal.NewSearchAttributeKeyKeyword("GleanerCampaign")
+	GleanerCampaign = temporal.NewSearchAttributeKeyKeyword(gleaner.SearchAttrCampaign)
 	// GleanerKind is "campaign", "trial" or "pool".
-	GleanerKind = temporal.NewSearchAttributeKeyKeyword("GleanerKind")
+	GleanerKind = temporal.NewSearchAttributeKeyKeyword(gleaner.SearchAttrKind)
 	// GleanerStatus is the workflow's state: a CampaignPhase on campaigns,
 	// a TrialState on trials.
-	GleanerStatus = temporal.NewSearchAttributeKeyKeyword("GleanerStatus")
+	GleanerStatus = temporal.NewSearchAttributeKeyKeyword(gleaner.SearchAttrStatus)
 	// GleanerBestScore is the campaign's best objective value so far.
-	GleanerBestScore = temporal.NewSearchAttributeKeyFloat64("GleanerBestScore")
+	GleanerBestScore = temporal.NewSearchAttributeKeyFloat64(gleaner.SearchAttrBestScore)
 	// GleanerTrialsDone counts the campaign's trials that have ended
 	// (completed, stopped or failed).
-	GleanerTrialsDone = temporal.NewSearchAttributeKeyInt64("GleanerTrialsDone")
+	GleanerTrialsDone = temporal.NewSearchAttributeKeyInt64(gleaner.SearchAttrTrialsDone)
 	// GleanerTrialsRunning counts the campaign's trials in flight.
-	GleanerTrialsRunning = temporal.NewSearchAttributeKeyInt64("GleanerTrialsRunning")
+	GleanerTrialsRunning = temporal.NewSearchAttributeKeyInt64(gleaner.SearchAttrTrialsRunning)
 	// GleanerTrial is a trial's id within its campaign, e.g. "t00042".
-	GleanerTrial = temporal.NewSearchAttributeKeyKeyword("GleanerTrial")
+	GleanerTrial = temporal.NewSearchAttributeKeyKeyword(gleaner.SearchAttrTrial)
 	// GleanerPool is the pool a trial runs in, or a pool's own name.
-	GleanerPool = temporal.NewSearchAttributeKeyKeyword("GleanerPool")
-)
-
-// Values of GleanerKind.
-const (
-	KindCampaign = "campaign"
-	KindTrial    = "trial"
-	KindPool     = "pool"
-	// KindRecords marks a chunk of an inline campaign's ended trials.
-	KindRecords = "records"
+	GleanerPool = temporal.NewSearchAttributeKeyKeyword(gleaner.SearchAttrPool)
 )
 
 // SearchAttributes lists every key above, with its name and type

@@ -47,8 +47,6 @@ const (
 	profileChange = 0.05
 	// ErrTypeInvalidTrial marks a trial that can never run.
 	ErrTypeInvalidTrial = "InvalidTrial"
-	// ErrTypeTrialFailed is the error a failed trial's workflow ends with.
-	ErrTypeTrialFailed = "TrialFailed"
 )
 
 // TrialWorkflow runs one trial to its end: it registers with its pool,
@@ -740,18 +738,6 @@ func (t *trial) absorbResult(run int, res RunTrialResult) {
 	t.p.MalformedReports = max(t.p.MalformedReports, res.Malformed)
 	t.countFailures(run, res.Failures)
 	t.noteBadCheckpoints(res.BadCheckpoints, res.BadCheckpoint)
-}
-
-// FailedTrialReport is the final report a failed trial's workflow carries
-// in its error (ErrTypeTrialFailed): Get on a failed trial's workflow
-// returns that error, not a result.
-func FailedTrialReport(err error) (TrialReport, bool) {
-	var app *temporal.ApplicationError
-	var r TrialReport
-	if errors.As(err, &app) && app.Type() == ErrTypeTrialFailed && app.HasDetails() && app.Details(&r) == nil && r.Final {
-		return r, true
-	}
-	return TrialReport{}, false
 }
 
 // errorMessage is a failed run's reason for people: the application

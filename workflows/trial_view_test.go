@@ -161,7 +161,7 @@ func TestSnapshotWithManyParkedTrialsIsCapped(t *testing.T) {
 	c.st.TopBudget = 9
 	s := c.status()
 	require.Len(t, s.Trials, 4+MaxParked)
-	snap := CampaignSnapshot{Status: s}.capped(MemoSnapshotMax)
+	snap := capSnapshot(CampaignSnapshot{Status: s}, MemoSnapshotMax)
 	require.LessOrEqual(t, jsonSize(snap), MemoSnapshotMax)
 	require.Equal(t, MaxParked, snap.Status.Parked)
 	require.GreaterOrEqual(t, len(snap.Status.Trials), 4)

@@ -1,0 +1,133 @@
+package gleaner
+
+import (
+	"fmt"
+	"time"
+)
+
+// The names a client needs to find and talk to Gleaner's workflows: task
+// queue, workflow types and ids, queries, updates, search attributes and
+// memo keys. The workflows package implements them; these are the wire
+// contract, so a program that only submits and watches campaigns needs
+// neither Temporal's workflow code nor the allocator.
+
+// TaskQueue is the default task queue of Gleaner's workers.
+const TaskQueue = "gleaner"
+
+// Workflow type names.
+const (
+	CampaignWorkflowName = "gleaner.Campaign"
+	TrialWorkflowName    = "gleaner.Trial"
+	PoolWorkflowName     = "gleaner.Pool"
+	// TrialRecordsWorkflowName keeps a chunk of an inline campaign's ended
+	// trials: its input and result are the records (TrialRecords).
+	TrialRecordsWorkflowName = "gleaner.TrialRecords"
+)
+
+// CampaignWorkflowID is the workflow id of campaign name.
+func CampaignWorkflowID(name string) string { return "gleaner-campaign-" + name }
+
+// TrialWorkflowID is the workflow id of a campaign's n-th trial.
+func TrialWorkflowID(campaignWorkflowID string, n int) string {
+	return fmt.Sprintf("%s-trial-%05d", campaignWorkflowID, n)
+}
+
+// TrialSegmentWorkflowID is the workflow id of segment seg of trial
+// number n (a trial's k-th segment is the one its searcher's (k−1)-th
+// Continue started): the first keeps TrialWorkflowID.
+func TrialSegmentWorkflowID(campaignWorkflowID string, n, seg int) string {
+	if seg <= 1 {
+		return TrialWorkflowID(campaignWorkflowID, n)
+	}
+	return fmt.Sprintf("%s.%d", TrialWorkflowID(campaignWorkflowID, n), seg)
+}
+
+// TrialRecordsWorkflowID is the workflow id of a campaign's chunk n (from 1).
+func TrialRecordsWorkflowID(campaignWorkflowID string, n int) string {
+	return fmt.Sprintf("%s-records-%05d", campaignWorkflowID, n)
+}
+
+// PoolWorkflowID is the workflow id of pool name.
+func PoolWorkflowID(pool string) string { return "gleaner-pool-" + pool }
+
+// Queries.
+const (
+	// QueryStatus returns CampaignStatus, TrialStatus or PoolStatus.
+	QueryStatus = "gleaner.status"
+	// QueryLeaderboard (CampaignWorkflow) returns []LeaderboardEntry.
+	QueryLeaderboard = "gleaner.leaderboard"
+	// QueryDemand (PoolWorkflow) returns PoolDemand.
+	QueryDemand = "gleaner.demand"
+	// QueryLibrary (PoolWorkflow) returns PoolLibrary: the curves the
+	// pool learned from trials that left it.
+	QueryLibrary = "gleaner.library"
+	// QueryTrials (CampaignWorkflow) returns []TrialStatus: an inline
+	// campaign's in-flight trials and the ended ones not yet in a
+	// TrialRecords workflow.
+	QueryTrials = "gleaner.trials"
+)
+
+// Updates (CampaignWorkflow and TrialWorkflow); their argument is
+// ControlRequest and they return the status after the change.
+const (
+	UpdatePause  = "gleaner.pause"
+	UpdateResume = "gleaner.resume"
+	UpdateStop   = "gleaner.stop"
+)
+
+// Names of the typed search attributes Gleaner's workflows set. Every one
+// must be registered with the namespace before a workflow sets it
+// (`gleaner setup`); the Temporal UI and `temporal workflow list --query`
+// then filter on them, e.g. `GleanerKind = "trial" AND GleanerCampaign =
+// "mnist"`. The workflows package holds them as typed keys
+// (workflows.SearchAttributes).
+const (
+	// SearchAttrCampaign (Keyword) is the campaign's name, on the campaign
+	// and its trials.
+	SearchAttrCampaign = "GleanerCampaign"
+	// SearchAttrKind (Keyword) is one of the Kind values.
+	SearchAttrKind = "GleanerKind"
+	// SearchAttrStatus (Keyword) is the workflow's state: a CampaignPhase
+	// on campaigns, a TrialState on trials.
+	SearchAttrStatus = "GleanerStatus"
+	// SearchAttrBestScore (Double) is the campaign's best objective value
+	// so far.
+	SearchAttrBestScore = "GleanerBestScore"
+	// SearchAttrTrialsDone (Int) counts the campaign's trials that have
+	// ended (completed, stopped or failed).
+	SearchAttrTrialsDone = "GleanerTrialsDone"
+	// SearchAttrTrialsRunning (Int) counts the campaign's trials in flight.
+	SearchAttrTrialsRunning = "GleanerTrialsRunning"
+	// SearchAttrTrial (Keyword) is a trial's id within its campaign, e.g.
+	// "t00042".
+	SearchAttrTrial = "GleanerTrial"
+	// SearchAttrPool (Keyword) is the pool a trial runs in, or a pool's
+	// own name.
+	SearchAttrPool = "GleanerPool"
+)
+
+// Values of SearchAttrKind.
+const (
+	KindCampaign = "campaign"
+	KindTrial    = "trial"
+	KindPool     = "pool"
+	// KindRecords marks a chunk of an inline campaign's ended trials.
+	KindRecords = "records"
+)
+
+// MemoSnapshot is the memo key of an inline campaign's CampaignSnapshot.
+const MemoSnapshot = "gleaner.snapshot"
+
+// InlineCountsEvery bounds how often an inline campaign upserts its trial
+// counts (SearchAttrTrialsDone, SearchAttrTrialsRunning) and its memo
+// snapshot (MemoSnapshot).
+const InlineCountsEvery = 5 * time.Second
+
+// InlineRecordsChunk is how many ended trials one TrialRecords workflow
+// of an inline campaign keeps at most (about 0.5 KB a trial).
+const InlineRecordsChunk = 500
+
+// ErrTypeTrialFailed is the type of the application error a failed
+// trial's workflow ends with; its details are the trial's final
+// TrialReport (FailedTrialReport).
+const ErrTypeTrialFailed = "TrialFailed"

@@ -1,0 +1,122 @@
+package workflows
+
+import "github.com/gleaner-hpc/gleaner"
+
+// The view and wire types a client reads live in the root package
+// gleaner, so that a program which only submits and watches campaigns
+// imports neither this package nor what it imports (the allocator and
+// its cgo solver). They are re-declared here under their old names:
+// workflow code, the CLI and the recorded histories use them unchanged.
+
+// Names (see the root package).
+const (
+	TaskQueue                = gleaner.TaskQueue
+	CampaignWorkflowName     = gleaner.CampaignWorkflowName
+	TrialWorkflowName        = gleaner.TrialWorkflowName
+	PoolWorkflowName         = gleaner.PoolWorkflowName
+	TrialRecordsWorkflowName = gleaner.TrialRecordsWorkflowName
+
+	QueryStatus      = gleaner.QueryStatus
+	QueryLeaderboard = gleaner.QueryLeaderboard
+	QueryDemand      = gleaner.QueryDemand
+	QueryLibrary     = gleaner.QueryLibrary
+	QueryTrials      = gleaner.QueryTrials
+
+	UpdatePause  = gleaner.UpdatePause
+	UpdateResume = gleaner.UpdateResume
+	UpdateStop   = gleaner.UpdateStop
+
+	KindCampaign = gleaner.KindCampaign
+	KindTrial    = gleaner.KindTrial
+	KindPool     = gleaner.KindPool
+	KindRecords  = gleaner.KindRecords
+
+	MemoSnapshot       = gleaner.MemoSnapshot
+	InlineCountsEvery  = gleaner.InlineCountsEvery
+	ErrTypeTrialFailed = gleaner.ErrTypeTrialFailed
+	LeaderboardSize    = gleaner.LeaderboardSize
+)
+
+// Workflow ids (see the root package).
+func CampaignWorkflowID(name string) string { return gleaner.CampaignWorkflowID(name) }
+
+func TrialWorkflowID(campaignWorkflowID string, n int) string {
+	return gleaner.TrialWorkflowID(campaignWorkflowID, n)
+}
+
+func TrialSegmentWorkflowID(campaignWorkflowID string, n, seg int) string {
+	return gleaner.TrialSegmentWorkflowID(campaignWorkflowID, n, seg)
+}
+
+func TrialRecordsWorkflowID(campaignWorkflowID string, n int) string {
+	return gleaner.TrialRecordsWorkflowID(campaignWorkflowID, n)
+}
+
+func PoolWorkflowID(pool string) string { return gleaner.PoolWorkflowID(pool) }
+
+// FailedTrialReport is gleaner.FailedTrialReport.
+func FailedTrialReport(err error) (TrialReport, bool) { return gleaner.FailedTrialReport(err) }
+
+// ClassifyTrial is gleaner.ClassifyTrial.
+func ClassifyTrial(own TrialState, f TrialFacts) TrialState { return gleaner.ClassifyTrial(own, f) }
+
+// Trials.
+type (
+	TrialState    = gleaner.TrialState
+	TrialProgress = gleaner.TrialProgress
+	MetricPoint   = gleaner.MetricPoint
+	TrialStatus   = gleaner.TrialStatus
+	TrialReport   = gleaner.TrialReport
+	TrialResume   = gleaner.TrialResume
+	TrialRecords  = gleaner.TrialRecords
+	TrialBrief    = gleaner.TrialBrief
+	TrialFacts    = gleaner.TrialFacts
+)
+
+const (
+	TrialPending   = gleaner.TrialPending
+	TrialRunning   = gleaner.TrialRunning
+	TrialPaused    = gleaner.TrialPaused
+	TrialCompleted = gleaner.TrialCompleted
+	TrialStopped   = gleaner.TrialStopped
+	TrialFailed    = gleaner.TrialFailed
+	TrialParked    = gleaner.TrialParked
+	TrialAtRung    = gleaner.TrialAtRung
+)
+
+// Campaigns.
+type (
+	CampaignPhase    = gleaner.CampaignPhase
+	CampaignCounts   = gleaner.CampaignCounts
+	CampaignStatus   = gleaner.CampaignStatus
+	CampaignResult   = gleaner.CampaignResult
+	CampaignSnapshot = gleaner.CampaignSnapshot
+	LeaderboardEntry = gleaner.LeaderboardEntry
+	ControlRequest   = gleaner.ControlRequest
+)
+
+const (
+	CampaignRunning   = gleaner.CampaignRunning
+	CampaignPaused    = gleaner.CampaignPaused
+	CampaignStopping  = gleaner.CampaignStopping
+	CampaignCompleted = gleaner.CampaignCompleted
+	CampaignStopped   = gleaner.CampaignStopped
+	CampaignFailed    = gleaner.CampaignFailed
+)
+
+// Pools.
+type (
+	PoolStatus    = gleaner.PoolStatus
+	PoolState     = gleaner.PoolState
+	PoolAgent     = gleaner.PoolAgent
+	PoolTrial     = gleaner.PoolTrial
+	PoolDemand    = gleaner.PoolDemand
+	PoolLibrary   = gleaner.PoolLibrary
+	ProfilePoint  = gleaner.ProfilePoint
+	SolveSummary  = gleaner.SolveSummary
+	Releasing     = gleaner.Releasing
+	LearnedCurve  = gleaner.LearnedCurve
+	CurvePoint    = gleaner.CurvePoint
+	AgentJoin     = gleaner.AgentJoin
+	RegisterTrial = gleaner.RegisterTrial
+)

@@ -1,0 +1,108 @@
+package workflows
+
+import (
+	"slices"
+	"sort"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+func (p *pool) register(r RegisterTrial) {
+	i, found := p.trial(r.TrialID)
+	if found {
+		// Registered again (the trial continued as new, or resumed after a
+		// pause): keep what was measured, hear the assignment again.
+		p.st.Trials[i].Registration = r
+		p.resend[r.TrialID] = true
+	} else {
+		p.st.Trials = slices.Insert(p.st.Trials, i, PoolTrial{Registration: r})
+	}
+	p.dirty = true
+}
+
+// deregister takes a trial out of the pool; what it measured stays in
+// the library.
+func (p *pool) deregister(id string, now time.Time) {
+	if i, found := p.trial(id); found {
+		p.st.Library = Learn(p.st.Library, LearnedCurves(p.st.Trials[i], now)...)
+		p.st.Trials = slices.Delete(p.st.Trials, i, i+1)
+		delete(p.resend, id)
+		p.dirty = true
+	}
+	// A trial deregisters once its trainer has stopped.
+	p.st.Releasing = slices.DeleteFunc(p.st.Releasing, func(r Releasing) bool { return r.TrialID == id })
+}
+
+// released frees the nodes a trial confirmed it left and tells the trials
+// waiting for them.
+func (p *pool) released(ctx workflow.Context, r Released) {
+	n := len(p.st.Releasing)
+	p.st.Releasing = slices.DeleteFunc(p.st.Releasing, func(x Releasing) bool {
+		return x.TrialID == r.TrialID && x.Epoch <= r.Epoch
+	})
+	if len(p.st.Releasing) != n {
+		p.flush(ctx, false)
+	}
+}
+
+// expireReleases stops waiting for confirmations past their deadline.
+func (p *pool) expireReleases(ctx workflow.Context) {
+	now := workflow.Now(ctx)
+	if p.in.asleep(p.awake, now) {
+		// The hold ran out while the pool was not running: the stop may
+		// not even have reached the trainer yet (it goes out as the server
+		// comes back). Hold the due nodes ReleaseMargin more.
+		for i, x := range p.st.Releasing {
+			if !now.Before(p.releaseDeadline(x)) {
+				p.st.Releasing[i].Until = now.Add(ReleaseMargin)
+			}
+		}
+		return
+	}
+	n := len(p.st.Releasing)
+	p.st.Releasing = slices.DeleteFunc(p.st.Releasing, func(x Releasing) bool {
+		return !now.Before(p.releaseDeadline(x))
+	})
+	if len(p.st.Releasing) != n {
+		workflow.GetLogger(ctx).Warn("nodes handed over without confirmation", "pool", p.in.Name, "count", n-len(p.st.Releasing))
+		p.flush(ctx, false)
+	}
+}
+
+func (p *pool) profile(r ProfileReport) {
+	i, found := p.trial(r.TrialID)
+	if !found || r.Nodes <= 0 || !(r.Throughput > 0) {
+		return
+	}
+	t := &p.st.Trials[i]
+	pt := ProfilePoint{Nodes: r.Nodes, NodeType: r.NodeType, Throughput: r.Throughput, Spread: r.Spread}
+	j := slices.IndexFunc(t.Profile, func(q ProfilePoint) bool { return q.Nodes == r.Nodes && q.NodeType == r.NodeType })
+	if j >= 0 {
+		t.Profile[j] = pt
+	} else {
+		t.Profile = append(t.Profile, pt)
+		sort.Slice(t.Profile, func(a, b int) bool {
+			if t.Profile[a].NodeType != t.Profile[b].NodeType {
+				return t.Profile[a].NodeType < t.Profile[b].NodeType
+			}
+			return t.Profile[a].Nodes < t.Profile[b].Nodes
+		})
+	}
+	if r.RescaleUpCost > 0 {
+		t.RescaleUpCost = r.RescaleUpCost
+	}
+	if r.RescaleDownCost > 0 {
+		t.RescaleDownCost = r.RescaleDownCost
+	}
+	// The trial knows best what it trains (its campaign's spec, else its
+	// trainer's reports): the newest it said.
+	if r.Model != "" {
+		t.Registration.Model = r.Model
+	}
+	if r.Batch > 0 {
+		t.Registration.Batch = r.Batch
+	}
+	// New measurements are used at the next periodic allocation: reacting
+	// to each would make trials chase noise.
+}

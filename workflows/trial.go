@@ -38,13 +38,6 @@ var (
 )
 
 const (
-	// metricHistoryLen bounds TrialProgress.History; when full, every
-	// other point is dropped, so it spans the whole run at lower density.
-	metricHistoryLen = 256
-	// profileChange is the relative change of a throughput estimate that
-	// is worth telling the pool. Part of the trial's JPA tuning: see
-	// trialProfiler.
-	profileChange = 0.05
 	// ErrTypeInvalidTrial marks a trial that can never run.
 	ErrTypeInvalidTrial = "InvalidTrial"
 )
@@ -108,13 +101,13 @@ func (in TrialInput) validate() error {
 	return nil
 }
 
-// trial is the workflow's state. Only p (TrialProgress) survives
+// trial is the workflow's state. Only the core's progress survives
 // continue-as-new; the rest is rebuilt (the pool re-sends the assignment
 // when the new run registers again).
 type trial struct {
 	in   TrialInput
 	wfID string
-	p    TrialProgress
+	core *trialCore // the bookkeeping: progress, restarts, reports
 
 	epoch         int64    // newest assignment applied
 	assigned      []string // nodes the pool gives the trial now
@@ -128,14 +121,12 @@ type trial struct {
 	atBudget      bool // stopping (or stopped) because progress reached in.Budget
 	continuing    bool // stopping the trainer to continue as new
 
-	active   *activeRun
-	failures map[int]int // trainer failures seen per run (p.Runs numbers runs)
+	active *activeRun
 	// relaunch: the next launch restarts a run that ended with a failed
 	// rank or a lost host (not a rescale); hostFaults counts the lost hosts.
 	relaunch   bool
 	hostFaults int
 	groupFails int // failed ranks since the assignment last changed
-	groupRuns  map[int]bool
 	// waitEpoch: a run ended stopped without the trial stopping it (its
 	// agent left and stopped the trainer): the next launch waits for an
 	// assignment newer than this epoch, not onto the leaving agent's nodes.
@@ -145,15 +136,9 @@ type trial struct {
 	// is then a start (after a pause), not a rescale.
 	atZero bool
 
-	profiler *jpa.Profiler
-	sent     map[profileKey]float64 // throughput last sent to the pool, per count and node type
-	sentUp   float64
-	sentDown float64
-	// toldModel and toldBatch are the model and batch the pool was last
-	// told (registration or profile): a trainer that reports another
-	// makes the next profile go out.
-	toldModel   string
-	toldBatch   int
+	// prof measures the trial's throughput and tells the pool; a trainer
+	// that reports another model or batch makes the next profile go out.
+	prof        *profileSender
 	reportDirty bool
 	lastReport  time.Time
 	reportTimer bool
@@ -176,50 +161,26 @@ type activeRun struct {
 	queues     []string // the task queue of each host's part (nil: the worker's own)
 }
 
-// trialProfiler is the JPA tuning a trial workflow measures its
-// throughput with (jpa.Profiler runs in workflow code: which estimates it
-// makes decides which profile signals the trial sends, so a different
-// tuning replays a running trial's history differently). It is spelled
-// out here rather than taken from jpa's defaults, so that retuning jpa
-// (the simulator, `gleaner jpa eval`) cannot change running trials. To
-// change it: keep this value, add the new one under a workflow.GetVersion
-// branch in newTrial, and record a history that exercises it
-// (internal/integration/record_test.go); TestReplayRecordedHistories
-// replays the recorded profiled trial, and TestReplayDetectsProfilerTuning
-// shows that history fails to replay under another tuning.
-var trialProfiler = jpa.Config{WarmupIntervals: 2, Window: 20}
-
 func newTrial(ctx workflow.Context, in TrialInput) (*trial, error) {
-	cfg := trialProfiler
-	prof, err := jpa.NewProfiler(&cfg)
+	prof, err := newProfileSender(trialProfiler)
 	if err != nil {
 		return nil, err
 	}
+	wfID := workflow.GetInfo(ctx).WorkflowExecution.ID
 	t := &trial{
-		in:       in,
-		wfID:     workflow.GetInfo(ctx).WorkflowExecution.ID,
-		p:        TrialProgress{State: TrialPending},
-		failures: map[int]int{},
-		atZero:   true,
-		profiler: prof,
-		sent:     map[profileKey]float64{},
-		wake:     workflow.NewBufferedChannel(ctx, 1),
-	}
-	if in.State != nil {
-		t.p = *in.State
-		t.p.Nodes = nil
-		// A state carried from before ObjectiveSeen existed.
-		_, reported := t.p.Metrics[in.ObjectiveMetric]
-		t.p.ObjectiveSeen = t.p.ObjectiveSeen || reported || len(t.p.History) > 0
+		in:     in,
+		wfID:   wfID,
+		core:   newTrialCore(in, wfID),
+		atZero: true,
+		prof:   prof,
+		wake:   workflow.NewBufferedChannel(ctx, 1),
 	}
 	t.paused = in.Paused
 	t.in.State, t.in.Paused = nil, false
 	return t, nil
 }
 
-func (t *trial) status() TrialStatus {
-	return TrialStatus{TrialID: t.in.TrialID, Params: t.in.Params, Stage: t.in.Stage, TrialProgress: t.p}
-}
+func (t *trial) status() TrialStatus { return t.core.status() }
 
 func (t *trial) nudge() { t.wake.SendAsync(struct{}{}) }
 
@@ -239,8 +200,8 @@ func (t *trial) setHandlers(ctx workflow.Context) error {
 			workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, _ ControlRequest) error { return valid() }})
 	}
 	notTerminal := func(verb string) error {
-		if t.p.State.Terminal() || t.stopRequested {
-			return fmt.Errorf("trial %s is %s: cannot %s", t.in.TrialID, t.p.State, verb)
+		if t.core.p.State.Terminal() || t.stopRequested {
+			return fmt.Errorf("trial %s is %s: cannot %s", t.in.TrialID, t.core.p.State, verb)
 		}
 		return nil
 	}
@@ -289,7 +250,7 @@ func (t *trial) register(ctx workflow.Context) error {
 		Weight:          t.in.Weight,
 	}
 	reg.Model, reg.Batch = t.model()
-	t.toldModel, t.toldBatch = reg.Model, reg.Batch
+	t.prof.told(reg.Model, reg.Batch)
 	err := workflow.ExecuteActivity(actx, RegisterTrialActivityName, RegisterTrialInput{Pool: t.in.Pool, Registration: reg}).Get(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("registering trial %s with pool %s: %w", t.in.TrialID, t.in.Pool, err)
@@ -318,7 +279,7 @@ func (t *trial) loop(ctx workflow.Context) (bool, error) {
 		if err := t.step(ctx); err != nil {
 			return false, err
 		}
-		if t.p.State.Terminal() {
+		if t.core.p.State.Terminal() {
 			return false, nil
 		}
 		if t.continuing && t.active == nil {
@@ -361,10 +322,10 @@ func (t *trial) loop(ctx workflow.Context) (bool, error) {
 // step brings the trainer, and the pool's view of the trial, in line
 // with what the trial should do now.
 func (t *trial) step(ctx workflow.Context) error {
-	if t.p.State.Terminal() {
+	if t.core.p.State.Terminal() {
 		return nil
 	}
-	if t.in.Budget > 0 && !t.atBudget && t.progress() >= t.in.Budget*(1-budgetSlack) {
+	if !t.atBudget && t.core.atBudget() {
 		// Reached its budget: the trainer stops at a checkpoint (one that
 		// reads GLEANER_BUDGET has exited already), and the trial ends
 		// completed, holding no nodes, until its searcher continues it.
@@ -404,28 +365,12 @@ func (t *trial) step(ctx workflow.Context) error {
 	case len(t.assigned) >= t.in.MinNodes:
 		t.waitEpoch = 0
 		t.launch(ctx)
-	case t.p.Runs > 0 || t.p.Samples > 0:
+	case t.core.p.Runs > 0 || t.core.p.Samples > 0:
 		t.setState(ctx, TrialPaused) // preempted to 0 nodes
 	default:
 		t.setState(ctx, TrialPending)
 	}
 	return nil
-}
-
-// budgetSlack is the relative rounding allowed on a budget, as on ASHA's
-// rungs: a budget computed as r·η^k may land an ulp above the whole
-// number a trainer reports at.
-const budgetSlack = 1e-9
-
-// progress is the trial's progress in its budget unit.
-func (t *trial) progress() float64 {
-	switch t.in.BudgetUnit {
-	case gleaner.BudgetSteps:
-		return float64(t.p.Step)
-	case gleaner.BudgetEpochs:
-		return t.p.Epoch
-	}
-	return t.p.Samples
 }
 
 // owner is the trial directory's owner: the first segment's first run id.
@@ -441,15 +386,12 @@ func (t *trial) owner(ctx workflow.Context) string {
 }
 
 func (t *trial) launch(ctx workflow.Context) {
-	t.p.Runs++
-	if !t.atZero && !t.relaunch {
-		t.p.Rescales++
-	}
+	nodes := slices.Clone(t.assigned)
+	run := t.core.launched(nodes, !t.atZero && !t.relaunch)
 	t.relaunch = false
 	actx, cancel := workflow.WithCancel(ctx)
 	actx = workflow.WithActivityOptions(actx, runTrialOptions(t.in.MaxRestarts))
-	nodes := slices.Clone(t.assigned)
-	in := RunTrialInput{Trial: t.in, Run: t.p.Runs, Nodes: nodes, NodeType: t.assignedType, ResumeFrom: t.p.Checkpoint, Owner: t.owner(ctx),
+	in := RunTrialInput{Trial: t.in, Run: run, Nodes: nodes, NodeType: t.assignedType, ResumeFrom: t.core.p.Checkpoint, Owner: t.owner(ctx),
 		Hosts: slices.Clone(t.assignedHosts)}
 	var future workflow.Future
 	switch len(in.Hosts) {
@@ -459,13 +401,10 @@ func (t *trial) launch(ctx workflow.Context) {
 		future = workflow.ExecuteActivity(workflow.WithTaskQueue(actx, in.Hosts[0].TaskQueue), RunTrialActivityName, in)
 	default:
 		future = runGroup(ctx, actx, in)
-		if t.groupRuns == nil {
-			t.groupRuns = map[int]bool{}
-		}
-		t.groupRuns[in.Run] = true
+		t.core.markGroupRun(run)
 	}
 	t.active = &activeRun{
-		run:        t.p.Runs,
+		run:        run,
 		nodes:      nodes,
 		future:     future,
 		cancel:     cancel,
@@ -474,7 +413,6 @@ func (t *trial) launch(ctx workflow.Context) {
 		queues:     hostQueues(in.Hosts),
 	}
 	t.atZero = false
-	t.p.Nodes = nodes
 	t.setState(ctx, TrialRunning)
 }
 
@@ -517,7 +455,7 @@ func (t *trial) released(ctx workflow.Context) {
 }
 
 func (t *trial) onControl(c Control) {
-	if t.p.State.Terminal() {
+	if t.core.p.State.Terminal() {
 		return
 	}
 	switch c.Action {
@@ -534,20 +472,13 @@ func (t *trial) onControl(c Control) {
 // resources.model and .batch, each where set, else what the trainer
 // reported.
 func (t *trial) model() (string, int) {
-	return cmp.Or(t.in.Model, t.p.Model), cmp.Or(t.in.Batch, t.p.Batch)
+	return cmp.Or(t.in.Model, t.core.p.Model), cmp.Or(t.in.Batch, t.core.p.Batch)
 }
 
 func (t *trial) onProgress(ctx workflow.Context, pr Progress) {
-	if pr.Model != "" {
-		t.p.Model = pr.Model
+	if t.core.absorbProgress(pr) {
+		t.reportDirty = true
 	}
-	if pr.Batch > 0 {
-		t.p.Batch = pr.Batch
-	}
-	t.countFailures(pr.Run, pr.Failures)
-	t.absorb(pr.Samples, pr.Step, pr.Epoch, pr.Metrics, pr.Checkpoint)
-	t.p.MalformedReports = max(t.p.MalformedReports, pr.Malformed)
-	t.noteBadCheckpoints(pr.BadCheckpoints, pr.BadCheckpoint)
 	a := t.active
 	if a == nil || a.run != pr.Run || pr.Nodes <= 0 || pr.Time.IsZero() {
 		return
@@ -558,7 +489,7 @@ func (t *trial) onProgress(ctx workflow.Context, pr Progress) {
 	if pr.Attempt != a.attempt && a.seen && workflow.GetVersion(ctx, "profile-restart-per-attempt", workflow.DefaultVersion, 1) == 1 {
 		restart = true
 	}
-	t.profiler.Ingest(jpa.Report{
+	t.prof.profiler.Ingest(jpa.Report{
 		TrialID:    t.wfID,
 		Nodes:      pr.Nodes,
 		NodeType:   t.assignedType,
@@ -571,99 +502,16 @@ func (t *trial) onProgress(ctx workflow.Context, pr Progress) {
 	t.sendProfile(ctx, pr.Nodes)
 }
 
-// countFailures adds the trainer failures of run not counted yet: the
-// trial's restarts. Retries after a lost worker or server are not failures.
-func (t *trial) countFailures(run, failures int) {
-	if t.groupRuns[run] {
-		return // a run on several hosts: groupFailed counts its failure
-	}
-	// A run relaunches after each failure up to max_restarts; the one past
-	// it ends the trial and is no restart.
-	failures = min(failures, t.in.MaxRestarts)
-	if failures > t.failures[run] {
-		t.p.Restarts += failures - t.failures[run]
-		t.failures[run] = failures
-	}
-}
-
-func (t *trial) noteBadCheckpoints(n int, last string) {
-	if n > t.p.BadCheckpoints {
-		t.p.BadCheckpoints, t.p.BadCheckpoint = n, last
-	}
-}
-
-// absorb keeps the newest progress: samples never go backwards (a late
-// signal from an older run is ignored), a checkpoint is kept once written.
-func (t *trial) absorb(samples float64, step int64, epoch float64, metrics map[string]float64, checkpoint string) {
-	if checkpoint != "" {
-		t.p.Checkpoint = checkpoint
-	}
-	if samples < t.p.Samples {
-		return
-	}
-	t.p.Samples, t.p.Step, t.p.Epoch = samples, step, epoch
-	if len(metrics) > 0 {
-		t.p.Metrics = metrics
-		if _, ok := metrics[t.in.ObjectiveMetric]; ok {
-			t.p.ObjectiveSeen = true
-		}
-		if v, ok := metrics[t.in.ObjectiveMetric]; ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
-			t.p.History = appendBounded(t.p.History, MetricPoint{Samples: samples, Value: v})
-		}
-		t.reportDirty = true
-	}
-}
-
-func appendBounded(h []MetricPoint, p MetricPoint) []MetricPoint {
-	if len(h) >= metricHistoryLen {
-		kept := h[:0]
-		for i := 0; i < len(h); i += 2 {
-			kept = append(kept, h[i])
-		}
-		h = kept
-	}
-	return append(h, p)
-}
-
-// profileKey is a count and node type a profile was sent for: the pool
-// keeps one per both.
-type profileKey struct {
-	nodes    int
-	nodeType string
-}
-
 // sendProfile tells the pool what the trial measured at n nodes of its
 // node type when the estimate is new or moved by more than profileChange.
 func (t *trial) sendProfile(ctx workflow.Context, n int) {
-	est, found := t.profiler.Estimate(t.wfID, n, t.assignedType)
-	up, down := t.profiler.RescaleCosts(t.wfID)
-	if !found || est.Throughput <= 0 {
-		return
-	}
-	key := profileKey{n, t.assignedType}
-	if workflow.GetVersion(ctx, "profile-sent-per-type", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		key.nodeType = "" // as recorded before: by count alone
-	}
-	old, had := t.sent[key]
-	costsMoved := up.Seconds != t.sentUp || down.Seconds != t.sentDown
 	model, batch := t.model()
-	modelMoved := model != t.toldModel || batch != t.toldBatch
-	if had && math.Abs(est.Throughput-old) <= profileChange*old && !costsMoved && !modelMoved {
-		return
+	byType := func() bool {
+		return workflow.GetVersion(ctx, "profile-sent-per-type", workflow.DefaultVersion, 1) == 1
 	}
-	t.sent[key], t.sentUp, t.sentDown = est.Throughput, up.Seconds, down.Seconds
-	t.toldModel, t.toldBatch = model, batch
-	t.out.send(ctx, PoolWorkflowID(t.in.Pool), SignalProfile, ProfileReport{
-		TrialID:         t.wfID,
-		Nodes:           n,
-		NodeType:        t.assignedType,
-		Throughput:      est.Throughput,
-		Spread:          est.Spread,
-		RescaleUpCost:   up.Seconds,
-		RescaleDownCost: down.Seconds,
-		Model:           model,
-		Batch:           batch,
-	})
+	if r, due := t.prof.next(t.wfID, n, t.assignedType, model, batch, byType); due {
+		t.out.send(ctx, PoolWorkflowID(t.in.Pool), SignalProfile, r)
+	}
 }
 
 func (t *trial) onRunEnded(ctx workflow.Context, run *activeRun, f workflow.Future) {
@@ -674,17 +522,13 @@ func (t *trial) onRunEnded(ctx workflow.Context, run *activeRun, f workflow.Futu
 	var canceled *temporal.CanceledError
 	switch {
 	case err == nil:
-		if res.Exit.Killed {
-			t.p.Killed++
-		}
-		t.absorbResult(run.run, res)
+		t.core.absorbResult(run.run, res)
 		// On several hosts the trainers agree on a stop and exit 0 together,
 		// so rank 0's trainer may exit 0 before its own stop reached it: a
 		// run being stopped did not finish. (One that did finish finishes
 		// again at once from its last checkpoint.)
 		if res.Outcome == RunCompleted && !(run.hosts > 1 && run.stopping) {
-			t.p.Nodes = nil
-			t.setState(ctx, TrialCompleted)
+			t.end(ctx, TrialCompleted, "")
 			return
 		}
 		if !run.stopping && len(run.queues) > 0 && workflow.GetVersion(ctx, "stopped-by-agent-waits", workflow.DefaultVersion, 1) == 1 {
@@ -706,7 +550,7 @@ func (t *trial) onRunEnded(ctx workflow.Context, run *activeRun, f workflow.Futu
 		// being stopped changes nothing.
 		var app *temporal.ApplicationError
 		if errors.As(err, &app) && app.HasDetails() && app.Details(&res) == nil {
-			t.absorb(res.Samples, res.Step, res.Epoch, res.Metrics, res.Checkpoint)
+			t.core.absorb(res.Samples, res.Step, res.Epoch, res.Metrics, res.Checkpoint)
 		}
 	case run.hosts > 1 && t.groupFailed(ctx, run, err):
 		// A rank failed or a host was lost; the run starts again from the
@@ -714,30 +558,20 @@ func (t *trial) onRunEnded(ctx workflow.Context, run *activeRun, f workflow.Futu
 	default:
 		var app *temporal.ApplicationError
 		if errors.As(err, &app) && app.HasDetails() && app.Details(&res) == nil {
-			t.absorbResult(run.run, res)
+			t.core.absorbResult(run.run, res)
 		}
-		t.p.Error = errorMessage(err)
-		t.p.Nodes = nil
-		t.setState(ctx, TrialFailed)
+		t.end(ctx, TrialFailed, errorMessage(err))
 		return
 	}
 	// Stopped on purpose. A relaunch straight onto new nodes is a
 	// rescale; a wait at 0 nodes first makes the next launch a start.
-	t.p.Nodes = nil
+	t.core.p.Nodes = nil
 	t.atZero = t.paused || t.stopRequested || t.continuing || len(t.assigned) < t.in.MinNodes
 }
 
 func isTimeout(err error) bool {
 	var te *temporal.TimeoutError
 	return errors.As(err, &te)
-}
-
-// absorbResult folds a run's result (or a failed run's last state) in.
-func (t *trial) absorbResult(run int, res RunTrialResult) {
-	t.absorb(res.Samples, res.Step, res.Epoch, res.Metrics, res.Checkpoint)
-	t.p.MalformedReports = max(t.p.MalformedReports, res.Malformed)
-	t.countFailures(run, res.Failures)
-	t.noteBadCheckpoints(res.BadCheckpoints, res.BadCheckpoint)
 }
 
 // errorMessage is a failed run's reason for people: the application
@@ -755,11 +589,27 @@ func errorMessage(err error) string {
 	return err.Error()
 }
 
+// end ends the trial in state s (errMsg: a failure's reason).
+func (t *trial) end(ctx workflow.Context, s TrialState, errMsg string) {
+	changed := t.core.p.State != s
+	t.core.end(s, errMsg)
+	if changed {
+		t.announceState(ctx)
+	}
+}
+
 func (t *trial) setState(ctx workflow.Context, s TrialState) {
-	if t.p.State == s {
+	if t.core.p.State == s {
 		return
 	}
-	t.p.State = s
+	t.core.p.State = s
+	t.announceState(ctx)
+}
+
+// announceState shows a new state in the trial's attributes and tells
+// the campaign.
+func (t *trial) announceState(ctx workflow.Context) {
+	s := t.core.p.State
 	t.upsertAttributes(ctx)
 	// The campaign shows its trials' states (ClassifyTrial): it hears a
 	// change between pending, running and paused at once, without the
@@ -779,7 +629,7 @@ func (t *trial) upsertAttributes(ctx workflow.Context) {
 		GleanerCampaign.ValueSet(t.in.CampaignID),
 		GleanerTrial.ValueSet(t.in.TrialID),
 		GleanerPool.ValueSet(t.in.Pool),
-		GleanerStatus.ValueSet(string(t.p.State)),
+		GleanerStatus.ValueSet(string(t.core.p.State)),
 	)
 	workflow.SetCurrentDetails(ctx, t.details())
 }
@@ -787,8 +637,8 @@ func (t *trial) upsertAttributes(ctx workflow.Context) {
 // details is the markdown the Temporal UI shows for the trial.
 func (t *trial) details() string {
 	s := fmt.Sprintf("**Trial %s** (%s) — %s\n\n| | |\n|---|---|\n| nodes | %d |\n| samples | %.0f |\n| step | %d |\n| restarts | %d |\n| rescales | %d |\n",
-		t.in.TrialID, t.in.CampaignID, t.p.State, len(t.p.Nodes), t.p.Samples, t.p.Step, t.p.Restarts, t.p.Rescales)
-	if v, ok := t.p.Metrics[t.in.ObjectiveMetric]; ok {
+		t.in.TrialID, t.in.CampaignID, t.core.p.State, len(t.core.p.Nodes), t.core.p.Samples, t.core.p.Step, t.core.p.Restarts, t.core.p.Rescales)
+	if v, ok := t.core.p.Metrics[t.in.ObjectiveMetric]; ok {
 		s += fmt.Sprintf("| %s | %.6g |\n", t.in.ObjectiveMetric, v)
 	}
 	if t.in.Stage != "" {
@@ -800,52 +650,29 @@ func (t *trial) details() string {
 	if t.in.From != "" {
 		s += fmt.Sprintf("| started from | trial %s's checkpoint at %g %s |\n", t.in.From, t.in.FromProgress, t.in.BudgetUnit)
 	}
-	if t.p.Checkpoint != "" {
-		s += fmt.Sprintf("| checkpoint | `%s` |\n", t.p.Checkpoint)
+	if t.core.p.Checkpoint != "" {
+		s += fmt.Sprintf("| checkpoint | `%s` |\n", t.core.p.Checkpoint)
 	}
-	if t.p.MalformedReports > 0 {
-		s += fmt.Sprintf("| malformed report lines skipped | %d |\n", t.p.MalformedReports)
+	if t.core.p.MalformedReports > 0 {
+		s += fmt.Sprintf("| malformed report lines skipped | %d |\n", t.core.p.MalformedReports)
 	}
-	if t.p.Killed > 0 {
-		s += fmt.Sprintf("| runs killed after ignoring SIGTERM | %d |\n", t.p.Killed)
+	if t.core.p.Killed > 0 {
+		s += fmt.Sprintf("| runs killed after ignoring SIGTERM | %d |\n", t.core.p.Killed)
 	}
-	if t.p.BadCheckpoints > 0 {
-		s += fmt.Sprintf("| reported checkpoints rejected | %d (latest: %s) |\n", t.p.BadCheckpoints, escapeMarkdown(strings.Join(strings.Fields(t.p.BadCheckpoint), " ")))
+	if t.core.p.BadCheckpoints > 0 {
+		s += fmt.Sprintf("| reported checkpoints rejected | %d (latest: %s) |\n", t.core.p.BadCheckpoints, escapeMarkdown(strings.Join(strings.Fields(t.core.p.BadCheckpoint), " ")))
 	}
-	if t.p.State.Terminal() && t.p.State != TrialFailed && !t.p.ObjectiveSeen {
+	if t.core.p.State.Terminal() && t.core.p.State != TrialFailed && !t.core.p.ObjectiveSeen {
 		s += fmt.Sprintf("\n**Warning:** the trainer never reported the objective metric `%s`.\n", t.in.ObjectiveMetric)
 	}
-	if t.p.Error != "" {
-		s += fmt.Sprintf("\nError: %s\n", t.p.Error)
+	if t.core.p.Error != "" {
+		s += fmt.Sprintf("\nError: %s\n", t.core.p.Error)
 	}
 	return s
 }
 
 func (t *trial) report(ctx workflow.Context, final bool) TrialReport {
-	r := TrialReport{
-		TrialID:    t.in.TrialID,
-		WorkflowID: t.wfID,
-		Number:     t.in.Number,
-		Params:     t.in.Params,
-		State:      t.p.State,
-		Final:      final,
-		Metrics:    t.p.Metrics,
-		Samples:    t.p.Samples,
-		Step:       t.p.Step,
-		Epoch:      t.p.Epoch,
-		Restarts:   t.p.Restarts,
-		Rescales:   t.p.Rescales,
-		Error:      t.p.Error,
-		Stage:      t.in.Stage,
-		Segment:    t.in.Segment,
-
-		ObjectiveMissing: final && t.p.State != TrialFailed && !t.p.ObjectiveSeen,
-	}
-	if final && t.p.State == TrialCompleted && t.in.Budget > 0 {
-		r.Resume = &TrialResume{Owner: t.owner(ctx), Samples: t.p.Samples, Step: t.p.Step, Epoch: t.p.Epoch,
-			Checkpoint: t.p.Checkpoint, Runs: t.p.Runs, Restarts: t.p.Restarts, Rescales: t.p.Rescales, Seen: t.p.ObjectiveSeen}
-	}
-	return r
+	return t.core.report(t.owner(ctx), final)
 }
 
 func (t *trial) reportToCampaign(ctx workflow.Context, final bool) {
@@ -888,7 +715,7 @@ func (t *trial) continueAsNew(ctx workflow.Context) error {
 	drain(SignalProgress, func(c workflow.ReceiveChannel) {
 		var pr Progress
 		c.Receive(ctx, &pr)
-		t.absorb(pr.Samples, pr.Step, pr.Epoch, pr.Metrics, pr.Checkpoint)
+		t.core.absorb(pr.Samples, pr.Step, pr.Epoch, pr.Metrics, pr.Checkpoint)
 	})
 	drain(SignalControl, func(c workflow.ReceiveChannel) {
 		var ctl Control
@@ -903,7 +730,7 @@ func (t *trial) continueAsNew(ctx workflow.Context) error {
 		workflow.GetLogger(ctx).Warn("a signal to the pool was not delivered", "pool", t.in.Pool, "error", err)
 	}
 	next := t.in
-	st := t.p
+	st := t.core.p
 	st.Nodes = nil
 	next.State, next.Paused = &st, t.paused
 	return workflow.NewContinueAsNewError(ctx, TrialWorkflowName, next)

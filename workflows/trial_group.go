@@ -136,9 +136,7 @@ func (t *trial) groupFailed(ctx workflow.Context, run *activeRun, err error) boo
 	}
 	var res RunTrialResult
 	if app.HasDetails() && app.Details(&res) == nil {
-		t.absorb(res.Samples, res.Step, res.Epoch, res.Metrics, res.Checkpoint)
-		t.p.MalformedReports = max(t.p.MalformedReports, res.Malformed)
-		t.noteBadCheckpoints(res.BadCheckpoints, res.BadCheckpoint)
+		t.core.absorbResult(run.run, res) // (its failures are counted here, per assignment)
 	}
 	logger := workflow.GetLogger(ctx)
 	if app.Type() == ErrTypeHostLost {
@@ -150,12 +148,10 @@ func (t *trial) groupFailed(ctx workflow.Context, run *activeRun, err error) boo
 		// As on one host: max_restarts relaunches after failures on the
 		// same nodes, the failure after them ends the trial.
 		if t.groupFails++; t.groupFails > t.in.MaxRestarts {
-			t.p.Error = fmt.Sprintf("%s; trial.max_restarts: %d reached", app.Message(), t.in.MaxRestarts)
-			t.p.Nodes = nil
-			t.setState(ctx, TrialFailed)
+			t.end(ctx, TrialFailed, fmt.Sprintf("%s; trial.max_restarts: %d reached", app.Message(), t.in.MaxRestarts))
 			return true
 		}
-		t.p.Restarts++
+		t.core.p.Restarts++
 		logger.Warn("a rank failed; restarting the run", "trial", t.in.TrialID, "run", run.run, "error", app.Error())
 	}
 	t.relaunch = true

@@ -19,13 +19,12 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/gleaner-hpc/gleaner"
-	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
 // Options say where Gleaner's workflows run. The zero value suits a local
 // dev server.
 type Options struct {
-	// TaskQueue is where campaigns are started (default workflows.TaskQueue,
+	// TaskQueue is where campaigns are started (default gleaner.TaskQueue,
 	// "gleaner"); a Gleaner worker must poll it.
 	TaskQueue string
 	// UIBase is the Temporal web UI's address, for links (default
@@ -44,7 +43,7 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.TaskQueue == "" {
-		o.TaskQueue = workflows.TaskQueue
+		o.TaskQueue = gleaner.TaskQueue
 	}
 	if o.UIBase == "" {
 		o.UIBase = "http://localhost:8233"
@@ -119,7 +118,7 @@ func (c *Client) Submit(ctx context.Context, spec gleaner.CampaignSpec) (Campaig
 	if err := spec.Validate(); err != nil {
 		return Campaign{}, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 	}
-	id := workflows.CampaignWorkflowID(spec.Name)
+	id := gleaner.CampaignWorkflowID(spec.Name)
 	run, err := c.tc.ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                c.opts.TaskQueue,
@@ -129,10 +128,10 @@ func (c *Client) Submit(ctx context.Context, spec gleaner.CampaignSpec) (Campaig
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		StaticSummary:                            fmt.Sprintf("%s campaign %s: %d trials, %s %s", spec.Kind, spec.Name, spec.Budget.MaxTrials, spec.Objective.Mode, spec.Objective.Metric),
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			workflows.GleanerCampaign.ValueSet(spec.Name),
-			workflows.GleanerKind.ValueSet(workflows.KindCampaign),
+			temporal.NewSearchAttributeKeyKeyword(gleaner.SearchAttrCampaign).ValueSet(spec.Name),
+			temporal.NewSearchAttributeKeyKeyword(gleaner.SearchAttrKind).ValueSet(gleaner.KindCampaign),
 		),
-	}, workflows.CampaignWorkflowName, workflows.CampaignInput{Spec: spec})
+	}, gleaner.CampaignWorkflowName, gleaner.CampaignInput{Spec: spec})
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
@@ -174,19 +173,19 @@ func (c *Client) query(ctx context.Context, workflowID, what, query string, out 
 
 // Status is the campaign's progress: counts, best so far, state. A query
 // is answered by a worker, also once the campaign has ended.
-func (c *Client) Status(ctx context.Context, name string) (workflows.CampaignStatus, error) {
-	var s workflows.CampaignStatus
+func (c *Client) Status(ctx context.Context, name string) (gleaner.CampaignStatus, error) {
+	var s gleaner.CampaignStatus
 	if err := checkName("campaign", name); err != nil {
 		return s, err
 	}
-	err := c.patientQuery(ctx, name, workflows.QueryStatus, &s, func(snap workflows.CampaignSnapshot) { s = snap.Status })
+	err := c.patientQuery(ctx, name, gleaner.QueryStatus, &s, func(snap gleaner.CampaignSnapshot) { s = snap.Status })
 	return s, err
 }
 
 // QueryPatience is how long Status, Leaderboard and TrialsNewest wait for
 // an inline campaign (spec trial.inline) to answer a query before they use
 // what it keeps outside its workflow tasks: the snapshot in its memo
-// (workflows.CampaignSnapshot, at most workflows.InlineCountsEvery old;
+// (gleaner.CampaignSnapshot, at most gleaner.InlineCountsEvery old;
 // CampaignStatus.AsOf says when) or its records chunks. Such a campaign
 // ends trials in most of its workflow tasks, and a query waits for the
 // task in hand; the memo is read meanwhile, so a command takes about
@@ -198,8 +197,8 @@ var QueryPatience = 400 * time.Millisecond
 // within half of QueryPatience, also reads the snapshot in its memo; when
 // the query takes longer than QueryPatience and there is a snapshot, it
 // answers from that (fromSnapshot), else it goes on waiting for the query.
-func (c *Client) patientQuery(ctx context.Context, name, query string, out any, fromSnapshot func(workflows.CampaignSnapshot)) error {
-	id, what := workflows.CampaignWorkflowID(name), fmt.Sprintf("campaign %q", name)
+func (c *Client) patientQuery(ctx context.Context, name, query string, out any, fromSnapshot func(gleaner.CampaignSnapshot)) error {
+	id, what := gleaner.CampaignWorkflowID(name), fmt.Sprintf("campaign %q", name)
 	if QueryPatience <= 0 {
 		if snap := c.memoSnapshot(ctx, id); snap != nil {
 			fromSnapshot(*snap)
@@ -219,7 +218,7 @@ func (c *Client) patientQuery(ctx context.Context, name, query string, out any, 
 		return err
 	case <-half.C:
 	}
-	snapshot := make(chan *workflows.CampaignSnapshot, 1)
+	snapshot := make(chan *gleaner.CampaignSnapshot, 1)
 	go func() { snapshot <- c.memoSnapshot(qctx, id) }()
 	patience := time.NewTimer(QueryPatience - QueryPatience/2)
 	defer patience.Stop()
@@ -251,13 +250,13 @@ func (c *Client) patientQuery(ctx context.Context, name, query string, out any, 
 
 // memoSnapshot reads the snapshot an inline campaign keeps in its memo;
 // nil when there is none or it cannot be read.
-func (c *Client) memoSnapshot(ctx context.Context, id string) *workflows.CampaignSnapshot {
+func (c *Client) memoSnapshot(ctx context.Context, id string) *gleaner.CampaignSnapshot {
 	d, err := c.tc.DescribeWorkflowExecution(ctx, id, "")
 	if err != nil {
 		return nil
 	}
-	p := d.GetWorkflowExecutionInfo().GetMemo().GetFields()[workflows.MemoSnapshot]
-	var snap workflows.CampaignSnapshot
+	p := d.GetWorkflowExecutionInfo().GetMemo().GetFields()[gleaner.MemoSnapshot]
+	var snap gleaner.CampaignSnapshot
 	if p == nil || c.opts.DataConverter.FromPayload(p, &snap) != nil {
 		return nil
 	}
@@ -265,13 +264,13 @@ func (c *Client) memoSnapshot(ctx context.Context, id string) *workflows.Campaig
 }
 
 // Leaderboard is the campaign's trials that reported the objective, best
-// first (at most workflows.LeaderboardSize).
-func (c *Client) Leaderboard(ctx context.Context, name string) ([]workflows.LeaderboardEntry, error) {
-	var l []workflows.LeaderboardEntry
+// first (at most gleaner.LeaderboardSize).
+func (c *Client) Leaderboard(ctx context.Context, name string) ([]gleaner.LeaderboardEntry, error) {
+	var l []gleaner.LeaderboardEntry
 	if err := checkName("campaign", name); err != nil {
 		return nil, err
 	}
-	err := c.patientQuery(ctx, name, workflows.QueryLeaderboard, &l, func(snap workflows.CampaignSnapshot) { l = snap.Leaderboard })
+	err := c.patientQuery(ctx, name, gleaner.QueryLeaderboard, &l, func(snap gleaner.CampaignSnapshot) { l = snap.Leaderboard })
 	return l, err
 }
 
@@ -280,11 +279,11 @@ func (c *Client) Leaderboard(ctx context.Context, name string) ([]workflows.Lead
 // fails, read from its result (which lacks nodes, step and checkpoint). It
 // finds trials through visibility (the GleanerCampaign and GleanerKind
 // search attributes), which lags a moment behind new trials.
-func (c *Client) Trials(ctx context.Context, name string) ([]workflows.TrialStatus, error) {
+func (c *Client) Trials(ctx context.Context, name string) ([]gleaner.TrialStatus, error) {
 	if err := checkName("campaign", name); err != nil {
 		return nil, err
 	}
-	q := fmt.Sprintf("%s = %q AND %s = %q", workflows.GleanerCampaign.GetName(), name, workflows.GleanerKind.GetName(), workflows.KindTrial)
+	q := fmt.Sprintf("%s = %q AND %s = %q", gleaner.SearchAttrCampaign, name, gleaner.SearchAttrKind, gleaner.KindTrial)
 	// A trial that continued as new is listed once per run: keep its
 	// workflow id once, open if any run is.
 	ids, open, err := c.listWorkflows(ctx, q)
@@ -298,10 +297,10 @@ func (c *Client) Trials(ctx context.Context, name string) ([]workflows.TrialStat
 		}
 	}
 	ids = latestSegments(ids)
-	out := make([]workflows.TrialStatus, 0, len(ids))
+	out := make([]gleaner.TrialStatus, 0, len(ids))
 	for _, id := range ids {
-		var s workflows.TrialStatus
-		err := c.query(ctx, id, "trial "+id, workflows.QueryStatus, &s)
+		var s gleaner.TrialStatus
+		err := c.query(ctx, id, "trial "+id, gleaner.QueryStatus, &s)
 		if err != nil && !open[id] {
 			s, err = c.trialFromResult(ctx, id)
 		}
@@ -315,7 +314,7 @@ func (c *Client) Trials(ctx context.Context, name string) ([]workflows.TrialStat
 }
 
 // latestSegments keeps, of the workflow ids of a trial's segments
-// (workflows.TrialSegmentWorkflowID: "…-trial-00007", "…-trial-00007.2",
+// (gleaner.TrialSegmentWorkflowID: "…-trial-00007", "…-trial-00007.2",
 // …), the latest one's: a trial continued by its searcher is one trial.
 func latestSegments(ids []string) []string {
 	seg := func(id string) (string, int) {
@@ -344,18 +343,18 @@ func latestSegments(ids []string) []string {
 }
 
 // trialFromResult is an ended trial's status as its result tells it.
-func (c *Client) trialFromResult(ctx context.Context, workflowID string) (workflows.TrialStatus, error) {
-	var r workflows.TrialReport
+func (c *Client) trialFromResult(ctx context.Context, workflowID string) (gleaner.TrialStatus, error) {
+	var r gleaner.TrialReport
 	if err := c.tc.GetWorkflow(ctx, workflowID, "").Get(ctx, &r); err != nil {
-		failed, ok := workflows.FailedTrialReport(err)
+		failed, ok := gleaner.FailedTrialReport(err)
 		if !ok {
-			return workflows.TrialStatus{}, fmt.Errorf("reading the result of trial %s: %w", workflowID, err)
+			return gleaner.TrialStatus{}, fmt.Errorf("reading the result of trial %s: %w", workflowID, err)
 		}
 		r = failed
 	}
 	// The result says only whether the objective was missing at the end
 	// (and nothing for trials older than that flag): seen unless it was.
-	return workflows.TrialStatus{TrialID: r.TrialID, Params: r.Params, TrialProgress: workflows.TrialProgress{
+	return gleaner.TrialStatus{TrialID: r.TrialID, Params: r.Params, TrialProgress: gleaner.TrialProgress{
 		State: r.State, Samples: r.Samples, Metrics: r.Metrics, Restarts: r.Restarts, Rescales: r.Rescales, Error: r.Error,
 		ObjectiveSeen: !r.ObjectiveMissing,
 	}}, nil
@@ -363,7 +362,7 @@ func (c *Client) trialFromResult(ctx context.Context, workflowID string) (workfl
 
 // describe returns the latest run of a campaign's workflow, or ErrNotFound.
 func (c *Client) describe(ctx context.Context, name string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
-	d, err := c.tc.DescribeWorkflowExecution(ctx, workflows.CampaignWorkflowID(name), "")
+	d, err := c.tc.DescribeWorkflowExecution(ctx, gleaner.CampaignWorkflowID(name), "")
 	if err != nil {
 		if isNotFound(err) {
 			return nil, fmt.Errorf("campaign %q: %w", name, ErrNotFound)
@@ -386,18 +385,18 @@ func (e *rejectedError) Unwrap() error        { return e.cause }
 
 // control sends a pause, resume or stop update (verb names it in errors)
 // and returns the status after.
-func (c *Client) control(ctx context.Context, name, verb, update, reason string) (workflows.CampaignStatus, error) {
+func (c *Client) control(ctx context.Context, name, verb, update, reason string) (gleaner.CampaignStatus, error) {
 	if err := checkName("campaign", name); err != nil {
-		return workflows.CampaignStatus{}, fmt.Errorf("%s: %w", verb, err)
+		return gleaner.CampaignStatus{}, fmt.Errorf("%s: %w", verb, err)
 	}
 	h, err := c.tc.UpdateWorkflow(ctx, tclient.UpdateWorkflowOptions{
-		WorkflowID:   workflows.CampaignWorkflowID(name),
+		WorkflowID:   gleaner.CampaignWorkflowID(name),
 		UpdateName:   update,
-		Args:         []any{workflows.ControlRequest{Reason: reason}},
+		Args:         []any{gleaner.ControlRequest{Reason: reason}},
 		WaitForStage: tclient.WorkflowUpdateStageCompleted,
 	})
 	if err == nil {
-		var s workflows.CampaignStatus
+		var s gleaner.CampaignStatus
 		if err = h.Get(ctx, &s); err == nil {
 			return s, nil
 		}
@@ -406,12 +405,12 @@ func (c *Client) control(ctx context.Context, name, verb, update, reason string)
 	switch {
 	case errors.As(err, &app):
 		// The campaign's validator refused: its message says why.
-		return workflows.CampaignStatus{}, fmt.Errorf("%s campaign %q: %w", verb, name, &rejectedError{reason: app.Message(), cause: err})
+		return gleaner.CampaignStatus{}, fmt.Errorf("%s campaign %q: %w", verb, name, &rejectedError{reason: app.Message(), cause: err})
 	case isNotFound(err):
 		// Updates find no ended workflow: say which of the two it is.
 		d, derr := c.describe(ctx, name)
 		if derr != nil {
-			return workflows.CampaignStatus{}, fmt.Errorf("%s: %w", verb, derr)
+			return gleaner.CampaignStatus{}, fmt.Errorf("%s: %w", verb, derr)
 		}
 		if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			// The campaign's own state says more than its workflow's.
@@ -420,42 +419,42 @@ func (c *Client) control(ctx context.Context, name, verb, update, reason string)
 				state = "it is " + string(s.State)
 			}
 			why := fmt.Sprintf("campaign %s has already ended: %s", name, state)
-			return workflows.CampaignStatus{}, fmt.Errorf("%s campaign %q: %w", verb, name, &rejectedError{reason: why, cause: err})
+			return gleaner.CampaignStatus{}, fmt.Errorf("%s campaign %q: %w", verb, name, &rejectedError{reason: why, cause: err})
 		}
 	}
-	return workflows.CampaignStatus{}, fmt.Errorf("%s campaign %q: %w", verb, name, err)
+	return gleaner.CampaignStatus{}, fmt.Errorf("%s campaign %q: %w", verb, name, err)
 }
 
 // Pause stops creating trials and pauses the running ones at a checkpoint
 // (they give their nodes back). reason is shown in the status and the UI.
 // A campaign that is not running refuses with ErrRejected.
-func (c *Client) Pause(ctx context.Context, name, reason string) (workflows.CampaignStatus, error) {
-	return c.control(ctx, name, "pause", workflows.UpdatePause, reason)
+func (c *Client) Pause(ctx context.Context, name, reason string) (gleaner.CampaignStatus, error) {
+	return c.control(ctx, name, "pause", gleaner.UpdatePause, reason)
 }
 
 // Resume undoes Pause; a campaign that is not paused refuses with
 // ErrRejected.
-func (c *Client) Resume(ctx context.Context, name, reason string) (workflows.CampaignStatus, error) {
-	return c.control(ctx, name, "resume", workflows.UpdateResume, reason)
+func (c *Client) Resume(ctx context.Context, name, reason string) (gleaner.CampaignStatus, error) {
+	return c.control(ctx, name, "resume", gleaner.UpdateResume, reason)
 }
 
 // Stop stops every trial at a checkpoint and ends the campaign as stopped
 // once they have reported (Wait returns then). The returned status is
 // "stopping"; an ended campaign refuses with ErrRejected.
-func (c *Client) Stop(ctx context.Context, name, reason string) (workflows.CampaignStatus, error) {
-	return c.control(ctx, name, "stop", workflows.UpdateStop, reason)
+func (c *Client) Stop(ctx context.Context, name, reason string) (gleaner.CampaignStatus, error) {
+	return c.control(ctx, name, "stop", gleaner.UpdateStop, reason)
 }
 
 // Wait blocks until the campaign ends (following continue-as-new) and
 // returns its result. A campaign that failed (budget.max_failures reached,
 // or its workflow ended from outside) returns its result and a
 // *FailedError naming its newest failed trials.
-func (c *Client) Wait(ctx context.Context, name string) (workflows.CampaignResult, error) {
-	var res workflows.CampaignResult
+func (c *Client) Wait(ctx context.Context, name string) (gleaner.CampaignResult, error) {
+	var res gleaner.CampaignResult
 	if err := checkName("campaign", name); err != nil {
 		return res, err
 	}
-	err := c.tc.GetWorkflow(ctx, workflows.CampaignWorkflowID(name), "").Get(ctx, &res)
+	err := c.tc.GetWorkflow(ctx, gleaner.CampaignWorkflowID(name), "").Get(ctx, &res)
 	if err != nil {
 		if isNotFound(err) {
 			return res, fmt.Errorf("campaign %q: %w", name, ErrNotFound)
@@ -475,15 +474,15 @@ func (c *Client) Wait(ctx context.Context, name string) (workflows.CampaignResul
 
 // Progress is one observation of a watched campaign.
 type Progress struct {
-	Status workflows.CampaignStatus
-	Pool   *workflows.PoolStatus // nil if the pool could not be read
-	Err    error                 // a query failed (the watch goes on)
+	Status gleaner.CampaignStatus
+	Pool   *gleaner.PoolStatus // nil if the pool could not be read
+	Err    error               // a query failed (the watch goes on)
 }
 
 // Done reports whether the campaign has ended.
 func (p Progress) Done() bool {
 	switch p.Status.State {
-	case workflows.CampaignCompleted, workflows.CampaignStopped, workflows.CampaignFailed:
+	case gleaner.CampaignCompleted, gleaner.CampaignStopped, gleaner.CampaignFailed:
 		return true
 	}
 	return false
@@ -563,31 +562,31 @@ func watchRetryDelay(every time.Duration, failures int) time.Duration {
 // poolOf is the pool a campaign runs in (from its start input), "default"
 // when it cannot be read.
 func (c *Client) poolOf(ctx context.Context, name string) string {
-	var in workflows.CampaignInput
-	if err := c.startInput(ctx, workflows.CampaignWorkflowID(name), &in); err != nil || in.Spec.Pool == "" {
+	var in gleaner.CampaignInput
+	if err := c.startInput(ctx, gleaner.CampaignWorkflowID(name), &in); err != nil || in.Spec.Pool == "" {
 		return "default"
 	}
 	return in.Spec.Pool
 }
 
 // PoolStatus is a pool's nodes, trials and last allocation.
-func (c *Client) PoolStatus(ctx context.Context, pool string) (workflows.PoolStatus, error) {
-	var s workflows.PoolStatus
+func (c *Client) PoolStatus(ctx context.Context, pool string) (gleaner.PoolStatus, error) {
+	var s gleaner.PoolStatus
 	if err := checkName("pool", pool); err != nil {
 		return s, err
 	}
-	err := c.query(ctx, workflows.PoolWorkflowID(pool), fmt.Sprintf("pool %q", pool), workflows.QueryStatus, &s)
+	err := c.query(ctx, gleaner.PoolWorkflowID(pool), fmt.Sprintf("pool %q", pool), gleaner.QueryStatus, &s)
 	return s, err
 }
 
 // PoolLibrary is the curves a pool learned from the trials that left it
-// (workflows.QueryLibrary).
-func (c *Client) PoolLibrary(ctx context.Context, pool string) (workflows.PoolLibrary, error) {
-	var l workflows.PoolLibrary
+// (gleaner.QueryLibrary).
+func (c *Client) PoolLibrary(ctx context.Context, pool string) (gleaner.PoolLibrary, error) {
+	var l gleaner.PoolLibrary
 	if err := checkName("pool", pool); err != nil {
 		return l, err
 	}
-	err := c.query(ctx, workflows.PoolWorkflowID(pool), fmt.Sprintf("pool %q", pool), workflows.QueryLibrary, &l)
+	err := c.query(ctx, gleaner.PoolWorkflowID(pool), fmt.Sprintf("pool %q", pool), gleaner.QueryLibrary, &l)
 	return l, err
 }
 
@@ -615,11 +614,11 @@ func (c *Client) startInput(ctx context.Context, workflowID string, out any) err
 
 // Spec returns the spec a campaign runs with (its defaults applied).
 func (c *Client) Spec(ctx context.Context, name string) (gleaner.CampaignSpec, error) {
-	var in workflows.CampaignInput
+	var in gleaner.CampaignInput
 	if err := checkName("campaign", name); err != nil {
 		return gleaner.CampaignSpec{}, err
 	}
-	if err := c.startInput(ctx, workflows.CampaignWorkflowID(name), &in); err != nil {
+	if err := c.startInput(ctx, gleaner.CampaignWorkflowID(name), &in); err != nil {
 		return gleaner.CampaignSpec{}, fmt.Errorf("campaign %q: %w", name, err)
 	}
 	return in.Spec, nil

@@ -16,8 +16,8 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 
+	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/codec"
-	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
 // Environment variables that a Connection reads (LoadEnv). The TEMPORAL_*
@@ -153,7 +153,7 @@ func DefaultConnection() Connection {
 	return Connection{
 		HostPort:       DefaultHostPort,
 		Namespace:      DefaultNamespace,
-		TaskQueue:      workflows.TaskQueue,
+		TaskQueue:      gleaner.TaskQueue,
 		ConnectTimeout: DefaultConnectTimeout,
 	}
 }

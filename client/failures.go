@@ -12,8 +12,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/hpo"
-	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
 // ErrCampaignFailed: the campaign ended as failed (budget.max_failures
@@ -38,7 +38,7 @@ type FailedError struct {
 	// of them (at most FailuresShown), newest first. Trials is empty when
 	// they could not be read (TrialsErr says why).
 	Failed    int
-	Trials    []workflows.TrialStatus
+	Trials    []gleaner.TrialStatus
 	TrialsErr error
 	// Err is the workflow's own error.
 	Err error
@@ -70,7 +70,7 @@ func (e *FailedError) Unwrap() error { return e.Err }
 // its id and parameters on the first line, then its error whole (its
 // exit status, restarts, log path, and the log's last lines as the worker
 // read them), each further line indented by four.
-func DescribeFailure(t workflows.TrialStatus) string {
+func DescribeFailure(t gleaner.TrialStatus) string {
 	reason := strings.TrimSpace(t.Error)
 	// The worker's messages start with "trial t00001: ", said already.
 	reason = strings.TrimPrefix(reason, "trial "+t.TrialID+": ")
@@ -103,7 +103,7 @@ func DescribeFailure(t workflows.TrialStatus) string {
 // workflow per trial finds them through visibility (GleanerStatus =
 // "failed" on its trials, or their workflow failed), which lags a moment
 // behind; an inline campaign (trial.inline) reads its trial records.
-func (c *Client) FailedTrials(ctx context.Context, name string, limit int) ([]workflows.TrialStatus, error) {
+func (c *Client) FailedTrials(ctx context.Context, name string, limit int) ([]gleaner.TrialStatus, error) {
 	if err := checkName("campaign", name); err != nil {
 		return nil, err
 	}
@@ -111,22 +111,22 @@ func (c *Client) FailedTrials(ctx context.Context, name string, limit int) ([]wo
 	if err != nil {
 		return nil, err
 	}
-	var failed []workflows.TrialStatus
+	var failed []gleaner.TrialStatus
 	if spec.Trial.Inline {
 		l, err := c.TrialsNewest(ctx, name, 0)
 		if err != nil {
 			return nil, err
 		}
 		for _, t := range l.Trials {
-			if t.State == workflows.TrialFailed {
+			if t.State == gleaner.TrialFailed {
 				failed = append(failed, t)
 			}
 		}
 		slices.Reverse(failed) // newest first
 	} else {
 		q := fmt.Sprintf(`%s = %q AND %s = %q AND (%s = %q OR ExecutionStatus = "Failed")`,
-			workflows.GleanerCampaign.GetName(), name, workflows.GleanerKind.GetName(), workflows.KindTrial,
-			workflows.GleanerStatus.GetName(), workflows.TrialFailed)
+			gleaner.SearchAttrCampaign, name, gleaner.SearchAttrKind, gleaner.KindTrial,
+			gleaner.SearchAttrStatus, gleaner.TrialFailed)
 		ids, err := c.listIDs(ctx, q)
 		if err != nil {
 			return nil, fmt.Errorf("listing the failed trials of campaign %q: %w", name, err)
@@ -141,7 +141,7 @@ func (c *Client) FailedTrials(ctx context.Context, name string, limit int) ([]wo
 			if err != nil {
 				return failed, err
 			}
-			if t.State == workflows.TrialFailed {
+			if t.State == gleaner.TrialFailed {
 				failed = append(failed, t)
 			}
 		}
@@ -155,7 +155,7 @@ func (c *Client) FailedTrials(ctx context.Context, name string, limit int) ([]wo
 // failure builds Wait's error for a campaign whose workflow failed (err):
 // its reason, read from the result it carries, or how the workflow ended,
 // and its newest failed trials.
-func (c *Client) failure(ctx context.Context, name string, res workflows.CampaignResult, err error) error {
+func (c *Client) failure(ctx context.Context, name string, res gleaner.CampaignResult, err error) error {
 	e := &FailedError{Campaign: name, Reason: res.Reason, Failed: res.Failed, Err: err}
 	var (
 		app        *temporal.ApplicationError
@@ -188,7 +188,7 @@ func (c *Client) failure(ctx context.Context, name string, res workflows.Campaig
 
 // FailedTrialsReader reads a campaign's failed trials: a *Client.
 type FailedTrialsReader interface {
-	FailedTrials(ctx context.Context, name string, limit int) ([]workflows.TrialStatus, error)
+	FailedTrials(ctx context.Context, name string, limit int) ([]gleaner.TrialStatus, error)
 }
 
 // failedTrialsPatience bounds how long WaitFailedTrials waits for
@@ -199,7 +199,7 @@ const failedTrialsPatience = 5 * time.Second
 // 250 ms, for up to 5 s) while it lists fewer than want: a campaign
 // counts a failed trial as soon as the trial reports, and visibility
 // lists it a moment later. It returns what it found by then.
-func WaitFailedTrials(ctx context.Context, r FailedTrialsReader, name string, want int) ([]workflows.TrialStatus, error) {
+func WaitFailedTrials(ctx context.Context, r FailedTrialsReader, name string, want int) ([]gleaner.TrialStatus, error) {
 	deadline := time.Now().Add(failedTrialsPatience)
 	for {
 		trials, err := r.FailedTrials(ctx, name, want)
@@ -217,7 +217,7 @@ func WaitFailedTrials(ctx context.Context, r FailedTrialsReader, name string, wa
 // terminationReason is the reason given when campaign name's workflow was
 // terminated ("" when it cannot be read).
 func (c *Client) terminationReason(ctx context.Context, name string) string {
-	it := c.tc.GetWorkflowHistory(ctx, workflows.CampaignWorkflowID(name), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
+	it := c.tc.GetWorkflowHistory(ctx, gleaner.CampaignWorkflowID(name), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {

@@ -14,13 +14,13 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/gleaner-hpc/gleaner/workflows"
+	"github.com/gleaner-hpc/gleaner"
 )
 
 // CampaignSummary is one campaign as the server's visibility store lists
 // it: what its search attributes said when it last published them (a
 // running campaign publishes a change within a workflow task; an inline
-// one at most every workflows.InlineCountsEvery), with the budget and
+// one at most every gleaner.InlineCountsEvery), with the budget and
 // objective of its spec. Status asks the campaign itself.
 type CampaignSummary struct {
 	Name       string `json:"name"`
@@ -31,7 +31,7 @@ type CampaignSummary struct {
 	// ended without Gleaner saying how (terminated, timed out, canceled,
 	// or failed without a campaign result) it is that workflow status:
 	// "terminated", "timed_out", "canceled" or "failed".
-	State workflows.CampaignPhase `json:"state"`
+	State gleaner.CampaignPhase `json:"state"`
 	// TrialsDone counts trials ended (completed, stopped or failed), of
 	// MaxTrials; TrialsRunning those in flight (started and not ended:
 	// running, or waiting for nodes).
@@ -74,14 +74,14 @@ type ListOptions struct {
 
 // List is the namespace's campaigns, newest first, from the visibility
 // store (the GleanerKind = "campaign" search attribute; see
-// workflows.SearchAttributes, which `gleaner setup` registers): one
+// gleaner.SearchAttributes, which `gleaner setup` registers): one
 // visibility query for all of them, and the first history event of each
 // one listed for its spec's budget and objective. A campaign just
 // submitted may take a moment to be listed.
 func (c *Client) List(ctx context.Context, opts ListOptions) ([]CampaignSummary, error) {
 	// Every run, also with Running: a campaign that continued as new
 	// started with its first run (CampaignSummary.Started).
-	q := fmt.Sprintf("%s = %q", workflows.GleanerKind.GetName(), workflows.KindCampaign)
+	q := fmt.Sprintf("%s = %q", gleaner.SearchAttrKind, gleaner.KindCampaign)
 	var runs []*campaignRun
 	var token []byte
 	for {
@@ -144,25 +144,25 @@ func (c *Client) summaries(runs []*campaignRun, running bool) []CampaignSummary 
 			continue
 		}
 		s := CampaignSummary{
-			Name:       keyword(latest.attrs, workflows.GleanerCampaign.GetName()),
+			Name:       keyword(latest.attrs, gleaner.SearchAttrCampaign),
 			WorkflowID: id,
 			RunID:      latest.run,
-			State:      workflows.CampaignPhase(keyword(latest.attrs, workflows.GleanerStatus.GetName())),
+			State:      gleaner.CampaignPhase(keyword(latest.attrs, gleaner.SearchAttrStatus)),
 			Started:    first.started,
 			UIURL:      c.WorkflowURL(id),
 		}
 		if s.Name == "" {
-			s.Name = strings.TrimPrefix(id, workflows.CampaignWorkflowID(""))
+			s.Name = strings.TrimPrefix(id, gleaner.CampaignWorkflowID(""))
 		}
 		var n int64
-		if decodeAttr(latest.attrs, workflows.GleanerTrialsDone.GetName(), &n) {
+		if decodeAttr(latest.attrs, gleaner.SearchAttrTrialsDone, &n) {
 			s.TrialsDone = int(n)
 		}
-		if decodeAttr(latest.attrs, workflows.GleanerTrialsRunning.GetName(), &n) {
+		if decodeAttr(latest.attrs, gleaner.SearchAttrTrialsRunning, &n) {
 			s.TrialsRunning = int(n)
 		}
 		var best float64
-		if decodeAttr(latest.attrs, workflows.GleanerBestScore.GetName(), &best) {
+		if decodeAttr(latest.attrs, gleaner.SearchAttrBestScore, &best) {
 			s.Best = &best
 		}
 		s.Closed = latest.closed
@@ -181,7 +181,7 @@ func (c *Client) summaries(runs []*campaignRun, running bool) []CampaignSummary 
 // summaryState is the campaign's phase as it published it, unless its
 // workflow says otherwise: a workflow ended from outside (terminated,
 // timed out, canceled) or failed without publishing its end.
-func summaryState(published workflows.CampaignPhase, status enumspb.WorkflowExecutionStatus) workflows.CampaignPhase {
+func summaryState(published gleaner.CampaignPhase, status enumspb.WorkflowExecutionStatus) gleaner.CampaignPhase {
 	switch status {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED:
 		return "terminated"
@@ -190,12 +190,12 @@ func summaryState(published workflows.CampaignPhase, status enumspb.WorkflowExec
 	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
 		return "canceled"
 	case enumspb.WORKFLOW_EXECUTION_STATUS_FAILED:
-		if published != workflows.CampaignFailed {
-			return workflows.CampaignFailed
+		if published != gleaner.CampaignFailed {
+			return gleaner.CampaignFailed
 		}
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 		if published == "" { // its first workflow task is yet to publish
-			return workflows.CampaignRunning
+			return gleaner.CampaignRunning
 		}
 	}
 	return published
@@ -227,7 +227,7 @@ func (c *Client) addSpecs(ctx context.Context, out []CampaignSummary) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			var in workflows.CampaignInput
+			var in gleaner.CampaignInput
 			if c.startInput(ctx, out[i].WorkflowID, &in) != nil {
 				return
 			}

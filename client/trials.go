@@ -12,14 +12,13 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/gleaner-hpc/gleaner"
-	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
 // TrialsNewest lists a campaign's trials, as Trials does, but only the
 // newest limit of them by trial id (limit ≤ 0: all). It reads only what
 // those need, so it answers quickly at any size: an inline campaign
 // (spec trial.inline) keeps its ended trials in chunks of
-// workflows.InlineRecordsChunk (TrialRecords workflows), read newest
+// gleaner.InlineRecordsChunk (TrialRecords workflows), read newest
 // first, and its in-flight ones in the campaign (QueryTrials); a campaign
 // with a workflow per trial queries only the newest limit workflows.
 func (c *Client) TrialsNewest(ctx context.Context, name string, limit int) (TrialList, error) {
@@ -38,14 +37,14 @@ func (c *Client) TrialsNewest(ctx context.Context, name string, limit int) (Tria
 	chunks := make(chan listed, 1)
 	go func() {
 		ids, err := c.listIDs(lctx, fmt.Sprintf("%s = %q AND %s = %q",
-			workflows.GleanerCampaign.GetName(), name, workflows.GleanerKind.GetName(), workflows.KindRecords))
+			gleaner.SearchAttrCampaign, name, gleaner.SearchAttrKind, gleaner.KindRecords))
 		chunks <- listed{ids, err}
 	}()
 	var live liveTrials
 	if QueryPatience > 0 {
 		live.answer = make(chan error, 1)
 		go func() {
-			live.answer <- c.query(lctx, workflows.CampaignWorkflowID(name), "campaign "+name, workflows.QueryTrials, &live.trials)
+			live.answer <- c.query(lctx, gleaner.CampaignWorkflowID(name), "campaign "+name, gleaner.QueryTrials, &live.trials)
 		}()
 	}
 	spec, err := c.Spec(ctx, name)
@@ -73,16 +72,16 @@ func (c *Client) TrialsNewest(ctx context.Context, name string, limit int) (Tria
 // trials and those ended since its last chunk; answer is nil when the
 // campaign was not asked.
 type liveTrials struct {
-	trials []workflows.TrialStatus
+	trials []gleaner.TrialStatus
 	answer chan error
 }
 
 // TrialList is TrialsNewest's answer.
 type TrialList struct {
-	Trials []workflows.TrialStatus
+	Trials []gleaner.TrialStatus
 	// Busy: an inline campaign too busy to answer within QueryPatience;
 	// Trials holds only its chunks (its in-flight trials and those ended
-	// since its last chunk, at most workflows.InlineRecordsChunk, are
+	// since its last chunk, at most gleaner.InlineRecordsChunk, are
 	// missing).
 	Busy bool
 	// Spec is the campaign's spec, read to tell how it keeps its trials
@@ -90,7 +89,7 @@ type TrialList struct {
 	Spec gleaner.CampaignSpec
 	// Status is the campaign's status read with the list (TrialsView;
 	// nil when it did not answer): the trials' states agree with it.
-	Status *workflows.CampaignStatus
+	Status *gleaner.CampaignStatus
 }
 
 // inlineTrials reads an inline campaign's trials: the campaign's own
@@ -102,19 +101,19 @@ type TrialList struct {
 func (c *Client) inlineTrials(ctx context.Context, limit int, chunks []string, live liveTrials, patience <-chan time.Time, cancel func()) (TrialList, error) {
 	slices.Sort(chunks) // …-records-00001, …-records-00002, …
 	// Read chunks newest first, a few at a time, until limit are found.
-	var recs []workflows.TrialRecords // newest first
-	counted := map[string]bool{}      // a trial continued by its searcher is in several chunks
-	// A chunk holds up to workflows.InlineRecordsChunk trials: read as
+	var recs []gleaner.TrialRecords // newest first
+	counted := map[string]bool{}    // a trial continued by its searcher is in several chunks
+	// A chunk holds up to gleaner.InlineRecordsChunk trials: read as
 	// many at once as the limit still needs, at most 8.
 	const parallel = 8
 	for end, found := len(chunks), 0; end > 0 && (limit <= 0 || found < limit); {
 		n := parallel
 		if limit > 0 {
-			n = min(n, (limit-found+workflows.InlineRecordsChunk-1)/workflows.InlineRecordsChunk)
+			n = min(n, (limit-found+gleaner.InlineRecordsChunk-1)/gleaner.InlineRecordsChunk)
 		}
 		batch := chunks[max(0, end-n):end]
 		end -= len(batch)
-		got := make([]workflows.TrialRecords, len(batch))
+		got := make([]gleaner.TrialRecords, len(batch))
 		errs := make([]error, len(batch))
 		var wg sync.WaitGroup
 		for i, id := range batch {
@@ -160,8 +159,8 @@ func (c *Client) inlineTrials(ctx context.Context, limit int, chunks []string, l
 		return TrialList{}, err
 	}
 	seen := map[string]bool{}
-	var out []workflows.TrialStatus
-	add := func(ts []workflows.TrialStatus) {
+	var out []gleaner.TrialStatus
+	add := func(ts []gleaner.TrialStatus) {
 		// Newer first: a trial continued by its searcher ends again later.
 		for i := len(ts) - 1; i >= 0; i-- {
 			if !seen[ts[i].TrialID] {
@@ -182,9 +181,9 @@ func (c *Client) inlineTrials(ctx context.Context, limit int, chunks []string, l
 }
 
 // newestTrialWorkflows is Trials for the newest limit trial workflows.
-func (c *Client) newestTrialWorkflows(ctx context.Context, name string, limit int) ([]workflows.TrialStatus, error) {
+func (c *Client) newestTrialWorkflows(ctx context.Context, name string, limit int) ([]gleaner.TrialStatus, error) {
 	all, open, err := c.listWorkflows(ctx, fmt.Sprintf("%s = %q AND %s = %q",
-		workflows.GleanerCampaign.GetName(), name, workflows.GleanerKind.GetName(), workflows.KindTrial))
+		gleaner.SearchAttrCampaign, name, gleaner.SearchAttrKind, gleaner.KindTrial))
 	if err != nil {
 		return nil, fmt.Errorf("listing the trials of campaign %q: %w", name, err)
 	}
@@ -193,7 +192,7 @@ func (c *Client) newestTrialWorkflows(ctx context.Context, name string, limit in
 	if len(all) > limit {
 		all = all[len(all)-limit:]
 	}
-	out := make([]workflows.TrialStatus, len(all))
+	out := make([]gleaner.TrialStatus, len(all))
 	errs := make([]error, len(all))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
@@ -202,7 +201,7 @@ func (c *Client) newestTrialWorkflows(ctx context.Context, name string, limit in
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			err := c.query(ctx, id, "trial "+id, workflows.QueryStatus, &out[i])
+			err := c.query(ctx, id, "trial "+id, gleaner.QueryStatus, &out[i])
 			if err != nil && !open[id] {
 				out[i], err = c.trialFromResult(ctx, id)
 			}
@@ -255,10 +254,10 @@ func byNumber(a, b string) int {
 	return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(a, b))
 }
 
-func byTrialID(a, b workflows.TrialStatus) int { return byNumber(a.TrialID, b.TrialID) }
+func byTrialID(a, b gleaner.TrialStatus) int { return byNumber(a.TrialID, b.TrialID) }
 
 // TrialsView is TrialsNewest with every trial's state as its campaign
-// classifies it (workflows.ClassifyTrial), the states and counts Status
+// classifies it (gleaner.ClassifyTrial), the states and counts Status
 // gives: a trial paused with its campaign is paused, one that reached its
 // budget is parked (or stopped at its rung once its searcher will not
 // continue it), with its stage. The campaign's status is read while the
@@ -267,7 +266,7 @@ func byTrialID(a, b workflows.TrialStatus) int { return byNumber(a.TrialID, b.Tr
 // workflow ids, so the newest trials are never missing.
 func (c *Client) TrialsView(ctx context.Context, name string, limit int) (TrialList, error) {
 	type answered struct {
-		s   workflows.CampaignStatus
+		s   gleaner.CampaignStatus
 		err error
 	}
 	sctx, cancel := context.WithCancel(ctx)
@@ -298,8 +297,8 @@ func (c *Client) TrialsView(ctx context.Context, name string, limit int) (TrialL
 		if full && byNumber(b.TrialID, l.Trials[0].TrialID) < 0 {
 			continue // older than the newest limit
 		}
-		t := workflows.TrialStatus{TrialID: b.TrialID, TrialProgress: workflows.TrialProgress{State: b.State}}
-		if err := c.query(ctx, b.WorkflowID, "trial "+b.WorkflowID, workflows.QueryStatus, &t); err != nil {
+		t := gleaner.TrialStatus{TrialID: b.TrialID, TrialProgress: gleaner.TrialProgress{State: b.State}}
+		if err := c.query(ctx, b.WorkflowID, "trial "+b.WorkflowID, gleaner.QueryStatus, &t); err != nil {
 			t, _ = c.trialFromResult(ctx, b.WorkflowID)
 			t.TrialID = b.TrialID
 		}
@@ -316,8 +315,8 @@ func (c *Client) TrialsView(ctx context.Context, name string, limit int) (TrialL
 // ClassifyTrials sets each trial's state, and stage, to what its
 // campaign's status s says of it (s.Trials: those in flight, parked or
 // stopped at their rung); the others keep their own.
-func ClassifyTrials(trials []workflows.TrialStatus, s workflows.CampaignStatus) {
-	briefs := make(map[string]workflows.TrialBrief, len(s.Trials))
+func ClassifyTrials(trials []gleaner.TrialStatus, s gleaner.CampaignStatus) {
+	briefs := make(map[string]gleaner.TrialBrief, len(s.Trials))
 	for _, b := range s.Trials {
 		briefs[b.TrialID] = b
 	}

@@ -83,10 +83,16 @@ func TrialRecordsWorkflow(ctx workflow.Context, in TrialRecords) (TrialRecords, 
 // inlineRun is one running RunTrial of an inline trial.
 type inlineRun struct {
 	key      string
+	run      int // the trial's run number
 	nodes    []string
+	nodeType string
 	queue    string // the agent's task queue; "" for the worker's own nodes
 	cancel   workflow.CancelFunc
 	stopping bool
+	// launched and from are when the run was launched and the samples it
+	// started from: its throughput, once it ends (measure).
+	launched time.Time
+	from     float64
 }
 
 // inliner runs a campaign's inline trials.
@@ -98,6 +104,10 @@ type inliner struct {
 	// releaseDue: the pool took nodes; confirm once no trainer is on them.
 	releaseDue bool
 	draining   bool
+	// prof measures the trials' throughput for the pool's JPA (measure);
+	// clock lays their runs end to end for it.
+	prof  *profileSender
+	clock runClock
 }
 
 func newInliner(c *campaign) *inliner {
@@ -139,16 +149,20 @@ func (x *inliner) onAssignment(a Assignment) {
 
 // start puts a trial the campaign started in line for nodes.
 func (x *inliner) start(ctx workflow.Context, key string, in TrialInput) {
-	p := TrialProgress{State: TrialPending}
-	if in.State != nil {
-		p = *in.State
-		p.State = TrialPending
-	}
-	in.State = nil
 	if in.Owner == "" {
 		in.Owner = workflow.GetInfo(ctx).FirstRunID
 	}
-	x.st().Trials = append(x.st().Trials, InlineTrial{Key: key, Input: in, Progress: p})
+	b := newTrialCore(in, key)
+	b.p.State = TrialPending
+	x.st().Trials = append(x.st().Trials, InlineTrial{Key: key, Input: b.in, Progress: b.p})
+}
+
+// update runs f on the trial's bookkeeping (the trial core a trial
+// workflow holds too) and keeps the progress it leaves.
+func (t *InlineTrial) update(f func(b *trialCore)) {
+	b := &trialCore{in: t.Input, key: t.Key, p: t.Progress}
+	f(b)
+	t.Progress = b.p
 }
 
 func (x *inliner) find(key string) int {
@@ -334,9 +348,15 @@ func (x *inliner) launch(ctx workflow.Context, key string, nodes []string, queue
 	st := x.st()
 	i := x.find(key)
 	t := &st.Trials[i]
-	t.Progress.Runs++
-	t.Progress.State, t.Progress.Nodes = TrialRunning, nodes
-	in := RunTrialInput{Trial: t.Input, Run: t.Progress.Runs, Nodes: nodes, NodeType: st.NodeType,
+	from := t.Progress.Samples
+	var run int
+	t.update(func(b *trialCore) {
+		// A relaunch (after the pool took the nodes) waited at 0 nodes:
+		// a start, not a rescale.
+		run = b.launched(nodes, false)
+		b.p.State = TrialRunning
+	})
+	in := RunTrialInput{Trial: t.Input, Run: run, Nodes: nodes, NodeType: st.NodeType,
 		ResumeFrom: t.Progress.Checkpoint, Owner: t.Input.Owner, Quiet: true}
 	actx, cancel := workflow.WithCancel(ctx)
 	actx = workflow.WithActivityOptions(actx, runTrialOptions(t.Input.MaxRestarts))
@@ -346,7 +366,8 @@ func (x *inliner) launch(ctx workflow.Context, key string, nodes []string, queue
 		actx = workflow.WithTaskQueue(actx, queue)
 	}
 	f := workflow.ExecuteActivity(actx, RunTrialActivityName, in)
-	r := &inlineRun{key: key, nodes: nodes, queue: queue, cancel: cancel}
+	r := &inlineRun{key: key, run: run, nodes: nodes, nodeType: st.NodeType, queue: queue, cancel: cancel,
+		launched: workflow.Now(ctx), from: from}
 	x.running[key] = r
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		var res RunTrialResult
@@ -367,27 +388,11 @@ func (x *inliner) ended(ctx workflow.Context, r *inlineRun, res RunTrialResult, 
 	t := &x.st().Trials[i]
 	t.Progress.Nodes = nil
 	t.Progress.State = TrialPending
-	absorb := func(res RunTrialResult) {
-		p := &t.Progress
-		p.Samples, p.Step, p.Epoch = max(p.Samples, res.Samples), max(p.Step, res.Step), max(p.Epoch, res.Epoch)
-		if len(res.Metrics) > 0 {
-			p.Metrics = res.Metrics
-			_, seen := res.Metrics[t.Input.ObjectiveMetric]
-			p.ObjectiveSeen = p.ObjectiveSeen || seen
-		}
-		if res.Checkpoint != "" {
-			p.Checkpoint = res.Checkpoint
-		}
-		p.MalformedReports = max(p.MalformedReports, res.Malformed)
-		p.Restarts += res.Failures
-		if res.Exit.Killed {
-			p.Killed++
-		}
-	}
 	var canceled *temporal.CanceledError
 	switch {
 	case err == nil:
-		absorb(res)
+		t.update(func(b *trialCore) { b.absorbResult(r.run, res) })
+		x.measure(ctx, r, res.Samples)
 		if res.Outcome == RunCompleted {
 			x.finish(ctx, r.key, TrialCompleted, "")
 			return
@@ -400,13 +405,39 @@ func (x *inliner) ended(ctx workflow.Context, r *inlineRun, res RunTrialResult, 
 	default:
 		var app *temporal.ApplicationError
 		if errors.As(err, &app) && app.HasDetails() && app.Details(&res) == nil {
-			absorb(res)
+			t.update(func(b *trialCore) { b.absorbResult(r.run, res) })
 		}
 		x.finish(ctx, r.key, TrialFailed, errorMessage(err))
 		return
 	}
 	if x.c.st.Stopping || t.Stop {
 		x.finish(ctx, r.key, TrialStopped, "")
+	}
+}
+
+// measure tells the pool's JPA what a run that ended trained: the
+// samples from its start to its end over its time, launch and start-up
+// included, as a trial workflow's profile (trial.sendProfile) under the
+// campaign's registration. The estimate is the median of the recent runs
+// at one trial's size (inlineProfiler).
+func (x *inliner) measure(ctx workflow.Context, r *inlineRun, samples float64) {
+	if workflow.GetVersion(ctx, "inline-profile", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return // began before inline trials were measured
+	}
+	c := x.c
+	if x.prof == nil {
+		prof, err := newProfileSender(inlineProfiler)
+		if err != nil {
+			c.logger.Warn("inline trials are not measured", "error", err)
+			return
+		}
+		x.prof = prof
+		x.prof.told(c.spec.Resources.Model, c.spec.Resources.Batch)
+	}
+	x.prof.ingestRun(&x.clock, c.wfID, len(r.nodes), r.nodeType, r.from, samples, workflow.Now(ctx).Sub(r.launched))
+	byType := func() bool { return true }
+	if p, due := x.prof.next(c.wfID, len(r.nodes), r.nodeType, c.spec.Resources.Model, c.spec.Resources.Batch, byType); due {
+		c.out.send(ctx, PoolWorkflowID(c.spec.Pool), SignalProfile, p)
 	}
 }
 
@@ -420,19 +451,12 @@ func (x *inliner) finish(ctx workflow.Context, key string, state TrialState, err
 	if len(st.Trials) == 0 {
 		st.Trials = nil
 	}
-	p := t.Progress
-	p.State, p.Error, p.Nodes = state, errMsg, nil
-	in := t.Input
-	rep := TrialReport{
-		TrialID: in.TrialID, WorkflowID: key, Number: in.Number, Params: in.Params, State: state, Final: true,
-		Metrics: p.Metrics, Samples: p.Samples, Step: p.Step, Epoch: p.Epoch, Restarts: p.Restarts, Error: errMsg,
-		Stage: in.Stage, Segment: in.Segment, ObjectiveMissing: !p.ObjectiveSeen,
-	}
-	if state == TrialCompleted && in.Budget > 0 {
-		rep.Resume = &TrialResume{Owner: in.Owner, Samples: p.Samples, Step: p.Step, Epoch: p.Epoch,
-			Checkpoint: p.Checkpoint, Runs: p.Runs, Restarts: p.Restarts, Seen: p.ObjectiveSeen}
-	}
-	rec := TrialStatus{TrialID: in.TrialID, Params: in.Params, Stage: in.Stage, TrialProgress: p}
+	var rep TrialReport
+	var rec TrialStatus
+	t.update(func(b *trialCore) {
+		b.end(state, errMsg)
+		rep, rec = b.report(t.Input.Owner, true), b.status()
+	})
 	st.Records = append(st.Records, rec)
 	st.RecordBytes += jsonSize(rec)
 	x.c.endTrial(ctx, key, rep)
@@ -553,7 +577,7 @@ func (x *inliner) trials() []TrialStatus {
 	st := x.st()
 	out := make([]TrialStatus, 0, len(st.Trials)+len(st.Records))
 	for _, t := range st.Trials {
-		out = append(out, TrialStatus{TrialID: t.Input.TrialID, Params: t.Input.Params, Stage: t.Input.Stage, TrialProgress: t.Progress})
+		t.update(func(b *trialCore) { out = append(out, b.status()) })
 	}
 	return append(out, st.Records...)
 }

@@ -36,6 +36,7 @@ type inlineHarness struct {
 	maxRuns  int
 	launches []RunTrialInput
 	released []Released
+	profiles []ProfileReport
 	deregs   int
 	regs     []RegisterTrial
 	records  []TrialRecords
@@ -96,6 +97,8 @@ func newInlineHarness(t *testing.T, grant int, runFor time.Duration) *inlineHarn
 				}
 			case DeregisterTrial:
 				h.deregs++
+			case ProfileReport:
+				h.profiles = append(h.profiles, a)
 			}
 		})
 	return h
@@ -215,6 +218,31 @@ func TestInlineCampaignTakesAnAssignmentThatOvertakesItsRegistration(t *testing.
 	var res CampaignResult
 	require.NoError(t, h.env.GetWorkflowResult(&res))
 	require.Equal(t, 4, res.Completed)
+}
+
+// Inline trials are measured as trial workflows are: the pool hears a
+// profile under the campaign's registration at one trial's size, so its
+// JPA measures an inline campaign too.
+func TestInlineCampaignSendsItsTrialsProfiles(t *testing.T) {
+	h := newInlineHarness(t, 2, 0)
+	// Each run trains 1000 samples in 10 s of the workflow's clock (a
+	// mocked activity waits on that clock; the harness's runs do not).
+	h.env.OnActivity(RunTrialActivityName, mock.Anything, mock.Anything).After(10*time.Second).
+		Return(RunTrialResult{Outcome: RunCompleted, Samples: 1000, Metrics: map[string]float64{"loss": 0.5}}, nil)
+	in := inlineSpec(6, 2)
+	in.Spec.Resources.Model, in.Spec.Resources.Batch = "mlp", 64
+	h.env.ExecuteWorkflow(CampaignWorkflowName, in)
+	require.True(t, h.env.IsWorkflowCompleted())
+	require.NoError(t, h.env.GetWorkflowError())
+	require.NotEmpty(t, h.profiles, "the pool heard no profile of the inline trials")
+	for _, p := range h.profiles {
+		require.Equal(t, h.regs[0].TrialID, p.TrialID, "a profile of the campaign's registration")
+		require.Equal(t, 1, p.Nodes, "at one trial's size")
+		require.InDelta(t, 100, p.Throughput, 1, "1000 samples in 10 s")
+		require.Equal(t, "mlp", p.Model)
+		require.Equal(t, 64, p.Batch)
+	}
+	require.Len(t, h.profiles, 1, "the same throughput again is not news to the pool")
 }
 
 func inputsOf(runs []RunTrialInput) []TrialInput {

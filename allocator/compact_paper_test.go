@@ -52,7 +52,7 @@ func TestCompactEqualsBruteForce(t *testing.T) {
 func TestSettingsAndCurveAmbiguityRejected(t *testing.T) {
 	p := &Problem{
 		Nodes:     []Node{{ID: "n1"}},
-		Trials:    []Trial{{ID: "t1", MinNodes: 1, MaxNodes: 1, Curve: Curve{{1, 5}}}},
+		Trials:    []Trial{{ID: "t1", MinNodes: 1, MaxNodes: 1, Curve: Curve{{Nodes: 1, Throughput: 5}}}},
 		Lookahead: time.Minute,
 	}
 	for _, s := range []*Settings{{TimeLimit: -time.Second}, {RelGap: math.NaN()}, {RelGap: 1}} {
@@ -60,6 +60,6 @@ func TestSettingsAndCurveAmbiguityRejected(t *testing.T) {
 		require.ErrorIs(t, err, ErrInvalidProblem)
 		require.ErrorContains(t, err, "settings:")
 	}
-	p.Trials[0].CurvesByType = map[string]Curve{"": {{1, 5}}}
+	p.Trials[0].CurvesByType = map[string]Curve{"": {{Nodes: 1, Throughput: 5}}}
 	require.ErrorContains(t, p.Validate(), `trial "t1": curve and curves_by_type are both set`)
 }

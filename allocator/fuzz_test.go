@@ -69,12 +69,12 @@ func TestNonFiniteValues(t *testing.T) {
 		"overflow": {
 			Nodes: []Node{{ID: "a"}, {ID: "b"}},
 			Trials: []Trial{{ID: "t", Nodes: []string{"a"}, MinNodes: 1, MaxNodes: 2,
-				Curve: Curve{{1, 1e300}, {2, 1e300}}, RescaleUpCost: 1e300, RescaleDownCost: 1e300}},
+				Curve: Curve{{Nodes: 1, Throughput: 1e300}, {Nodes: 2, Throughput: 1e300}}, RescaleUpCost: 1e300, RescaleDownCost: 1e300}},
 			Lookahead: time.Duration(math.MaxInt64),
 		},
 		"subnormal-efficiency": {
 			Nodes:     []Node{{ID: "a"}, {ID: "b"}},
-			Trials:    []Trial{{ID: "t", MinNodes: 1, MaxNodes: 2, Curve: Curve{{1, 5e-324}, {2, 0}}}},
+			Trials:    []Trial{{ID: "t", MinNodes: 1, MaxNodes: 2, Curve: Curve{{Nodes: 1, Throughput: 5e-324}, {Nodes: 2, Throughput: 0}}}},
 			Lookahead: time.Second,
 			Objective: ObjectiveEfficiency,
 		},

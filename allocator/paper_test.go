@@ -53,9 +53,9 @@ func TestPaperNonConcaveCurve(t *testing.T) {
 		Nodes: []Node{{ID: "a"}, {ID: "b"}, {ID: "c"}, {ID: "d"}, {ID: "e"}},
 		Trials: []Trial{
 			// At: 1→10, 2→2, 3→11, 4→20, 5→20.
-			{ID: "dip", MinNodes: 1, MaxNodes: 5, Curve: Curve{{1, 10}, {2, 2}, {4, 20}, {5, 20}}},
+			{ID: "dip", MinNodes: 1, MaxNodes: 5, Curve: Curve{{Nodes: 1, Throughput: 10}, {Nodes: 2, Throughput: 2}, {Nodes: 4, Throughput: 20}, {Nodes: 5, Throughput: 20}}},
 			// At: 1→9, 2→9.
-			{ID: "flat", MinNodes: 1, MaxNodes: 2, Curve: Curve{{1, 9}, {2, 9}}},
+			{ID: "flat", MinNodes: 1, MaxNodes: 2, Curve: Curve{{Nodes: 1, Throughput: 9}, {Nodes: 2, Throughput: 9}}},
 		},
 		Lookahead: time.Second,
 	}
@@ -69,7 +69,7 @@ func TestPaperNonConcaveCurve(t *testing.T) {
 func TestPaperMultiTypeUnsupported(t *testing.T) {
 	p := &Problem{
 		Nodes:     []Node{{ID: "a", Type: "a100"}, {ID: "b", Type: "h100"}},
-		Trials:    []Trial{{ID: "t", MinNodes: 1, MaxNodes: 1, Curve: Curve{{1, 1}}}},
+		Trials:    []Trial{{ID: "t", MinNodes: 1, MaxNodes: 1, Curve: Curve{{Nodes: 1, Throughput: 1}}}},
 		Lookahead: time.Minute,
 	}
 	_, err := Solve(p, &Settings{Formulation: FormulationPaper})
@@ -108,7 +108,7 @@ func TestCompactTimeLimitFallsBackToIncumbent(t *testing.T) {
 
 func TestPaperEmptyPool(t *testing.T) {
 	p := &Problem{
-		Trials:    []Trial{{ID: "t", Nodes: []string{"gone"}, MinNodes: 1, MaxNodes: 2, Curve: Curve{{2, 5}}}},
+		Trials:    []Trial{{ID: "t", Nodes: []string{"gone"}, MinNodes: 1, MaxNodes: 2, Curve: Curve{{Nodes: 2, Throughput: 5}}}},
 		Lookahead: time.Minute,
 	}
 	res, err := Solve(p, &Settings{Formulation: FormulationPaper})

@@ -24,17 +24,6 @@ type Node struct {
 	Host string `json:"host,omitempty"`
 }
 
-// Point is one point of a throughput curve.
-type Point struct {
-	Nodes      int     `json:"nodes"`
-	Throughput float64 `json:"throughput"` // samples per second
-}
-
-// Curve is a throughput curve: points sorted by strictly increasing node
-// count, with throughput linearly interpolated between them and through
-// the implicit point (0, 0). It must reach the trial's MaxNodes.
-type Curve []Point
-
 // Trial is one active trial as the allocator sees it.
 type Trial struct {
 	ID string `json:"id"`

@@ -74,23 +74,23 @@ func (t *Trial) validate() error {
 		return invalid("trial %q: weight: %v must be finite and non-negative", t.ID, t.Weight)
 	}
 	if len(t.CurvesByType) == 0 {
-		return t.Curve.validate(t, "")
+		return validateCurve(t.Curve, t, "")
 	}
 	if len(t.Curve) > 0 {
 		return invalid("trial %q: curve and curves_by_type are both set; give one", t.ID)
 	}
 	for typ, c := range t.CurvesByType {
-		if err := c.validate(t, typ); err != nil {
+		if err := validateCurve(c, t, typ); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// validate checks the curve of trial t for node type typ ("" for
+// validateCurve checks the curve c of trial t for node type typ ("" for
 // Trial.Curve). The field name is formatted only on failure: problems of
 // 10,000 trials with a curve per type are validated before every solve.
-func (c Curve) validate(t *Trial, typ string) error {
+func validateCurve(c Curve, t *Trial, typ string) error {
 	field := func() string {
 		if len(t.CurvesByType) == 0 {
 			return "curve"

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/gleaner-hpc/gleaner/allocator"
+	"github.com/gleaner-hpc/gleaner/curve"
 )
 
 // PriorExponent is the speedup n^PriorExponent assumed of a trial nothing
@@ -152,7 +152,7 @@ func PriorScale(trials []TrialView) PriorScales {
 // Curve is the trial's curve for the allocator on node type typ ("": the
 // type it was measured on), over [1, MaxNodes]; fromPrior says it is the
 // prior (PriorAllocatorCurve with prior).
-func (a Advisor) Curve(t TrialView, lib *Library, typ string, prior PriorScales) (c allocator.Curve, fromPrior bool) {
+func (a Advisor) Curve(t TrialView, lib *Library, typ string, prior PriorScales) (c curve.Curve, fromPrior bool) {
 	q := Query{MinNodes: t.MinNodes, MaxNodes: t.MaxNodes, NodeType: typ, Group: t.Group, Self: t.ID, Model: t.Model, Batch: t.Batch}
 	if len(t.Prior) > 0 {
 		q.Prior, q.PriorSigma = t.Prior, t.PriorSigma
@@ -172,22 +172,22 @@ func (a Advisor) Curve(t TrialView, lib *Library, typ string, prior PriorScales)
 // n^PriorExponent up to minNodes (the smallest run, its profiling run),
 // every further node what it adds to s.Typical × n^PriorExponent. With
 // nothing measured (both 1) it is n^PriorExponent.
-func PriorAllocatorCurve(minNodes, maxNodes int, s PriorScales) allocator.Curve {
+func PriorAllocatorCurve(minNodes, maxNodes int, s PriorScales) curve.Curve {
 	m := math.Pow(float64(max(minNodes, 1)), PriorExponent)
-	c := make(allocator.Curve, 0, max(maxNodes, 0))
+	c := make(curve.Curve, 0, max(maxNodes, 0))
 	for n := 1; n <= maxNodes; n++ {
 		x := math.Pow(float64(n), PriorExponent)
 		if n <= minNodes {
-			c = append(c, allocator.Point{Nodes: n, Throughput: s.Best * x})
+			c = append(c, curve.Point{Nodes: n, Throughput: s.Best * x})
 		} else {
-			c = append(c, allocator.Point{Nodes: n, Throughput: s.Best*m + s.Typical*(x-m)})
+			c = append(c, curve.Point{Nodes: n, Throughput: s.Best*m + s.Typical*(x-m)})
 		}
 	}
 	return c
 }
 
 // usable: c reaches maxNodes and every throughput is finite, ≥ 0.
-func usable(c allocator.Curve, maxNodes int) bool {
+func usable(c curve.Curve, maxNodes int) bool {
 	if len(c) == 0 || c[len(c)-1].Nodes < maxNodes {
 		return false
 	}

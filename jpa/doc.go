@@ -8,13 +8,15 @@
 // range from those sparse measurements and a Library of fully measured
 // curves (profiled models, finished trials of the same campaign, node-type
 // throughput ratios), with an uncertainty per count; Optimistic and
-// AllocatorCurve turn the prediction into an allocator.Curve that explores
+// AllocatorCurve turn the prediction into a curve.Curve (the allocator's
+// Curve) that explores
 // a bounded number of uncertain counts. Evaluate measures prediction error
 // on real scaling curves. docs/jpa.md describes the model and its measured
 // accuracy.
 //
 // The package is pure: no I/O beyond the readers it is handed, no clock,
-// no logging, no global random source. It may import allocator (pure),
-// and must not import Temporal (go.temporal.io/...), workflows or
-// activities; the allocator must never import jpa.
+// no logging, no global random source, no cgo. It imports the curve leaf,
+// not the allocator (whose solver is cgo), and must not import Temporal
+// (go.temporal.io/...), workflows or activities; the allocator must never
+// import jpa.
 package jpa

@@ -3,7 +3,7 @@ package jpa
 import (
 	"math"
 
-	"github.com/gleaner-hpc/gleaner/allocator"
+	"github.com/gleaner-hpc/gleaner/curve"
 )
 
 // Explore tunes optimism. The zero value (or a nil *Explore) uses the
@@ -93,17 +93,17 @@ func containsInt(xs []int, x int) bool {
 // the allocator's implicit (0, 0), reaching MaxNodes. With optimistic, the
 // default exploration (Optimistic(nil)) is applied first. Throughputs that
 // are not finite and non-negative become 0.
-func (p Prediction) AllocatorCurve(optimistic bool) allocator.Curve {
+func (p Prediction) AllocatorCurve(optimistic bool) curve.Curve {
 	if optimistic {
 		p, _ = p.Optimistic(nil)
 	}
-	c := make(allocator.Curve, 0, len(p.Points))
+	c := make(curve.Curve, 0, len(p.Points))
 	for _, pt := range p.Points {
 		x := pt.Throughput
 		if !(x >= 0) || math.IsInf(x, 0) {
 			x = 0
 		}
-		c = append(c, allocator.Point{Nodes: pt.Nodes, Throughput: x})
+		c = append(c, curve.Point{Nodes: pt.Nodes, Throughput: x})
 	}
 	return c
 }

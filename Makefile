@@ -8,7 +8,7 @@ FUZZTIME ?= 30s
 TEMPORAL_CLI_VERSION ?= v1.5.1
 GOBIN_DIR := $(or $(shell $(GO) env GOBIN 2>/dev/null),$(firstword $(subst :, ,$(shell $(GO) env GOPATH 2>/dev/null)))/bin)
 
-.PHONY: all build test vet fmt-check unit integration temporal devserver demo fuzz bench bench-go jpa-eval clean compose-check ui-test
+.PHONY: all build test vet fmt-check check-surface unit integration temporal devserver demo fuzz bench bench-go jpa-eval clean compose-check ui-test
 
 all: build
 
@@ -22,7 +22,7 @@ build:
 ## test: formatting, vet, then every test (unit, property, seeded, fuzz seed
 ## corpora, and the integration tests against a real Temporal dev server),
 ## then the short fault test on a live stack (chaos-short).
-test: temporal fmt-check vet unit chaos-short
+test: temporal fmt-check vet check-surface unit chaos-short
 
 ## temporal: install the pinned temporal CLI unless one is found (TEMPORAL_CLI,
 ## PATH, GOBIN/GOPATH bin — where internal/devserver looks). Takes minutes once.
@@ -39,6 +39,17 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+
+## check-surface: the public surface stays small and cgo-free. A program
+## that submits campaigns imports the root package, hpo and client: the
+## client (and the curve leaf and the JPA) build without cgo, and the
+## client's imports include neither the workflows, the JPA, the allocator
+## and its HiGHS solver, nor the embedded reference data.
+SURFACE_FORBIDDEN := ^github.com/gleaner-hpc/gleaner/(workflows|jpa|allocator|data|internal/dataset)$$|gohighs
+check-surface:
+	CGO_ENABLED=0 $(GO) build ./client ./curve ./jpa
+	@bad=$$($(GO) list -deps ./client | grep -E '$(SURFACE_FORBIDDEN)'); \
+	if [ -n "$$bad" ]; then echo "go list -deps ./client lists packages the client must not import:"; echo "$$bad"; exit 1; fi
 
 unit:
 	$(GO) test -count=1 -timeout 30m $(PKGS)

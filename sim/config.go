@@ -147,8 +147,8 @@ func validateInput(events []Event, jobs []Job, cfg *Config) error {
 	if cfg.Lookahead == 0 {
 		cfg.Lookahead = DefaultLookahead
 	}
-	if cfg.Policy != "" && !knownPolicy(cfg.Policy) {
-		return fmt.Errorf("%w: config: policy %q is not one of %v", ErrInvalidInput, cfg.Policy, allocator.Formulations)
+	if _, err := allocator.ParseFormulation(string(cfg.Policy)); err != nil {
+		return fmt.Errorf("%w: config: policy %w", ErrInvalidInput, err)
 	}
 	names := make(map[string]int, len(jobs))
 	for i, j := range jobs {
@@ -161,15 +161,6 @@ func validateInput(events []Event, jobs []Job, cfg *Config) error {
 		names[j.Name] = i
 	}
 	return nil
-}
-
-func knownPolicy(f allocator.Formulation) bool {
-	for _, g := range allocator.Formulations {
-		if f == g {
-			return true
-		}
-	}
-	return false
 }
 
 func validateJob(j Job) error {

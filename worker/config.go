@@ -378,10 +378,8 @@ func (c Config) Validate() error {
 			add(fieldErr(f.flag, f.env, f.d.String(), "must not be negative"))
 		}
 	}
-	switch allocator.Formulation(c.Pool.Formulation) {
-	case "", allocator.FormulationCompact, allocator.FormulationPaper, allocator.FormulationGreedy, allocator.FormulationEqual:
-	default:
-		add(fieldErr("formulation", EnvFormulation, c.Pool.Formulation, "want compact, paper, greedy or equal"))
+	if _, err := allocator.ParseFormulation(c.Pool.Formulation); err != nil {
+		add(fieldErr("formulation", EnvFormulation, "", "%v", err))
 	}
 	return errors.Join(errs...)
 }

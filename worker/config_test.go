@@ -232,7 +232,7 @@ func TestPoolSettings(t *testing.T) {
 	}
 	c.Pool.Formulation, c.Pool.Debounce = "optimal", -time.Second
 	err = c.Validate()
-	for _, want := range []string{"formulation", worker.EnvFormulation, "allocate-debounce", worker.EnvAllocateDebounce} {
+	for _, want := range []string{`--formulation (` + worker.EnvFormulation + `): "optimal" is not one of compact, paper, greedy, equal`, "allocate-debounce", worker.EnvAllocateDebounce} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v; want it to name %s", err, want)
 		}

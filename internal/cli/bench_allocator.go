@@ -98,9 +98,9 @@ func (o *benchAllocatorOptions) run(stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	forms, err := parseFormulations(o.formulations)
+	forms, err := allocator.ParseFormulations(o.formulations)
 	if err != nil {
-		return err
+		return fmt.Errorf("--formulation: %w", err)
 	}
 	if o.instances < 1 {
 		return fmt.Errorf("--instances: %d must be at least 1", o.instances)
@@ -218,22 +218,6 @@ func printBenchTable(w io.Writer, rows []benchRow) error {
 			r.Trials, r.Nodes, r.Demand, r.Formulation, r.SolveMsP50, r.SolveMsP95, r.Objective, 100*r.GapToBest, r.Status)
 	}
 	return tw.Flush()
-}
-
-func parseFormulations(s string) ([]allocator.Formulation, error) {
-	var out []allocator.Formulation
-	for _, part := range strings.Split(s, ",") {
-		f := allocator.Formulation(strings.TrimSpace(part))
-		ok := false
-		for _, known := range allocator.Formulations {
-			ok = ok || f == known
-		}
-		if !ok {
-			return nil, fmt.Errorf("--formulation: %q is not one of %v", part, allocator.Formulations)
-		}
-		out = append(out, f)
-	}
-	return out, nil
 }
 
 // parseIntList parses "1,2,4" into positive integers; errors name the flag.

@@ -59,14 +59,14 @@ func TestBenchAllocatorBadFlags(t *testing.T) {
 	emptyScaling := t.TempDir()
 	require.NoError(t, os.Mkdir(filepath.Join(emptyScaling, "scaling"), 0o755))
 	cases := map[string][]string{
-		`--trials: "x" is not a positive integer`: {"--trials", "10,x"},
-		`--nodes: "0" is not a positive integer`:  {"--nodes", "0"},
-		`--formulation: "cbc" is not one of`:      {"--formulation", "compact,cbc"},
-		`--instances: 0 must be at least 1`:       {"--instances", "0"},
-		`--data: stat `:                           {"--data", t.TempDir()},
-		`--data: no *.csv scaling files in`:       {"--data", emptyScaling},
-		`--data: embedded:nope/scaling: not in`:   {"--data", "embedded:nope"},
-		`--time-limit: -1s must be positive`:      {"--time-limit", "-1s"},
+		`--trials: "x" is not a positive integer`:                          {"--trials", "10,x"},
+		`--nodes: "0" is not a positive integer`:                           {"--nodes", "0"},
+		`--formulation: "cbc" is not one of compact, paper, greedy, equal`: {"--formulation", "compact,cbc"},
+		`--instances: 0 must be at least 1`:                                {"--instances", "0"},
+		`--data: stat `:                                                    {"--data", t.TempDir()},
+		`--data: no *.csv scaling files in`:                                {"--data", emptyScaling},
+		`--data: embedded:nope/scaling: not in`:                            {"--data", "embedded:nope"},
+		`--time-limit: -1s must be positive`:                               {"--time-limit", "-1s"},
 	}
 	for want, args := range cases {
 		_, stderr, err := runCLI(t, append([]string{"bench", "allocator"}, args...)...)

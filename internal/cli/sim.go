@@ -178,8 +178,8 @@ func (o *simOptions) validate() (policies []allocator.Formulation, window [2]flo
 	if !(o.noise >= 0) || o.noise > 1 {
 		return nil, window, usageErrorf("--noise: %v must be in [0, 1]", o.noise)
 	}
-	if policies, err = parseSimPolicies(o.policies); err != nil {
-		return nil, window, err
+	if policies, err = allocator.ParseFormulations(o.policies); err != nil {
+		return nil, window, usageErrorf("--policy: %w", err)
 	}
 	if _, _, err := o.lookahead(); err != nil {
 		return nil, window, err
@@ -219,28 +219,6 @@ func (o *simOptions) curveModes() ([]string, error) {
 }
 
 func finiteNonNegative(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }
-
-// parseSimPolicies parses --policy: known formulations, no repeats.
-func parseSimPolicies(s string) ([]allocator.Formulation, error) {
-	var out []allocator.Formulation
-	seen := map[allocator.Formulation]bool{}
-	for _, part := range strings.Split(s, ",") {
-		f := allocator.Formulation(strings.TrimSpace(part))
-		known := false
-		for _, k := range allocator.Formulations {
-			known = known || f == k
-		}
-		if !known {
-			return nil, usageErrorf("--policy: %q is not one of %v", part, allocator.Formulations)
-		}
-		if seen[f] {
-			return nil, usageErrorf("--policy: %q is given twice", part)
-		}
-		seen[f] = true
-		out = append(out, f)
-	}
-	return out, nil
-}
 
 // parseWindow parses --window FROM,TO (seconds, 0: unbounded side).
 func parseWindow(s string) ([2]float64, error) {

@@ -1,0 +1,125 @@
+package workflows
+
+// What a trial workflow shows and tells: its state, search attributes
+// and details, and its reports to the campaign.
+
+import (
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// end ends the trial in state s (errMsg: a failure's reason).
+func (t *trial) end(ctx workflow.Context, s TrialState, errMsg string) {
+	changed := t.core.p.State != s
+	t.core.end(s, errMsg)
+	if changed {
+		t.announceState(ctx)
+	}
+}
+
+func (t *trial) setState(ctx workflow.Context, s TrialState) {
+	if t.core.p.State == s {
+		return
+	}
+	t.core.p.State = s
+	t.announceState(ctx)
+}
+
+// announceState shows a new state in the trial's attributes and tells
+// the campaign.
+func (t *trial) announceState(ctx workflow.Context) {
+	s := t.core.p.State
+	t.upsertAttributes(ctx)
+	// The campaign shows its trials' states (ClassifyTrial): it hears a
+	// change between pending, running and paused at once, without the
+	// metrics (the searcher hears nothing new); an end comes with the
+	// final report.
+	if !s.Terminal() && t.in.CampaignWorkflowID != "" &&
+		workflow.GetVersion(ctx, "trial-state-report", workflow.DefaultVersion, 1) == 1 {
+		r := t.report(ctx, false)
+		r.Metrics = nil
+		workflow.SignalExternalWorkflow(ctx, t.in.CampaignWorkflowID, "", SignalTrialReport, r)
+	}
+}
+
+func (t *trial) upsertAttributes(ctx workflow.Context) {
+	_ = workflow.UpsertTypedSearchAttributes(ctx,
+		GleanerKind.ValueSet(KindTrial),
+		GleanerCampaign.ValueSet(t.in.CampaignID),
+		GleanerTrial.ValueSet(t.in.TrialID),
+		GleanerPool.ValueSet(t.in.Pool),
+		GleanerStatus.ValueSet(string(t.core.p.State)),
+	)
+	workflow.SetCurrentDetails(ctx, t.details())
+}
+
+// details is the markdown the Temporal UI shows for the trial.
+func (t *trial) details() string {
+	s := fmt.Sprintf("**Trial %s** (%s) — %s\n\n| | |\n|---|---|\n| nodes | %d |\n| samples | %.0f |\n| step | %d |\n| restarts | %d |\n| rescales | %d |\n",
+		t.in.TrialID, t.in.CampaignID, t.core.p.State, len(t.core.p.Nodes), t.core.p.Samples, t.core.p.Step, t.core.p.Restarts, t.core.p.Rescales)
+	if v, ok := t.core.p.Metrics[t.in.ObjectiveMetric]; ok {
+		s += fmt.Sprintf("| %s | %.6g |\n", t.in.ObjectiveMetric, v)
+	}
+	if t.in.Stage != "" {
+		s += fmt.Sprintf("| stage | %s |\n", escapeMarkdown(t.in.Stage))
+	}
+	if t.in.Budget > 0 {
+		s += fmt.Sprintf("| budget | %.0f %s |\n", t.in.Budget, t.in.BudgetUnit)
+	}
+	if t.in.From != "" {
+		s += fmt.Sprintf("| started from | trial %s's checkpoint at %g %s |\n", t.in.From, t.in.FromProgress, t.in.BudgetUnit)
+	}
+	if t.core.p.Checkpoint != "" {
+		s += fmt.Sprintf("| checkpoint | `%s` |\n", t.core.p.Checkpoint)
+	}
+	if t.core.p.MalformedReports > 0 {
+		s += fmt.Sprintf("| malformed report lines skipped | %d |\n", t.core.p.MalformedReports)
+	}
+	if t.core.p.Killed > 0 {
+		s += fmt.Sprintf("| runs killed after ignoring SIGTERM | %d |\n", t.core.p.Killed)
+	}
+	if t.core.p.BadCheckpoints > 0 {
+		s += fmt.Sprintf("| reported checkpoints rejected | %d (latest: %s) |\n", t.core.p.BadCheckpoints, escapeMarkdown(strings.Join(strings.Fields(t.core.p.BadCheckpoint), " ")))
+	}
+	if t.core.p.State.Terminal() && t.core.p.State != TrialFailed && !t.core.p.ObjectiveSeen {
+		s += fmt.Sprintf("\n**Warning:** the trainer never reported the objective metric `%s`.\n", t.in.ObjectiveMetric)
+	}
+	if t.core.p.Error != "" {
+		s += fmt.Sprintf("\nError: %s\n", t.core.p.Error)
+	}
+	return s
+}
+
+func (t *trial) report(ctx workflow.Context, final bool) TrialReport {
+	return t.core.report(t.owner(ctx), final)
+}
+
+func (t *trial) reportToCampaign(ctx workflow.Context, final bool) {
+	t.reportDirty = false
+	t.lastReport = workflow.Now(ctx)
+	workflow.SetCurrentDetails(ctx, t.details())
+	if t.in.CampaignWorkflowID == "" {
+		return
+	}
+	f := workflow.SignalExternalWorkflow(ctx, t.in.CampaignWorkflowID, "", SignalTrialReport, t.report(ctx, final))
+	if final {
+		// The campaign counts the trial in flight until this arrives.
+		if err := f.Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Warn("final report to campaign failed", "campaign", t.in.CampaignWorkflowID, "error", err)
+		}
+	}
+}
+
+// finish releases the trial's nodes and sends its final report.
+func (t *trial) finish(ctx workflow.Context) TrialReport {
+	if err := t.out.drain(ctx); err != nil {
+		workflow.GetLogger(ctx).Warn("a signal to the pool was not delivered", "pool", t.in.Pool, "error", err)
+	}
+	if t.registered {
+		t.deregister(ctx)
+	}
+	t.reportToCampaign(ctx, true)
+	return t.report(ctx, true)
+}

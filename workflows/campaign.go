@@ -62,8 +62,14 @@ type campaign struct {
 
 func newCampaign(ctx workflow.Context, in CampaignInput) (*campaign, error) {
 	spec := in.Spec.WithDefaults()
-	if err := spec.Validate(); err != nil {
-		return nil, temporal.NewNonRetryableApplicationError("invalid campaign spec: "+err.Error(), ErrTypeInvalidSpec, err)
+	// The spec is validated at submission and by the campaign's first run;
+	// a run continued as new trusts it, so that a rule tightened since
+	// does not fail a running campaign. Runs recorded before validated
+	// every run.
+	if in.State == nil || workflow.GetVersion(ctx, "validate-first-run-only", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		if err := spec.Validate(); err != nil {
+			return nil, temporal.NewNonRetryableApplicationError("invalid campaign spec: "+err.Error(), ErrTypeInvalidSpec, err)
+		}
 	}
 	cfg := spec.SearchConfig()
 	c := &campaign{

@@ -125,6 +125,9 @@ type TrialInput struct {
 	// its first segment), so that every segment resumes in one trial
 	// directory; empty: this workflow chain's first run id.
 	Owner string `json:",omitempty"`
+	// ReportInterval bounds how often the running trial reports its
+	// metrics to its campaign (0: 10 s; Tuning.ReportInterval).
+	ReportInterval time.Duration `json:",omitempty"`
 }
 
 // Assignment is the pool's decision for one trial: its nodes (empty:

@@ -462,6 +462,9 @@ func (c *campaign) startTrial(ctx workflow.Context, pt PendingTrial) {
 	if cr.Budget > 0 {
 		input.BudgetUnit = s.Search.BudgetUnit
 	}
+	if c.in.Tuning != nil {
+		input.ReportInterval = c.in.Tuning.ReportInterval
+	}
 	if p := pt.Continue; p != nil {
 		st := p.Resume.Progress()
 		input.State, input.Segment, input.Owner = &st, seg, p.Resume.Owner

@@ -23,23 +23,6 @@ import (
 // checkpoint, and the campaign confirms the release (SignalReleased) once
 // no trainer is left on them. See docs/workflows-campaign.md.
 
-// Inline tuning. Variables, not constants, only so tests can shrink them.
-var (
-	// InlineRecordsChunk is how many ended trials one TrialRecords
-	// workflow keeps (its input and result: about 0.5 KB a trial).
-	InlineRecordsChunk = 500
-	// InlineRecordsBytes bounds the ended trials waiting for a chunk, as
-	// JSON: a chunk is cut at InlineRecordsChunk trials or this size,
-	// whichever comes first, so that large parameters (a NAS
-	// architecture) keep the chunk's payload and the state carried across
-	// continue-as-new far below Temporal's 2 MB limit on one payload.
-	InlineRecordsBytes = 256 << 10
-	// InlineDrainWait is how long a campaign run about to continue as new
-	// lets its running trials finish before it stops them at a checkpoint
-	// (they resume in the next run).
-	InlineDrainWait = 30 * time.Second
-)
-
 // InlineState is an inline campaign's trials and nodes, carried across
 // continue-as-new in CampaignState.Inline.
 type InlineState struct {
@@ -57,7 +40,7 @@ type InlineState struct {
 	// Chunks counts those workflows.
 	Records []TrialStatus `json:"records,omitempty"`
 	Chunks  int           `json:"chunks,omitempty"`
-	// RecordBytes is the size of Records as JSON (InlineRecordsBytes).
+	// RecordBytes is the size of Records as JSON (Tuning.RecordsBytes).
 	RecordBytes int `json:"record_bytes,omitempty"`
 }
 
@@ -460,8 +443,9 @@ func (x *inliner) finish(ctx workflow.Context, key string, state TrialState, err
 	st.Records = append(st.Records, rec)
 	st.RecordBytes += jsonSize(rec)
 	x.c.endTrial(ctx, key, rep)
-	full := len(st.Records) >= InlineRecordsChunk
-	if !full && st.RecordBytes >= InlineRecordsBytes {
+	tune := x.c.in.Tuning
+	full := len(st.Records) >= tune.recordsChunk()
+	if !full && st.RecordBytes >= tune.recordsBytes() {
 		// Cut by size only in runs that began with this rule.
 		full = workflow.GetVersion(ctx, "inline-records-bytes", workflow.DefaultVersion, 1) == 1
 	}
@@ -541,11 +525,11 @@ func (x *inliner) deregister(ctx workflow.Context) {
 }
 
 // drain stops launching, lets running trials finish for up to
-// InlineDrainWait, stops the rest at a checkpoint and waits for them.
+// Tuning.DrainWait, stops the rest at a checkpoint and waits for them.
 func (x *inliner) drain(ctx workflow.Context) error {
 	x.draining = true
 	timedOut := false
-	timer := workflow.NewTimer(ctx, InlineDrainWait)
+	timer := workflow.NewTimer(ctx, x.c.in.Tuning.drainWait())
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		_ = timer.Get(ctx, nil)
 		timedOut = true

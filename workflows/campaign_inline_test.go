@@ -171,10 +171,10 @@ func inlineSpec(trials, concurrent int) CampaignInput {
 }
 
 func TestInlineCampaignPacksTrialsOnItsNodes(t *testing.T) {
-	defer func(n int) { InlineRecordsChunk = n }(InlineRecordsChunk)
-	InlineRecordsChunk = 4
 	h := newInlineHarness(t, 3, 20*time.Millisecond)
-	h.env.ExecuteWorkflow(CampaignWorkflowName, inlineSpec(10, 5))
+	in := inlineSpec(10, 5)
+	in.Tuning = &Tuning{RecordsChunk: 4}
+	h.env.ExecuteWorkflow(CampaignWorkflowName, in)
 	require.True(t, h.env.IsWorkflowCompleted())
 	require.NoError(t, h.env.GetWorkflowError())
 	var res CampaignResult
@@ -294,8 +294,6 @@ func TestInlineCampaignResumesTrialsThePoolPreempts(t *testing.T) {
 }
 
 func TestInlineCampaignContinuesAsNewWithItsTrials(t *testing.T) {
-	defer func(d time.Duration) { InlineDrainWait = d }(InlineDrainWait)
-	InlineDrainWait = time.Second
 	h := newInlineHarness(t, 2, 20*time.Millisecond)
 	// From the fourth launch on, trials train until stopped: the run about
 	// to continue as new must stop them.
@@ -307,6 +305,7 @@ func TestInlineCampaignContinuesAsNewWithItsTrials(t *testing.T) {
 	}
 	in := inlineSpec(12, 2)
 	in.HistoryThreshold = 400
+	in.Tuning = &Tuning{DrainWait: time.Second}
 	h.env.ExecuteWorkflow(CampaignWorkflowName, in)
 	require.True(t, h.env.IsWorkflowCompleted())
 	err := h.env.GetWorkflowError()
@@ -336,10 +335,10 @@ func TestInlineCampaignContinuesAsNewWithItsTrials(t *testing.T) {
 // Ended trials are cut into chunks by size too: with large parameters a
 // chunk (and the state carried across continue-as-new) stays small.
 func TestInlineCampaignCutsRecordChunksBySize(t *testing.T) {
-	defer func(n int) { InlineRecordsBytes = n }(InlineRecordsBytes)
-	InlineRecordsBytes = 1 // every ended trial fills a chunk
 	h := newInlineHarness(t, 3, 20*time.Millisecond)
-	h.env.ExecuteWorkflow(CampaignWorkflowName, inlineSpec(6, 3))
+	in := inlineSpec(6, 3)
+	in.Tuning = &Tuning{RecordsBytes: 1} // every ended trial fills a chunk
+	h.env.ExecuteWorkflow(CampaignWorkflowName, in)
 	require.True(t, h.env.IsWorkflowCompleted())
 	require.NoError(t, h.env.GetWorkflowError())
 	require.Len(t, h.records, 6, "one chunk per trial")

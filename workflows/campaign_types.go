@@ -57,6 +57,9 @@ type CampaignInput struct {
 	// (default DefaultCampaignHistoryThreshold); the server's suggestion
 	// triggers it too.
 	HistoryThreshold int `json:"history_threshold,omitempty"`
+	// Tuning shrinks the campaign's workflow tuning (tests); nil: the
+	// defaults.
+	Tuning *Tuning `json:"tuning,omitempty"`
 }
 
 // CampaignState is what a campaign carries across continue-as-new. It is

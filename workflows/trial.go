@@ -20,9 +20,6 @@ var (
 	// its trainer gracefully and continues as new (a long trial sends a
 	// progress signal every few seconds).
 	TrialHistoryThreshold = 20_000
-	// TrialReportInterval bounds how often a running trial reports its
-	// metrics to its campaign (the final report is always sent).
-	TrialReportInterval = 10 * time.Second
 	// TrialHeartbeatTimeout is how long RunTrial may go without a
 	// heartbeat before Temporal retries it elsewhere (a dead worker).
 	TrialHeartbeatTimeout = 20 * time.Second
@@ -267,7 +264,7 @@ func (t *trial) loop(ctx workflow.Context) (bool, error) {
 		}
 		if t.reportDirty && !t.reportTimer {
 			t.reportTimer = true
-			wait := TrialReportInterval - workflow.Now(ctx).Sub(t.lastReport)
+			wait := reportInterval(t.in) - workflow.Now(ctx).Sub(t.lastReport)
 			sel.AddFuture(workflow.NewTimer(ctx, max(wait, 0)), func(workflow.Future) {
 				t.reportTimer = false
 				t.reportToCampaign(ctx, false)

@@ -22,11 +22,17 @@ import (
 
 func startCampaign(t testing.TB, c client.Client, tq string, spec gleaner.CampaignSpec) client.WorkflowRun {
 	t.Helper()
+	return startCampaignInput(t, c, tq, workflows.CampaignInput{Spec: spec})
+}
+
+// startCampaignInput starts a campaign with its whole input (a Tuning).
+func startCampaignInput(t testing.TB, c client.Client, tq string, in workflows.CampaignInput) client.WorkflowRun {
+	t.Helper()
 	run, err := c.ExecuteWorkflow(testContext(t, time.Minute), client.StartWorkflowOptions{
-		ID: workflows.CampaignWorkflowID(spec.Name), TaskQueue: tq,
-	}, workflows.CampaignWorkflowName, workflows.CampaignInput{Spec: spec})
+		ID: workflows.CampaignWorkflowID(in.Spec.Name), TaskQueue: tq,
+	}, workflows.CampaignWorkflowName, in)
 	if err != nil {
-		t.Fatalf("starting campaign %s: %v", spec.Name, err)
+		t.Fatalf("starting campaign %s: %v", in.Spec.Name, err)
 	}
 	return run
 }

@@ -19,14 +19,12 @@ import (
 // trial is readable afterwards from the records workflows (chunks of 7)
 // and the campaign: all of them, or the newest few.
 func TestInlineCampaignCompletesAndKeepsEveryTrial(t *testing.T) {
-	defer func(n int) { workflows.InlineRecordsChunk = n }(workflows.InlineRecordsChunk)
-	workflows.InlineRecordsChunk = 7
 	srv := startServer(t, devserver.Options{})
 	testenv.Worker(t, srv, "inline", nil)
 	spec := testenv.MLPSpec(t, "inline", 30, 6, 10, 10)
 	spec.Resources.MaxNodes = 1
 	spec.Trial.Inline = true
-	run := startCampaign(t, srv.Client(), "inline", spec)
+	run := startCampaignInput(t, srv.Client(), "inline", workflows.CampaignInput{Spec: spec, Tuning: &workflows.Tuning{RecordsChunk: 7}})
 	var res workflows.CampaignResult
 	// On a timeout, say where the campaign, its pool and its trials stand.
 	if err := run.Get(testContext(t, time.Minute), &res); err != nil {

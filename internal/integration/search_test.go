@@ -17,12 +17,9 @@ import (
 // campaign completes with every trial accounted for.
 func TestASHACampaignStopsTrialsEarly(t *testing.T) {
 	// A running trial tells its campaign its metrics at most every
-	// TrialReportInterval (10 s), and a rung is judged at the first report
-	// past it: these 10-s trials report every second, as trials of hours
-	// report often enough at 10 s.
-	interval := workflows.TrialReportInterval
-	workflows.TrialReportInterval = time.Second
-	t.Cleanup(func() { workflows.TrialReportInterval = interval })
+	// 10 s (Tuning.ReportInterval), and a rung is judged at the first
+	// report past it: these 10-s trials report every second, as trials of
+	// hours report often enough at 10 s.
 	srv := startServer(t, devserver.Options{})
 	testenv.Worker(t, srv, "search-asha", nil)
 	// 6,400 samples of 32 each over about 10 s; rungs at 25 and 75 steps.
@@ -31,7 +28,8 @@ func TestASHACampaignStopsTrialsEarly(t *testing.T) {
 	spec.Resources.MaxNodes = 1
 	spec.Search.Algorithm = hpo.AlgorithmASHA
 	spec.Search.ASHA = &hpo.ASHASettings{MinBudget: 800, ReductionFactor: 3} // rungs at 800 and 2,400 samples
-	res := campaignResult(t, startCampaign(t, srv.Client(), "search-asha", spec), 5*time.Minute)
+	run := startCampaignInput(t, srv.Client(), "search-asha", workflows.CampaignInput{Spec: spec, Tuning: &workflows.Tuning{ReportInterval: time.Second}})
+	res := campaignResult(t, run, 5*time.Minute)
 	if res.State != workflows.CampaignCompleted || res.Completed+res.Stopped != trials || res.Failed != 0 {
 		t.Fatalf("result %s %+v, want %d trials completed or stopped", res.State, res.CampaignCounts, trials)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/gleaner-hpc/gleaner/internal/stats"
 )
 
 // AlgorithmMedian names the median stopping rule.
@@ -104,7 +106,7 @@ func (r *medianRule) observe(id string, samples, loss float64) bool {
 			r.Checkpoints = append(r.Checkpoints, nil)
 		}
 		others := r.Checkpoints[k]
-		if !stop && samples >= r.Warmup && len(others) >= r.MinTrials && t.Best > median(others) {
+		if !stop && samples >= r.Warmup && len(others) >= r.MinTrials && t.Best > stats.Median(others) {
 			stop = true
 		}
 		r.Checkpoints[k] = append(others, t.Best)
@@ -131,15 +133,4 @@ func (r *medianRule) check() error {
 		r.Trials = map[string]medianTrial{}
 	}
 	return nil
-}
-
-// median of xs (not modified).
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

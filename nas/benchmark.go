@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gleaner-hpc/gleaner/internal/stats"
 )
 
 // BenchmarkHeader is the header of a tabular NAS benchmark as
@@ -98,7 +100,7 @@ func ReadBenchmark(r io.Reader, stacks, cells, channels int) ([]BenchmarkArch, e
 		if len(rates) == 0 {
 			return nil, fmt.Errorf("%s has no interval with samples and seconds both increasing after its first row", order[i].Name)
 		}
-		order[i].Rate, order[i].Median = slices.Max(rates), quantile(rates, 0.5)
+		order[i].Rate, order[i].Median = slices.Max(rates), stats.Quantile(rates, 0.5)
 		order[i].Spread = (slices.Max(rates) - slices.Min(rates)) / order[i].Median
 	}
 	return order, nil

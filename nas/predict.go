@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
+
+	"github.com/gleaner-hpc/gleaner/internal/stats"
 )
 
 // A throughput model predicts how fast an architecture trains before it
@@ -215,7 +216,7 @@ func FitThroughput(samples []ThroughputSample) (*ThroughputModel, error) {
 	for i, s := range samples {
 		ape[i] = math.Abs(float64(s.Batch)/dot(m.Coef, rows[i])/s.SamplesPerSecond - 1)
 	}
-	m.Fit = FitSummary{Samples: len(samples), MedianAPE: quantile(ape, 0.5), P90APE: quantile(ape, 0.9)}
+	m.Fit = FitSummary{Samples: len(samples), MedianAPE: stats.Quantile(ape, 0.5), P90APE: stats.Quantile(ape, 0.9)}
 	return m, nil
 }
 
@@ -430,7 +431,7 @@ func (m *ThroughputModel) FitAllReduce(runs []ScalingRun) (AllReduce, error) {
 		saved := dot(m.Coef, w.features(r.Batch)) - dot(m.Coef, w.features(perNode))
 		f := float64(r.Nodes - 1)
 		rows = append(rows, []float64{float64(max(m.AllReduce.PerStep, 1)) * 2 * f, 2 * f / float64(r.Nodes) * 4 * w.Params})
-		implied = append(implied, float64(r.Batch)/r.SamplesPerSecond-quantile(t1, 0.5)+saved)
+		implied = append(implied, float64(r.Batch)/r.SamplesPerSecond-stats.Quantile(t1, 0.5)+saved)
 	}
 	if len(rows) == 0 {
 		return AllReduce{}, fmt.Errorf("%w: no run on more than one node of an architecture also run on one", ErrNoSamples)
@@ -489,21 +490,4 @@ func mode(counts map[int]int) int {
 		}
 	}
 	return best
-}
-
-// quantile returns the q-quantile of xs (0 ≤ q ≤ 1), linearly
-// interpolated between order statistics (Hyndman and Fan's type 7, as
-// numpy's default); NaN for none.
-func quantile(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(xs)
-	sort.Float64s(s)
-	pos := q * float64(len(s)-1)
-	lo := int(math.Floor(pos))
-	if lo >= len(s)-1 {
-		return s[len(s)-1]
-	}
-	return s[lo] + (pos-float64(lo))*(s[lo+1]-s[lo])
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gleaner-hpc/gleaner/internal/stats"
 )
 
 // nasBenchFile is the tabular NAS benchmark gennas writes
@@ -131,10 +133,10 @@ func TestThroughputHeldOut(t *testing.T) {
 		slices.MinFunc(archs, func(a, b benchArch) int { return cmpFloat(a.Rate, b.Rate) }).Rate,
 		slices.MaxFunc(archs, func(a, b benchArch) int { return cmpFloat(a.Rate, b.Rate) }).Rate)
 	for _, name := range []string{"model", "FLOPs + constant", "FLOPs only", "constant (mean)"} {
-		t.Logf("held-out throughput error, %-16s: median %5.1f %%, p90 %5.1f %%", name, 100*quantile(errs[name], 0.5), 100*quantile(errs[name], 0.9))
+		t.Logf("held-out throughput error, %-16s: median %5.1f %%, p90 %5.1f %%", name, 100*stats.Quantile(errs[name], 0.5), 100*stats.Quantile(errs[name], 0.9))
 	}
 	t.Logf("measurement noise (relative range of an architecture's 3 interval rates): median %.1f %%, p90 %.1f %%",
-		100*quantile(spread, 0.5), 100*quantile(spread, 0.9))
+		100*stats.Quantile(spread, 0.5), 100*stats.Quantile(spread, 0.9))
 	slow := 0
 	for _, e := range errs["model"] {
 		if e > 0.5 {
@@ -146,11 +148,11 @@ func TestThroughputHeldOut(t *testing.T) {
 	for j, name := range m.Features {
 		t.Logf("coef %-13s %.4g", name, m.Coef[j])
 	}
-	if med := quantile(errs["model"], 0.5); med > 0.15 {
+	if med := stats.Quantile(errs["model"], 0.5); med > 0.15 {
 		t.Errorf("held-out median error %.1f %%, want ≤ 15 %%", 100*med)
 	}
-	if quantile(errs["model"], 0.5) >= quantile(errs["constant (mean)"], 0.5) {
-		t.Errorf("the model (median %.3f) does no better than a constant (%.3f)", quantile(errs["model"], 0.5), quantile(errs["constant (mean)"], 0.5))
+	if stats.Quantile(errs["model"], 0.5) >= stats.Quantile(errs["constant (mean)"], 0.5) {
+		t.Errorf("the model (median %.3f) does no better than a constant (%.3f)", stats.Quantile(errs["model"], 0.5), stats.Quantile(errs["constant (mean)"], 0.5))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gleaner-hpc/gleaner/allocator"
+	"github.com/gleaner-hpc/gleaner/internal/stats"
 	"github.com/gleaner-hpc/gleaner/jpa"
 	"github.com/gleaner-hpc/gleaner/sim"
 )
@@ -113,7 +114,7 @@ func nasCampaign(t *testing.T, jobs []sim.Job, prior func(sim.Job) []jpa.Point) 
 		}
 	}
 	t.Logf("%d trials; the prior's error against the true curves over 1–8 nodes: median %.1f %%, p90 %.1f %%",
-		len(jobs), 100*quantile(errs, 0.5), 100*quantile(errs, 0.9))
+		len(jobs), 100*stats.Quantile(errs, 0.5), 100*stats.Quantile(errs, 0.9))
 	s1, s8 := 0.0, 0.0
 	for _, j := range jobs {
 		s1 += j.Curve.At(1)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gleaner-hpc/gleaner/hpo"
+	"github.com/gleaner-hpc/gleaner/internal/stats"
 )
 
 // Work counted by hand, operator by operator, from the trainer's network
@@ -213,7 +214,7 @@ func TestFitThroughputNoisy(t *testing.T) {
 		}
 		ape = append(ape, math.Abs(float64(s.Batch)/got/s.SamplesPerSecond-1))
 	}
-	if med := quantile(ape, 0.5); med > 0.02 {
+	if med := stats.Quantile(ape, 0.5); med > 0.02 {
 		t.Errorf("median error %.3f on noise-free held-out timings, want ≤ 0.02 (fit: %+v)", med, m.Fit)
 	}
 }

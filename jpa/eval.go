@@ -6,7 +6,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/gleaner-hpc/gleaner/internal/dataset"
+	"github.com/gleaner-hpc/gleaner/curve"
 )
 
 // DefaultProbes are the node counts a trial is assumed to have measured
@@ -45,7 +45,7 @@ var ErrNothingToEvaluate = errors.New("no curve to evaluate")
 // the complete curves of curves whose App differs from the evaluated one
 // (on every cluster), so nothing of the evaluated application leaks in.
 // The median and the 90th percentile (Hyndman–Fan type 7) summarise.
-func Evaluate(curves, prior []dataset.ScalingCurve, probes []int, s *Settings) (EvalResult, error) {
+func Evaluate(curves, prior []curve.Scaling, probes []int, s *Settings) (EvalResult, error) {
 	if len(probes) == 0 {
 		probes = DefaultProbes
 	}
@@ -70,7 +70,7 @@ func Evaluate(curves, prior []dataset.ScalingCurve, probes []int, s *Settings) (
 			continue
 		}
 		var obs []Observation
-		var hidden []dataset.ScalingPoint
+		var hidden []curve.ScalingPoint
 		for _, p := range c.Points {
 			if slices.Contains(probes, p.Nodes) {
 				obs = append(obs, Observation{Nodes: p.Nodes, NodeType: c.Cluster, Throughput: p.SamplesPerS})
@@ -87,7 +87,7 @@ func Evaluate(curves, prior []dataset.ScalingCurve, probes []int, s *Settings) (
 			if lib == nil {
 				app := c.App
 				var err error
-				lib, err = LibraryFromScaling(curves, func(o dataset.ScalingCurve) bool { return o.App != app })
+				lib, err = LibraryFromScaling(curves, func(o curve.Scaling) bool { return o.App != app })
 				if err != nil {
 					return EvalResult{}, fmt.Errorf("prior library for %s: %w", c.App, err)
 				}

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/gleaner-hpc/gleaner/internal/dataset"
+	"github.com/gleaner-hpc/gleaner/curve"
 )
 
 // Point is a throughput at one node count.
@@ -17,7 +17,7 @@ type Point struct {
 
 // PriorCurve is a fully measured throughput curve that predictions for
 // other trials may borrow the shape of: a profiled model from a benchmark
-// (dataset.ScalingCurve) or a completed trial of a campaign.
+// (curve.Scaling) or a completed trial of a campaign.
 type PriorCurve struct {
 	// Name identifies the curve in reports, e.g. "cifar10__aws.csv@bsz=64".
 	Name string
@@ -84,7 +84,7 @@ func (c PriorCurve) at(n int) (float64, bool) {
 }
 
 // PriorFromScaling converts a measured scaling curve into a prior curve.
-func PriorFromScaling(s dataset.ScalingCurve) PriorCurve {
+func PriorFromScaling(s curve.Scaling) PriorCurve {
 	c := PriorCurve{Name: s.Name(), Model: s.App, Batch: s.LocalBatch, NodeType: s.Cluster}
 	for _, p := range s.Points {
 		c.Points = append(c.Points, Point{Nodes: p.Nodes, Throughput: p.SamplesPerS})
@@ -201,7 +201,7 @@ func (l *Library) uslPrior() uslPrior {
 
 // LibraryFromScaling builds a library from measured scaling curves, keeping
 // those for which keep returns true (nil keeps all).
-func LibraryFromScaling(curves []dataset.ScalingCurve, keep func(dataset.ScalingCurve) bool) (*Library, error) {
+func LibraryFromScaling(curves []curve.Scaling, keep func(curve.Scaling) bool) (*Library, error) {
 	var pcs []PriorCurve
 	for _, s := range curves {
 		if keep == nil || keep(s) {

@@ -6,7 +6,7 @@ import (
 	"sort"
 
 	"github.com/gleaner-hpc/gleaner/allocator"
-	"github.com/gleaner-hpc/gleaner/internal/dataset"
+	"github.com/gleaner-hpc/gleaner/curve"
 )
 
 // SyntheticOptions shape a synthetic workload. Zero fields take the
@@ -37,8 +37,8 @@ type SyntheticOptions struct {
 // TotalSamples makes it last opts.NodeHours node-hours at its best scale.
 // Jobs are returned in submit order, named S00000, S00001, …. Curves with
 // no points are ignored; with none left, SyntheticJobs returns nil.
-func SyntheticJobs(curves []dataset.ScalingCurve, n int, seed uint64, opts SyntheticOptions) []Job {
-	var usable []dataset.ScalingCurve
+func SyntheticJobs(curves []curve.Scaling, n int, seed uint64, opts SyntheticOptions) []Job {
+	var usable []curve.Scaling
 	for _, c := range curves {
 		if len(c.Points) > 0 {
 			usable = append(usable, c)

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gleaner-hpc/gleaner/curve"
 	"github.com/gleaner-hpc/gleaner/data"
 )
 
@@ -25,35 +26,12 @@ type ScalingRow struct {
 	SamplesPerS float64
 }
 
-// ScalingPoint is one measured (node count, samples/s) pair of a curve.
-type ScalingPoint struct {
-	Nodes       int
-	SamplesPerS float64
-}
-
-// ScalingCurve is the throughput of one application on one cluster at one
-// local batch size, sorted by node count.
-type ScalingCurve struct {
-	File        string // base name, e.g. "cifar10__aws.csv"
-	App         string // "cifar10"
-	Cluster     string // "aws"
-	GPUsPerNode int
-	LocalBatch  int
-	Points      []ScalingPoint
-}
-
-// Name identifies the curve in reports: "cifar10__aws.csv@bsz=64".
-func (c ScalingCurve) Name() string {
-	return fmt.Sprintf("%s@bsz=%d", c.File, c.LocalBatch)
-}
-
-// MaxNodes is the largest measured node count.
-func (c ScalingCurve) MaxNodes() int {
-	if len(c.Points) == 0 {
-		return 0
-	}
-	return c.Points[len(c.Points)-1].Nodes
-}
+// ScalingCurve and ScalingPoint are the measured curves of package curve
+// (curve.Scaling), which the public packages that take them name.
+type (
+	ScalingCurve = curve.Scaling
+	ScalingPoint = curve.ScalingPoint
+)
 
 var scalingHeader = []string{"nodes", "gpus_per_node", "local_bsz", "step_time_s", "samples_per_s"}
 

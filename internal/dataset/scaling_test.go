@@ -28,7 +28,7 @@ func TestCurvesFromRowsGroupsByBatchAndSorts(t *testing.T) {
 	require.Equal(t, "cifar10", curves[0].App)
 	require.Equal(t, "aws", curves[0].Cluster)
 	require.Equal(t, 32, curves[0].LocalBatch)
-	require.Equal(t, []ScalingPoint{{1, 2198.741}, {2, 1387.283}}, curves[0].Points)
+	require.Equal(t, []ScalingPoint{{Nodes: 1, SamplesPerS: 2198.741}, {Nodes: 2, SamplesPerS: 1387.283}}, curves[0].Points)
 	// The repeated node count keeps the first row.
 	require.Equal(t, 3002.007, curves[1].Points[1].SamplesPerS)
 	require.Equal(t, "cifar10__aws.csv@bsz=64", curves[1].Name())

@@ -1,7 +1,8 @@
 // Package curve is the throughput curve the allocator optimises over and
-// the JPA predicts: points of samples per second at node counts. It is a
-// pure leaf (standard library only, no cgo), so the JPA and the programs
-// that read its predictions need not link the allocator's solver.
+// the JPA predicts (Curve: samples per second at node counts), and the
+// measured scaling curves the JPA learns from (Scaling). It is a pure leaf
+// (standard library only, no cgo), so the JPA and the programs that read
+// its predictions need not link the allocator's solver.
 package curve
 
 import "sort"

@@ -20,7 +20,12 @@
 // Errors wrap ErrNotFound, ErrExists, ErrInvalidSpec, ErrRejected and
 // ErrInvalidName for errors.Is. See docs/client.md.
 //
-// It imports gleaner and workflows (for their types and names) and the
-// Temporal SDK client; it must not import worker or activities: it steers
-// workers, it is not one. The worker imports it, for Connection.
+// Its results are the root package's view types (gleaner.CampaignStatus,
+// gleaner.TrialStatus, gleaner.PoolStatus, …), and it finds workflows by
+// the root package's names (gleaner.CampaignWorkflowID, the SearchAttr
+// and Query constants). It imports gleaner, hpo, codec and the Temporal
+// SDK client, and builds without cgo: it must not import workflows,
+// worker, activities, jpa, allocator or the embedded reference data (data,
+// internal/dataset) — it steers workers, it is not one; `make
+// check-surface` checks it. The worker imports it, for Connection.
 package client

@@ -135,7 +135,10 @@ func ExampleClient_Leaderboard() {
 	}
 }
 
-// List every trial: state, nodes, restarts, checkpoint.
+// List every trial: state, nodes, restarts, checkpoint, and why the
+// failed ones failed. The results are the root package's types
+// (gleaner.TrialStatus, its states gleaner.TrialRunning, …): a program
+// that steers campaigns imports gleaner, hpo and client, nothing more.
 func ExampleClient_Trials() {
 	ctx := context.Background()
 	c := newClient(ctx)
@@ -147,5 +150,8 @@ func ExampleClient_Trials() {
 	for _, t := range trials {
 		fmt.Printf("%s %-9s nodes=%d restarts=%d step=%d checkpoint=%s\n",
 			t.TrialID, t.State, len(t.Nodes), t.Restarts, t.Step, t.Checkpoint)
+		if t.State == gleaner.TrialFailed {
+			fmt.Println("  failed:", t.Error)
+		}
 	}
 }

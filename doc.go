@@ -1,12 +1,16 @@
 // Package gleaner holds Gleaner's public types: the campaign spec that the
 // CLI and Go programs submit, and the plain data that crosses between
 // workflows, activities and clients (Node, ExitStatus), so that none of
-// them imports another's implementation for a struct. The client API is
-// package client.
+// them imports another's implementation for a struct; and what a client
+// reads of a running campaign: the names of Gleaner's workflows, queries
+// and search attributes (ids.go) and the status, result, leaderboard,
+// trial and pool views (CampaignStatus, TrialStatus, PoolStatus, …), which
+// package workflows re-declares. The client API is package client.
 //
 // A campaign is one NAS or HPO study: a search space and algorithm, an
 // objective metric, a budget, a trial command and its resource bounds, and
 // the pool of idle nodes it runs on. Of Gleaner's packages it imports only
-// hpo (pure); it must not import Temporal, cluster, workflows, activities
-// or worker, which build on it.
+// hpo and nas (pure) and its spec decoder (internal/specdecode); it must
+// not import Temporal, cluster, workflows, activities, worker, jpa or the
+// allocator, which build on it.
 package gleaner

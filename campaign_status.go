@@ -125,7 +125,7 @@ type CampaignStatus struct {
 
 // CampaignResult is what a campaign returns. A campaign that reaches
 // budget.max_failures fails with a non-retryable ApplicationError of type
-// ErrTypeMaxFailures whose details are its CampaignResult.
+// workflows.ErrTypeMaxFailures whose details are its CampaignResult.
 type CampaignResult struct {
 	Campaign string        `json:"campaign"`
 	State    CampaignPhase `json:"state"`

@@ -11,7 +11,7 @@ type PoolState struct {
 	// Nodes are the pool's idle nodes: Local and every live agent's,
 	// sorted by id.
 	Nodes []Node `json:"nodes"`
-	// Local are the nodes of the worker's own node source (PollNodes).
+	// Local are the nodes of the worker's own node source (workflows.PollNodesActivityName).
 	Local []Node `json:"local,omitempty"`
 	// Agents are the live agents, sorted by id.
 	Agents []PoolAgent  `json:"agents,omitempty"`
@@ -24,15 +24,15 @@ type PoolState struct {
 	Resend []string `json:"resend,omitempty"`
 	// Releasing are nodes taken from a trial whose trainer may still run
 	// on them: no other trial is told to use them until the trial confirms
-	// (Released) or its hold expires (Releasing.Until).
+	// (workflows.Released) or its hold expires (Releasing.Until).
 	Releasing []Releasing `json:"releasing,omitempty"`
 	// IdleUntil are a batch-scheduler source's estimates of when each of
-	// its nodes is taken back (SignalIdleEstimates), by node id; they
+	// its nodes is taken back (workflows.SignalIdleEstimates), by node id; they
 	// override what the agents reported.
 	IdleUntil map[string]time.Time `json:"idle_until,omitempty"`
 	// Library is what trials measured before they left the pool, one
-	// curve per trial and node type, bounded (Learn): the JPA predicts
-	// later trials from it (AllocateInput.Library). QueryStatus leaves it
+	// curve per trial and node type, bounded (workflows.LibraryMaxCurves): the JPA predicts
+	// later trials from it (workflows.AllocateInput.Library). QueryStatus leaves it
 	// out (LibraryCurves counts it); QueryLibrary answers it.
 	Library []LearnedCurve `json:"library,omitempty"`
 }
@@ -50,7 +50,8 @@ type Releasing struct {
 	Epoch   int64     `json:"epoch"` // the decision that took it
 	Since   time.Time `json:"since"`
 	// Until is when the node is handed on without confirmation: Since +
-	// max(ReleaseTimeout, the trial's grace period + ReleaseMargin).
+	// max(workflows.PoolInput.ReleaseTimeout, the trial's grace period +
+	// workflows.ReleaseMargin).
 	// Zero in a state from before it existed: Since + ReleaseTimeout.
 	Until time.Time `json:"until,omitempty"`
 }
@@ -236,7 +237,7 @@ type RegisterTrial struct {
 	Arch string `json:"arch,omitempty"`
 	// Model and Batch name what the trial trains: the campaign's
 	// resources.model and .batch, each where set, else what its trainer
-	// reported (Progress.Model, .Batch). The JPA's profiled curves and
+	// reported (workflows.Progress.Model, .Batch). The JPA's profiled curves and
 	// speeds of that model apply to the trial, and its measured curve
 	// joins the pool's library under that name when it leaves.
 	Model string `json:"model,omitempty"`

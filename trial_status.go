@@ -59,7 +59,7 @@ type TrialProgress struct {
 	// ObjectiveSeen is set once a report carried the objective metric.
 	ObjectiveSeen bool `json:"objective_seen,omitempty"`
 	// Model and Batch are what the trainer's reports said it trains
-	// (Progress.Model, .Batch), kept across continue-as-new.
+	// (workflows.Progress.Model, .Batch), kept across continue-as-new.
 	Model string `json:"model,omitempty"`
 	Batch int    `json:"batch,omitempty"`
 }

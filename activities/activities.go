@@ -82,6 +82,8 @@ type Activities struct {
 
 	locksMu sync.Mutex
 	locks   map[string]*trialLock
+	// gate keeps one trainer at a time on a node (gate.go).
+	gate nodeGate
 }
 
 // trialLock serialises the attempts of one trial within this process.

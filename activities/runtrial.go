@@ -123,7 +123,27 @@ func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (
 	_, sweeps := a.Launcher.(leftoverKiller)
 	spec.Swept = sweeps || fresh
 	r.logMark = markLog(filepath.Join(spec.RunDir, cluster.LogFileName)) // logtail.go
+	// An inline run may have been queued behind the run still training on
+	// its nodes (a pipelined campaign): everything above is ready, so its
+	// trainer starts the moment the one before it is gone.
+	release, waited, err := a.gate.acquire(ctx, in.Nodes, in.Quiet, quietHeartbeatInterval, func() { r.heartbeat(ctx) })
+	if err == nil && waited {
+		// Stopped while it waited (the campaign pauses, stops, loses the
+		// nodes)? A heartbeat's answer says so before a trainer starts.
+		r.heartbeat(ctx)
+		if err = ctx.Err(); err != nil {
+			release()
+		}
+	}
+	if err != nil {
+		return workflows.RunTrialResult{}, err
+	}
 	proc, err := a.Launcher.Launch(ctx, spec)
+	if err == nil {
+		go func() { <-proc.Done(); release() }()
+	} else {
+		release()
+	}
 	if err != nil {
 		// The message carries the whole chain; no cause is attached, so the
 		// UI shows it once.

@@ -1,0 +1,113 @@
+package activities
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// nodeGate keeps one trainer at a time on a node of this process. A
+// pipelined inline campaign (workflows/campaign_pipeline.go) schedules a
+// trial's run on nodes whose current run still trains; that run's
+// RunTrial waits here, with its launch prepared, and its trainer starts
+// the moment the trainer before it has exited and all it started are
+// gone: no round trip through the server between the two.
+//
+// Every local run holds its nodes from its launch until its trainer is
+// done; only inline runs (RunTrialInput.Quiet) wait for them. A trial
+// workflow's run never waits: its workflow launches it on nodes the pool
+// gave it, after the run before it on them was confirmed stopped.
+type nodeGate struct {
+	mu   sync.Mutex
+	held map[string]int
+	// freed is closed (and replaced) whenever nodes are released.
+	freed chan struct{}
+	// freedAt is when each node's last run released it; idle the latest
+	// idle times (NodeIdle), at most maxIdleKept.
+	freedAt map[string]time.Time
+	idle    []float64
+	idleN   int
+}
+
+// maxIdleKept bounds the idle times a gate keeps.
+const maxIdleKept = 1 << 16
+
+// acquire holds nodes, first waiting until no run of this process holds
+// any of them when wait is set, calling beat every interval meanwhile;
+// waited says whether it had to. The release function frees them once
+// (later calls do nothing).
+func (g *nodeGate) acquire(ctx context.Context, nodes []string, wait bool, interval time.Duration, beat func()) (release func(), waited bool, _ error) {
+	var ticker *time.Ticker
+	for {
+		g.mu.Lock()
+		if g.held == nil {
+			g.held, g.freed, g.freedAt = map[string]int{}, make(chan struct{}), map[string]time.Time{}
+		}
+		if !wait || !slices.ContainsFunc(nodes, func(n string) bool { return g.held[n] > 0 }) {
+			var last time.Time
+			for _, n := range nodes {
+				g.held[n]++
+				if t := g.freedAt[n]; t.After(last) {
+					last = t
+				}
+			}
+			if !last.IsZero() {
+				g.noteIdle(time.Since(last).Seconds())
+			}
+			g.mu.Unlock()
+			if ticker != nil {
+				ticker.Stop()
+			}
+			var once sync.Once
+			return func() { once.Do(func() { g.release(nodes) }) }, waited, nil
+		}
+		freed := g.freed
+		g.mu.Unlock()
+		if ticker == nil {
+			ticker = time.NewTicker(interval)
+			defer ticker.Stop()
+		}
+		waited = true
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return nil, true, ctx.Err()
+		case <-ticker.C:
+			beat()
+		}
+	}
+}
+
+func (g *nodeGate) release(nodes []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := time.Now()
+	for _, n := range nodes {
+		if g.held[n]--; g.held[n] <= 0 {
+			delete(g.held, n)
+		}
+		g.freedAt[n] = now
+	}
+	close(g.freed)
+	g.freed = make(chan struct{})
+}
+
+func (g *nodeGate) noteIdle(s float64) {
+	if len(g.idle) < maxIdleKept {
+		g.idle = append(g.idle, s)
+	} else {
+		g.idle[g.idleN%maxIdleKept] = s
+	}
+	g.idleN++
+}
+
+// NodeIdle returns how long nodes of this process sat idle between one
+// run's trainer ending (all it started gone) and the next run's launch on
+// them, in seconds, for up to the latest 65,536 launches on a node that
+// had run a trainer before: the orchestration's gap between two trials.
+func (a *Activities) NodeIdle() []float64 {
+	a.gate.mu.Lock()
+	defer a.gate.mu.Unlock()
+	return slices.Clone(a.gate.idle)
+}

@@ -80,6 +80,10 @@ func newCampaign(ctx workflow.Context, in CampaignInput) (*campaign, error) {
 		c.threshold = DefaultCampaignHistoryThreshold
 	}
 	c.legacyBest = workflow.GetVersion(ctx, "best-never-worse", workflow.DefaultVersion, 1) == workflow.DefaultVersion
+	pipelined := pipelineVersion(ctx, spec) // campaign_pipeline.go
+	if pipelined {
+		cfg.MaxConcurrent = 2 * spec.Budget.MaxConcurrent
+	}
 	var err error
 	if in.State == nil {
 		c.fresh = true
@@ -94,7 +98,7 @@ func newCampaign(ctx workflow.Context, in CampaignInput) (*campaign, error) {
 			return nil, temporal.NewNonRetryableApplicationError("invalid campaign spec: search: "+err.Error(), ErrTypeInvalidSpec, err)
 		}
 		if spec.Trial.Inline {
-			c.inline = newInliner(c)
+			c.inline = newInliner(c, pipelined)
 		}
 		return c, nil
 	}
@@ -104,7 +108,7 @@ func newCampaign(ctx workflow.Context, in CampaignInput) (*campaign, error) {
 		return nil, temporal.NewNonRetryableApplicationError("invalid campaign state: "+err.Error(), ErrTypeBadState, err)
 	}
 	if spec.Trial.Inline {
-		c.inline = newInliner(c)
+		c.inline = newInliner(c, pipelined)
 	}
 	return c, nil
 }
@@ -422,7 +426,7 @@ func (c *campaign) park(p ParkedTrial) {
 // dispatch starts pending trials while the window has room.
 func (c *campaign) dispatch(ctx workflow.Context) {
 	for !c.draining && !c.st.Paused && !c.st.Stopping && len(c.st.Pending) > 0 &&
-		len(c.st.InFlight) < c.spec.Budget.MaxConcurrent {
+		len(c.st.InFlight) < c.window() {
 		cr := c.st.Pending[0]
 		c.st.Pending = c.st.Pending[1:]
 		if len(c.st.Pending) == 0 {

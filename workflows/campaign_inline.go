@@ -91,13 +91,20 @@ type inliner struct {
 	// clock lays their runs end to end for it.
 	prof  *profileSender
 	clock runClock
+	// pipe queues the next trial behind each run (campaign_pipeline.go);
+	// nil: not pipelined.
+	pipe *pipeline
 }
 
-func newInliner(c *campaign) *inliner {
+func newInliner(c *campaign, pipelined bool) *inliner {
 	if c.st.Inline == nil {
 		c.st.Inline = &InlineState{}
 	}
-	return &inliner{c: c, running: map[string]*inlineRun{}}
+	x := &inliner{c: c, running: map[string]*inlineRun{}}
+	if pipelined {
+		x.pipe = &pipeline{behind: map[string]string{}}
+	}
+	return x
 }
 
 func (x *inliner) st() *InlineState { return x.c.st.Inline }
@@ -158,7 +165,7 @@ func (x *inliner) demand() int {
 	if c.st.Paused {
 		return 0
 	}
-	trials := len(x.st().Trials)
+	trials := min(len(x.st().Trials), c.spec.Budget.MaxConcurrent) // (pipelined: twice as many in flight)
 	if !c.st.Stopping && !c.st.SearchDone {
 		trials = c.spec.Budget.MaxConcurrent
 	}
@@ -215,6 +222,9 @@ func (x *inliner) step(ctx workflow.Context) {
 		}
 		x.launch(ctx, t.Key, nodes, queue)
 	}
+	if x.pipe != nil {
+		x.queue(ctx)
+	}
 }
 
 // shouldStop reports whether a running trial is to stop: the campaign
@@ -235,6 +245,9 @@ func (x *inliner) runKeys() []string {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	if x.pipe != nil {
+		x.pipe.queuedFirst(keys)
+	}
 	return keys
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -32,6 +33,8 @@ type inlineHarness struct {
 	epoch    int64
 	runFor   time.Duration
 	running  map[string]string   // node → trial of the runs now on it
+	freed    chan struct{}       // closed (and replaced) when a node frees
+	canceled map[string]bool     // activity ids the campaign cancelled
 	runNodes map[string][]string // activity id → its nodes
 	maxRuns  int
 	launches []RunTrialInput
@@ -51,7 +54,8 @@ type inlineHarness struct {
 }
 
 func newInlineHarness(t *testing.T, grant int, runFor time.Duration) *inlineHarness {
-	h := &inlineHarness{t: t, grant: grant, runFor: runFor, running: map[string]string{}, runNodes: map[string][]string{}}
+	h := &inlineHarness{t: t, grant: grant, runFor: runFor, running: map[string]string{}, runNodes: map[string][]string{},
+		freed: make(chan struct{}), canceled: map[string]bool{}}
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	h.env = env
@@ -81,9 +85,11 @@ func newInlineHarness(t *testing.T, grant int, runFor time.Duration) *inlineHarn
 	env.SetOnActivityCanceledListener(func(info *activity.Info) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
+		h.canceled[info.ActivityID] = true
 		for _, n := range h.runNodes[info.ActivityID] {
 			delete(h.running, n)
 		}
+		h.free()
 	})
 	env.OnSignalExternalWorkflow(mock.Anything, PoolWorkflowID("default"), "", mock.Anything, mock.Anything).Return(nil).
 		Run(func(args mock.Arguments) {
@@ -122,8 +128,32 @@ func (h *inlineHarness) assign(n int) {
 	h.env.SignalWorkflow(SignalAssignment, a)
 }
 
+// free wakes the runs waiting for their nodes; h.mu is held.
+func (h *inlineHarness) free() {
+	close(h.freed)
+	h.freed = make(chan struct{})
+}
+
 func (h *inlineHarness) runTrial(ctx context.Context, in RunTrialInput) (RunTrialResult, error) {
 	h.mu.Lock()
+	// A pipelined campaign queues a run behind the one on its nodes: the
+	// worker starts it once they are free (activities/gate.go).
+	for in.Quiet && slices.ContainsFunc(in.Nodes, func(n string) bool { _, busy := h.running[n]; return busy }) {
+		freed := h.freed
+		h.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+		}
+		h.mu.Lock()
+	}
+	// A run cancelled before it started never starts (the worker
+	// heartbeats before it launches a run that waited). The test
+	// environment tells only the listener of a cancellation.
+	if h.canceled[activity.GetInfo(ctx).ActivityID] {
+		h.mu.Unlock()
+		return RunTrialResult{}, temporal.NewCanceledError()
+	}
 	for _, n := range in.Nodes {
 		if other, busy := h.running[n]; busy {
 			h.t.Errorf("trial %s launched on node %s while %s runs there", in.Trial.TrialID, n, other)
@@ -145,6 +175,7 @@ func (h *inlineHarness) runTrial(ctx context.Context, in RunTrialInput) (RunTria
 				delete(h.running, n)
 			}
 		}
+		h.free()
 		h.mu.Unlock()
 	}()
 	if !in.Quiet {

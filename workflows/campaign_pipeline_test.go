@@ -1,0 +1,98 @@
+package workflows
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/gleaner-hpc/gleaner/hpo"
+)
+
+// runsInFlight counts the RunTrial activities started and not yet ended
+// in h's environment and keeps the most at once.
+type runsInFlight struct {
+	mu       sync.Mutex
+	now, max int
+}
+
+func countRuns(h *inlineHarness) *runsInFlight {
+	c := &runsInFlight{}
+	h.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		if info.ActivityType.Name != RunTrialActivityName {
+			return
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.now++
+		c.max = max(c.max, c.now)
+	})
+	h.env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, _ error) {
+		if info.ActivityType.Name != RunTrialActivityName {
+			return
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.now--
+	})
+	return c
+}
+
+// Random search's next trial does not wait for results: each run gets the
+// next trial queued behind it on its nodes, which starts there once the
+// run ends (the harness, like the worker, never runs two on one node).
+func TestPipelinedCampaignQueuesTheNextTrialBehindEachRun(t *testing.T) {
+	h := newInlineHarness(t, 3, 30*time.Millisecond)
+	runs := countRuns(h)
+	h.env.ExecuteWorkflow(CampaignWorkflowName, inlineSpec(12, 3))
+	require.True(t, h.env.IsWorkflowCompleted())
+	require.NoError(t, h.env.GetWorkflowError())
+	var res CampaignResult
+	require.NoError(t, h.env.GetWorkflowResult(&res))
+	require.Equal(t, 12, res.Completed)
+	require.Len(t, h.launches, 12, "one run per trial")
+	require.Equal(t, 3, h.maxRuns, "three nodes, three trainers at most")
+	require.Equal(t, 6, runs.max, "a run queued behind each of the three")
+	require.Len(t, h.regs, 1)
+	require.Equal(t, 3, h.regs[0].MaxNodes, "the pool is asked for max_concurrent trials' nodes, not the queued ones'")
+}
+
+// A searcher that learns from results samples each trial with every
+// result there is: its campaign does not queue.
+func TestCampaignOfALearningSearcherIsNotPipelined(t *testing.T) {
+	h := newInlineHarness(t, 3, 30*time.Millisecond)
+	runs := countRuns(h)
+	in := inlineSpec(8, 3)
+	in.Spec.Search.Algorithm = hpo.AlgorithmTPE
+	require.False(t, Pipelined(in.Spec.WithDefaults()))
+	h.env.ExecuteWorkflow(CampaignWorkflowName, in)
+	require.True(t, h.env.IsWorkflowCompleted())
+	require.NoError(t, h.env.GetWorkflowError())
+	var res CampaignResult
+	require.NoError(t, h.env.GetWorkflowResult(&res))
+	require.Equal(t, 8, res.Completed)
+	require.Equal(t, 3, runs.max, "no run waits behind another")
+}
+
+// Stopping a pipelined campaign stops the queued runs too: their trials
+// end stopped, none trains after the stop.
+func TestStoppingAPipelinedCampaignStopsItsQueuedRuns(t *testing.T) {
+	h := newInlineHarness(t, 2, time.Hour)
+	h.hold = func(int, RunTrialInput) bool { return true }
+	var stopped updateResult
+	h.env.RegisterDelayedCallback(func() { update(h.env, UpdateStop, &stopped) }, time.Second)
+	h.env.ExecuteWorkflow(CampaignWorkflowName, inlineSpec(10, 2))
+	require.True(t, h.env.IsWorkflowCompleted())
+	require.NoError(t, h.env.GetWorkflowError())
+	require.NoError(t, stopped.err)
+	var res CampaignResult
+	require.NoError(t, h.env.GetWorkflowResult(&res))
+	require.Equal(t, CampaignStopped, res.State)
+	require.Equal(t, 4, res.Stopped, "two training and two queued trials, all stopped")
+	require.Equal(t, 0, res.Completed+res.Failed)
+	require.Len(t, h.launches, 2, "the queued runs never trained")
+}

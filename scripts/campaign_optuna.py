@@ -12,7 +12,10 @@ once (n_jobs threads, each waiting on its trainer's process), in memory
 (no storage), with RandomSampler, as Gleaner's random search.
 
 It prints one JSON object: trials, completed, failed, wall_seconds,
-trials_per_second, best. `gleaner bench campaign --vs-optuna` runs it right
+trials_per_second, best, and the CPU time (user + system, getrusage) over
+the study of this process (cpu_seconds: Optuna, its threads, the
+interpreter) and of its children once waited for (trainer_cpu_seconds: the
+trainers), counted as Gleaner's benchmark counts its worker and trainers. `gleaner bench campaign --vs-optuna` runs it right
 after Gleaner's campaign, with the same flags, so both figures come from one
 command on the same machine (docs/benchmarks.md).
 
@@ -23,6 +26,7 @@ command on the same machine (docs/benchmarks.md).
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -95,11 +99,17 @@ def main():
         params["hidden"] = t.suggest_int("hidden", 4, 32)
         return run_trial(trainer, work, t.number, params)
 
-    start = time.monotonic()
+    def cpu(who):
+        r = resource.getrusage(who)
+        return r.ru_utime + r.ru_stime
+
+    start, self0, children0 = time.monotonic(), cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN)
     try:
         study.optimize(objective, n_trials=a.trials, n_jobs=a.concurrent, catch=(RuntimeError,))
     finally:
         wall = time.monotonic() - start
+        self_cpu = cpu(resource.RUSAGE_SELF) - self0
+        trainer_cpu = cpu(resource.RUSAGE_CHILDREN) - children0
         shutil.rmtree(work, ignore_errors=True)
     states = [t.state for t in study.trials]
     done = sum(s == optuna.trial.TrialState.COMPLETE for s in states)
@@ -108,6 +118,7 @@ def main():
         "optuna_version": optuna.__version__, "trials": len(states), "completed": done, "failed": failed,
         "concurrent": a.concurrent, "wall_seconds": wall, "trials_per_second": len(states) / wall,
         "best": study.best_value if done else None,
+        "cpu_seconds": self_cpu, "trainer_cpu_seconds": trainer_cpu,
     }))
 
 

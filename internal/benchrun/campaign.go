@@ -113,6 +113,16 @@ type CampaignReport struct {
 	// spent on the campaign; per trial they do not depend on the load.
 	ServerCPUSeconds float64 `json:"server_cpu_seconds"`
 	WorkerCPUSeconds float64 `json:"worker_cpu_seconds"`
+	// TrainerCPUSeconds is the CPU time of the trainers the worker ran
+	// (this process's children, counted once each has been waited for).
+	TrainerCPUSeconds float64 `json:"trainer_cpu_seconds"`
+	// NodeIdle is how long a node sat idle between one trainer's end and
+	// the next trainer's launch on it (activities NodeIdle), in seconds:
+	// the orchestration's gap between two trials on one slot.
+	NodeIdle Stats `json:"node_idle_seconds"`
+	// Pipelined: the campaign queued each slot's next trial behind the
+	// one training (inline, random search; workflows/campaign_pipeline.go).
+	Pipelined bool `json:"pipelined,omitempty"`
 	// ReadBack is every trial's result read back after the campaign.
 	ReadBack ReadBack `json:"read_back"`
 	// Probes are the user's commands and the memory, sampled as the
@@ -142,6 +152,12 @@ type OptunaFigure struct {
 	WallSeconds     float64  `json:"wall_seconds"`
 	TrialsPerSecond float64  `json:"trials_per_second"`
 	Best            *float64 `json:"best"`
+	// CPUSeconds is Optuna's own process's CPU time (user + system) over
+	// the study, TrainerCPUSeconds its trainers' (its children's, each
+	// once waited for): the same accounting as Gleaner's worker and
+	// trainers.
+	CPUSeconds        float64 `json:"cpu_seconds"`
+	TrainerCPUSeconds float64 `json:"trainer_cpu_seconds"`
 }
 
 // RayTuneFigure is the figure compared with.
@@ -222,11 +238,13 @@ func runCampaign(ctx context.Context, o CampaignOptions, e *env) (*CampaignRepor
 	}
 	spec := campaignSpec(e.trainer, o, stepMS)
 	wfID := workflows.CampaignWorkflowID(spec.Name)
+	rep.Pipelined = workflows.Pipelined(spec.WithDefaults())
 
 	fmt.Fprintf(o.Log, "bench: campaign of %d trials × %.3g s (%d steps of %g ms), %d in flight, %d nodes\n",
 		o.Trials, o.Seconds, o.Steps, stepMS, o.Concurrent, o.Nodes)
 	start := time.Now()
-	server0, worker0 := cpuSeconds(e.srv.PID()), cpuSeconds(os.Getpid())
+	server0, _ := cpuTimes(e.srv.PID())
+	worker0, trainers0 := cpuTimes(os.Getpid())
 	run, err := e.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wfID, TaskQueue: TaskQueue},
 		workflows.CampaignWorkflowName, workflows.CampaignInput{Spec: spec})
 	if err != nil {
@@ -238,8 +256,10 @@ func runCampaign(ctx context.Context, o CampaignOptions, e *env) (*CampaignRepor
 	err = run.Get(ctx, &res)
 	wall := time.Since(start)
 	rep.Probes = stopProgress()
-	rep.ServerCPUSeconds = cpuSeconds(e.srv.PID()) - server0
-	rep.WorkerCPUSeconds = cpuSeconds(os.Getpid()) - worker0
+	server1, _ := cpuTimes(e.srv.PID())
+	worker1, trainers1 := cpuTimes(os.Getpid())
+	rep.ServerCPUSeconds, rep.WorkerCPUSeconds, rep.TrainerCPUSeconds = server1-server0, worker1-worker0, trainers1-trainers0
+	rep.NodeIdle = summarize(e.w.Activities.NodeIdle())
 	if err != nil {
 		return nil, fmt.Errorf("campaign %s: %w", wfID, err)
 	}
@@ -512,8 +532,16 @@ func (r *CampaignReport) WriteText(w io.Writer) error {
 	p("result:   %s — %d completed, %d stopped, %d failed\n", r.State, r.Completed, r.Stopped, r.Failed)
 	p("wall:     %.1f s  →  %.2f trials/s, %.3f trials/s per core\n", r.WallSeconds, r.TrialsPerSecond, r.TrialsPerSecondPerCore)
 	if n := float64(r.Completed + r.Stopped + r.Failed); n > 0 {
-		p("cpu:      server %.1f s (%.1f ms per trial), worker %.1f s (%.1f ms per trial)\n",
-			r.ServerCPUSeconds, 1000*r.ServerCPUSeconds/n, r.WorkerCPUSeconds, 1000*r.WorkerCPUSeconds/n)
+		p("cpu:      server %.1f s (%.1f ms per trial), worker %.1f s (%.1f ms per trial), together %.1f ms per trial; trainers %.1f ms per trial\n",
+			r.ServerCPUSeconds, 1000*r.ServerCPUSeconds/n, r.WorkerCPUSeconds, 1000*r.WorkerCPUSeconds/n,
+			1000*(r.ServerCPUSeconds+r.WorkerCPUSeconds)/n, 1000*r.TrainerCPUSeconds/n)
+	}
+	if r.NodeIdle.N > 0 {
+		how := "each run scheduled once a slot frees"
+		if r.Pipelined {
+			how = "pipelined: each slot's next run queued while the one before it trains"
+		}
+		p("node idle: %s s (p50/p95/mean) from a trainer's end to the next launch on its node, %s\n", pp(r.NodeIdle), how)
 	}
 	p("trial:    start→close %.2f s mean, p50 %.2f, p95 %.2f, max %.2f\n",
 		r.TrialWallSeconds.Mean, r.TrialWallSeconds.P50, r.TrialWallSeconds.P95, r.TrialWallSeconds.Max)
@@ -582,6 +610,11 @@ func (r *CampaignReport) WriteText(w io.Writer) error {
 		p("Optuna %s, same trainer, parameters and concurrency, this machine: %d trials (%d completed, %d failed) in %.1f s = %.2f trials/s\n",
 			o.Version, o.Trials, o.Completed, o.Failed, o.WallSeconds, o.TrialsPerSecond)
 		p("vs Optuna: %.2f× Optuna's trials/s (%.2f vs %.2f)\n", r.VsOptuna, r.TrialsPerSecond, o.TrialsPerSecond)
+		if n, on := float64(r.Completed+r.Stopped+r.Failed), float64(o.Trials); n > 0 && on > 0 {
+			p("cpu per trial (ms): orchestration Gleaner %.1f (server %.1f + worker %.1f) vs Optuna %.1f (its process); trainers %.1f vs %.1f\n",
+				1000*(r.ServerCPUSeconds+r.WorkerCPUSeconds)/n, 1000*r.ServerCPUSeconds/n, 1000*r.WorkerCPUSeconds/n,
+				1000*o.CPUSeconds/on, 1000*r.TrainerCPUSeconds/n, 1000*o.TrainerCPUSeconds/on)
+		}
 	}
 	return nil
 }

@@ -86,22 +86,34 @@ func rssMB(pid int) float64 {
 // there is no /proc): a cost that does not depend on what else the
 // machine runs.
 func cpuSeconds(pid int) float64 {
+	self, _ := cpuTimes(pid)
+	return self
+}
+
+// cpuTimes is a process's own user + system CPU time and that of its
+// children it has waited for (cutime + cstime: for the benchmark's
+// process, the trainers it ran), from /proc; zeros where there is none.
+// scripts/campaign_optuna.py counts Optuna's side the same way
+// (getrusage of itself and of its children).
+func cpuTimes(pid int) (self, children float64) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	// Fields after the command (which may hold spaces) start past ')'.
 	i := strings.LastIndexByte(string(b), ')')
 	if i < 0 {
-		return 0
+		return 0, 0
 	}
 	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0
+	if len(f) < 15 {
+		return 0, 0
 	}
-	utime, _ := strconv.ParseFloat(f[11], 64)
-	stime, _ := strconv.ParseFloat(f[12], 64)
-	return (utime + stime) / clockTicks
+	var t [4]float64
+	for j := range t {
+		t[j], _ = strconv.ParseFloat(f[11+j], 64)
+	}
+	return (t[0] + t[1]) / clockTicks, (t[2] + t[3]) / clockTicks
 }
 
 // clockTicks is USER_HZ, 100 on every Linux architecture Go supports.

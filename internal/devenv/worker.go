@@ -56,6 +56,9 @@ type WorkerOptions struct {
 type Worker struct {
 	// Config is the configuration it runs with.
 	Config worker.Config
+	// Activities are its activities (nil for a worker without them): a
+	// benchmark reads what they measured (NodeIdle).
+	Activities *activities.Activities
 
 	w       sdkworker.Worker
 	cleanup func()
@@ -94,7 +97,7 @@ func StartWorker(ctx context.Context, srv *devserver.Server, o WorkerOptions) (*
 		cleanup()
 		return nil, fmt.Errorf("starting the worker on task queue %s: %w", cfg.TaskQueue, err)
 	}
-	return &Worker{Config: cfg, w: w, cleanup: cleanup}, nil
+	return &Worker{Config: cfg, Activities: comps.ActivityDeps, w: w, cleanup: cleanup}, nil
 }
 
 // Stop stops polling at once, waits up to Config.StopTimeout for the

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -275,42 +274,12 @@ func (c *Client) Leaderboard(ctx context.Context, name string) ([]gleaner.Leader
 }
 
 // Trials is the state of every trial the campaign has started, by trial
-// id: queried from each trial workflow, or, for an ended trial whose query
-// fails, read from its result (which lacks nodes, step and checkpoint). It
-// finds trials through visibility (the GleanerCampaign and GleanerKind
-// search attributes), which lags a moment behind new trials.
+// id, whichever way it runs them (a workflow per trial, or inline): see
+// listTrials. It waits for a busy inline campaign's answer as long as ctx
+// allows.
 func (c *Client) Trials(ctx context.Context, name string) ([]gleaner.TrialStatus, error) {
-	if err := checkName("campaign", name); err != nil {
-		return nil, err
-	}
-	q := fmt.Sprintf("%s = %q AND %s = %q", gleaner.SearchAttrCampaign, name, gleaner.SearchAttrKind, gleaner.KindTrial)
-	// A trial that continued as new is listed once per run: keep its
-	// workflow id once, open if any run is.
-	ids, open, err := c.listWorkflows(ctx, q)
-	if err != nil {
-		return nil, fmt.Errorf("listing the trials of campaign %q: %w", name, err)
-	}
-	if len(ids) == 0 {
-		// No trials yet, or no campaign: tell the two apart.
-		if _, err := c.describe(ctx, name); err != nil {
-			return nil, err
-		}
-	}
-	ids = latestSegments(ids)
-	out := make([]gleaner.TrialStatus, 0, len(ids))
-	for _, id := range ids {
-		var s gleaner.TrialStatus
-		err := c.query(ctx, id, "trial "+id, gleaner.QueryStatus, &s)
-		if err != nil && !open[id] {
-			s, err = c.trialFromResult(ctx, id)
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	slices.SortFunc(out, byTrialID) // t99999 before t100000
-	return out, nil
+	l, err := c.listTrials(ctx, name, trialSelect{patient: true})
+	return l.Trials, err
 }
 
 // latestSegments keeps, of the workflow ids of a trial's segments

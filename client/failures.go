@@ -99,57 +99,17 @@ func DescribeFailure(t gleaner.TrialStatus) string {
 }
 
 // FailedTrials is the newest limit (≤ 0: all) of a campaign's failed
-// trials, newest first, as their results record them. A campaign with a
-// workflow per trial finds them through visibility (GleanerStatus =
-// "failed" on its trials, or their workflow failed), which lags a moment
-// behind; an inline campaign (trial.inline) reads its trial records.
+// trials, newest first, as their results record them (see listTrials). A
+// campaign with a workflow per trial finds them through visibility
+// (GleanerStatus = "failed" on its trials, or their workflow failed),
+// which lags a moment behind; an inline campaign reads its trial records.
 func (c *Client) FailedTrials(ctx context.Context, name string, limit int) ([]gleaner.TrialStatus, error) {
-	if err := checkName("campaign", name); err != nil {
-		return nil, err
-	}
-	spec, err := c.Spec(ctx, name)
+	l, err := c.listTrials(ctx, name, trialSelect{limit: limit, failed: true})
 	if err != nil {
 		return nil, err
 	}
-	var failed []gleaner.TrialStatus
-	if spec.Trial.Inline {
-		l, err := c.TrialsNewest(ctx, name, 0)
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range l.Trials {
-			if t.State == gleaner.TrialFailed {
-				failed = append(failed, t)
-			}
-		}
-		slices.Reverse(failed) // newest first
-	} else {
-		q := fmt.Sprintf(`%s = %q AND %s = %q AND (%s = %q OR ExecutionStatus = "Failed")`,
-			gleaner.SearchAttrCampaign, name, gleaner.SearchAttrKind, gleaner.KindTrial,
-			gleaner.SearchAttrStatus, gleaner.TrialFailed)
-		ids, err := c.listIDs(ctx, q)
-		if err != nil {
-			return nil, fmt.Errorf("listing the failed trials of campaign %q: %w", name, err)
-		}
-		ids = latestSegments(ids)
-		slices.SortFunc(ids, func(a, b string) int { return byNumber(b, a) }) // newest first
-		if limit > 0 && len(ids) > limit {
-			ids = ids[:limit]
-		}
-		for _, id := range ids {
-			t, err := c.trialFromResult(ctx, id)
-			if err != nil {
-				return failed, err
-			}
-			if t.State == gleaner.TrialFailed {
-				failed = append(failed, t)
-			}
-		}
-	}
-	if limit > 0 && len(failed) > limit {
-		failed = failed[:limit]
-	}
-	return failed, nil
+	slices.Reverse(l.Trials) // newest first
+	return l.Trials, nil
 }
 
 // failure builds Wait's error for a campaign whose workflow failed (err):

@@ -14,20 +14,40 @@ import (
 	"github.com/gleaner-hpc/gleaner"
 )
 
-// TrialsNewest lists a campaign's trials, as Trials does, but only the
-// newest limit of them by trial id (limit ≤ 0: all). It reads only what
-// those need, so it answers quickly at any size: an inline campaign
-// (spec trial.inline) keeps its ended trials in chunks of
-// gleaner.InlineRecordsChunk (TrialRecords workflows), read newest
-// first, and its in-flight ones in the campaign (QueryTrials); a campaign
-// with a workflow per trial queries only the newest limit workflows.
-func (c *Client) TrialsNewest(ctx context.Context, name string, limit int) (TrialList, error) {
+// trialSelect says which of a campaign's trials listTrials reads.
+type trialSelect struct {
+	// limit: the newest limit trials by trial id (≤ 0: all).
+	limit int
+	// failed: only failed trials (the newest limit of those).
+	failed bool
+	// patient: wait for a busy inline campaign's answer as long as ctx
+	// allows; otherwise QueryPatience, then its chunks alone (Busy).
+	patient bool
+}
+
+// listTrials is the one way the client reads a campaign's trials, for
+// either way a campaign runs them. An inline campaign (spec trial.inline)
+// keeps its ended trials in chunks of gleaner.InlineRecordsChunk
+// (TrialRecords workflows), read newest first, and its in-flight ones in
+// the campaign (QueryTrials); a campaign with a workflow per trial is
+// asked for its trial workflows (visibility: GleanerCampaign and
+// GleanerKind), each queried, or, for an ended trial whose query fails,
+// read from its result (which lacks nodes, step and checkpoint).
+// Visibility lags a moment behind new trials. Trials come sorted by id.
+func (c *Client) listTrials(ctx context.Context, name string, sel trialSelect) (TrialList, error) {
+	if err := checkName("campaign", name); err != nil {
+		return TrialList{}, err
+	}
 	// On a loaded server every read takes a while: an inline campaign's
 	// chunks are listed and its in-flight trials asked for while its spec
 	// is read (a campaign with a workflow per trial answers the query
 	// with nothing, and the answer is dropped).
-	patience := time.NewTimer(QueryPatience)
-	defer patience.Stop()
+	var patience <-chan time.Time // nil: patient
+	if !sel.patient {
+		t := time.NewTimer(QueryPatience)
+		defer t.Stop()
+		patience = t.C
+	}
 	lctx, cancel := context.WithCancel(ctx) // not needed past this call
 	defer cancel()
 	type listed struct {
@@ -41,7 +61,7 @@ func (c *Client) TrialsNewest(ctx context.Context, name string, limit int) (Tria
 		chunks <- listed{ids, err}
 	}()
 	var live liveTrials
-	if QueryPatience > 0 {
+	if sel.patient || QueryPatience > 0 {
 		live.answer = make(chan error, 1)
 		go func() {
 			live.answer <- c.query(lctx, gleaner.CampaignWorkflowID(name), "campaign "+name, gleaner.QueryTrials, &live.trials)
@@ -52,20 +72,35 @@ func (c *Client) TrialsNewest(ctx context.Context, name string, limit int) (Tria
 		return TrialList{}, err
 	}
 	var l TrialList
-	switch {
-	case spec.Trial.Inline:
+	if spec.Trial.Inline {
 		ch := <-chunks
 		if ch.err != nil {
 			return TrialList{}, fmt.Errorf("listing the trial records of campaign %q: %w", name, ch.err)
 		}
-		l, err = c.inlineTrials(ctx, limit, ch.ids, live, patience.C, cancel)
-	case limit <= 0:
-		l.Trials, err = c.Trials(ctx, name)
-	default:
-		l.Trials, err = c.newestTrialWorkflows(ctx, name, limit)
+		limit := sel.limit
+		if sel.failed {
+			limit = 0 // failed trials can be in any chunk
+		}
+		l, err = c.inlineTrials(ctx, limit, ch.ids, live, patience, cancel)
+		if sel.failed {
+			l.Trials = slices.DeleteFunc(l.Trials, func(t gleaner.TrialStatus) bool { return t.State != gleaner.TrialFailed })
+			if sel.limit > 0 && len(l.Trials) > sel.limit {
+				l.Trials = l.Trials[len(l.Trials)-sel.limit:]
+			}
+		}
+	} else {
+		l.Trials, err = c.trialWorkflows(ctx, name, sel)
 	}
 	l.Spec = spec
 	return l, err
+}
+
+// TrialsNewest lists a campaign's trials, as Trials does, but only the
+// newest limit of them by trial id (limit ≤ 0: all), and it waits for a
+// busy inline campaign at most QueryPatience (TrialList.Busy). It reads
+// only what those need, so it answers quickly at any size.
+func (c *Client) TrialsNewest(ctx context.Context, name string, limit int) (TrialList, error) {
+	return c.listTrials(ctx, name, trialSelect{limit: limit})
 }
 
 // liveTrials is an inline campaign's answer to QueryTrials: its in-flight
@@ -180,17 +215,24 @@ func (c *Client) inlineTrials(ctx context.Context, limit int, chunks []string, l
 	return TrialList{Trials: out, Busy: busy}, nil
 }
 
-// newestTrialWorkflows is Trials for the newest limit trial workflows.
-func (c *Client) newestTrialWorkflows(ctx context.Context, name string, limit int) ([]gleaner.TrialStatus, error) {
-	all, open, err := c.listWorkflows(ctx, fmt.Sprintf("%s = %q AND %s = %q",
-		gleaner.SearchAttrCampaign, name, gleaner.SearchAttrKind, gleaner.KindTrial))
+// trialWorkflows reads the trials of a campaign with a workflow per
+// trial: the newest sel.limit (≤ 0: all), of the failed ones if
+// sel.failed (read from their results), a few at a time.
+func (c *Client) trialWorkflows(ctx context.Context, name string, sel trialSelect) ([]gleaner.TrialStatus, error) {
+	q := fmt.Sprintf("%s = %q AND %s = %q", gleaner.SearchAttrCampaign, name, gleaner.SearchAttrKind, gleaner.KindTrial)
+	if sel.failed {
+		q += fmt.Sprintf(` AND (%s = %q OR ExecutionStatus = "Failed")`, gleaner.SearchAttrStatus, gleaner.TrialFailed)
+	}
+	// A trial that continued as new is listed once per run: keep its
+	// workflow id once, open if any run is.
+	all, open, err := c.listWorkflows(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("listing the trials of campaign %q: %w", name, err)
 	}
 	all = latestSegments(all)
 	slices.SortFunc(all, byNumber)
-	if len(all) > limit {
-		all = all[len(all)-limit:]
+	if sel.limit > 0 && len(all) > sel.limit {
+		all = all[len(all)-sel.limit:]
 	}
 	out := make([]gleaner.TrialStatus, len(all))
 	errs := make([]error, len(all))
@@ -201,6 +243,10 @@ func (c *Client) newestTrialWorkflows(ctx context.Context, name string, limit in
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
+			if sel.failed {
+				out[i], errs[i] = c.trialFromResult(ctx, id)
+				return
+			}
 			err := c.query(ctx, id, "trial "+id, gleaner.QueryStatus, &out[i])
 			if err != nil && !open[id] {
 				out[i], err = c.trialFromResult(ctx, id)
@@ -213,6 +259,9 @@ func (c *Client) newestTrialWorkflows(ctx context.Context, name string, limit in
 		if err != nil {
 			return nil, err
 		}
+	}
+	if sel.failed {
+		out = slices.DeleteFunc(out, func(t gleaner.TrialStatus) bool { return t.State != gleaner.TrialFailed })
 	}
 	slices.SortFunc(out, byTrialID)
 	return out, nil

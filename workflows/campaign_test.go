@@ -563,6 +563,18 @@ func continuedWith(t *testing.T, spec gleaner.CampaignSpec, script func(TrialInp
 	return in, f
 }
 
+// endCarriedTrials has the trials a campaign carried in flight across
+// continue-as-new (st) report their end to its next run, one a second.
+func endCarriedTrials(env *testsuite.TestWorkflowEnvironment, st *CampaignState) {
+	for i, tr := range st.InFlight {
+		env.RegisterDelayedCallback(func() {
+			env.SignalWorkflow(SignalTrialReport, TrialReport{TrialID: tr.TrialID, WorkflowID: tr.WorkflowID, Number: tr.Number,
+				Params: tr.Params, State: TrialCompleted, Final: true, Samples: 500,
+				Metrics: map[string]float64{"loss": scoreOf(tr.Params)}})
+		}, time.Duration(i+1)*time.Second)
+	}
+}
+
 func TestCampaignContinueAsNew(t *testing.T) {
 	in, f := continued(t)
 	st := in.State
@@ -571,14 +583,7 @@ func TestCampaignContinueAsNew(t *testing.T) {
 	// their end to it; new trials are numbered on.
 	f2 := newFakeTrials(steadyScript)
 	env2 := newEnv(f2)
-	for i, tr := range st.InFlight {
-		tr := tr
-		env2.RegisterDelayedCallback(func() {
-			env2.SignalWorkflow(SignalTrialReport, TrialReport{TrialID: tr.TrialID, WorkflowID: tr.WorkflowID, Number: tr.Number,
-				Params: tr.Params, State: TrialCompleted, Final: true, Samples: 500,
-				Metrics: map[string]float64{"loss": scoreOf(tr.Params)}})
-		}, time.Duration(i+1)*time.Second)
-	}
+	endCarriedTrials(env2, st)
 	env2.ExecuteWorkflow(CampaignWorkflowName, in)
 	var res CampaignResult
 	if err := env2.GetWorkflowResult(&res); err != nil {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"go.temporal.io/sdk/temporal"
 )
@@ -26,13 +25,7 @@ func TestCampaignValidatesItsSpecOnlyInItsFirstRun(t *testing.T) {
 	}
 
 	next := newEnv(newFakeTrials(steadyScript))
-	for i, tr := range in.State.InFlight {
-		next.RegisterDelayedCallback(func() {
-			next.SignalWorkflow(SignalTrialReport, TrialReport{TrialID: tr.TrialID, WorkflowID: tr.WorkflowID, Number: tr.Number,
-				Params: tr.Params, State: TrialCompleted, Final: true, Samples: 500,
-				Metrics: map[string]float64{"loss": scoreOf(tr.Params)}})
-		}, time.Duration(i+1)*time.Second)
-	}
+	endCarriedTrials(next, in.State)
 	next.ExecuteWorkflow(CampaignWorkflowName, in)
 	var res CampaignResult
 	if err := next.GetWorkflowResult(&res); err != nil {

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/gleaner-hpc/gleaner/curve"
+	"github.com/gleaner-hpc/gleaner/internal/stats"
 )
 
 // Point is a throughput at one node count.
@@ -244,25 +245,12 @@ func splitPoints(pts []Point) ([]int, []float64) {
 	return ns, xs
 }
 
-func median(xs []float64) float64 {
-	return quantile(xs, 0.5)
-}
+// median and quantile are stats.Quantile, the interpolated sample
+// quantile (Hyndman and Fan 1996, definition 7); median is its q = 0.5,
+// not stats.Median, which rounds differently in the last bit.
+func median(xs []float64) float64 { return stats.Quantile(xs, 0.5) }
 
-// quantile is the linearly interpolated sample quantile (Hyndman and Fan
-// 1996, definition 7, the default of R and NumPy); NaN for no data.
-func quantile(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	h := q * float64(len(s)-1)
-	lo := int(math.Floor(h))
-	if lo >= len(s)-1 {
-		return s[len(s)-1]
-	}
-	return s[lo] + (h-float64(lo))*(s[lo+1]-s[lo])
-}
+func quantile(xs []float64, q float64) float64 { return stats.Quantile(xs, q) }
 
 // mad is the median absolute deviation from the median.
 func mad(xs []float64) float64 {

@@ -3,6 +3,8 @@ package sim
 import (
 	"math"
 	"sort"
+
+	"github.com/gleaner-hpc/gleaner/internal/stats"
 )
 
 // HoleLengthBuckets are the upper bounds (seconds, exclusive) of the hole
@@ -58,9 +60,10 @@ func (tr *Trace) HoleStats() HoleStats {
 			st.NodeSecondsByLength[i] /= total
 		}
 	}
-	sort.Float64s(lengths)
-	st.LengthP10, st.LengthP50 = sortedPercentile(lengths, 10), sortedPercentile(lengths, 50)
-	st.LengthP90, st.LengthP99 = sortedPercentile(lengths, 90), sortedPercentile(lengths, 99)
+	if len(lengths) > 0 { // no quantiles of nothing: they stay 0 (JSON has no NaN)
+		st.LengthP10, st.LengthP50 = stats.NearestRank(lengths, 0.1), stats.NearestRank(lengths, 0.5)
+		st.LengthP90, st.LengthP99 = stats.NearestRank(lengths, 0.9), stats.NearestRank(lengths, 0.99)
+	}
 	st.LengthMean = ratio(total, float64(len(lengths)))
 
 	// The idle count is a step function of the events: weigh each level
@@ -114,13 +117,4 @@ func (tr *Trace) HoleStats() HoleStats {
 	st.IdleNodeSeconds = tr.IdleNodeSeconds()
 	st.MeanIdleFraction = tr.MeanIdleFraction()
 	return st
-}
-
-// sortedPercentile is percentile for xs already sorted.
-func sortedPercentile(xs []float64, p float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	rank := int(math.Ceil(p / 100 * float64(len(xs))))
-	return xs[min(max(rank, 1), len(xs))-1]
 }

@@ -1,10 +1,10 @@
 package sim
 
 import (
-	"math"
-	"sort"
+	"slices"
 
 	"github.com/gleaner-hpc/gleaner/allocator"
+	"github.com/gleaner-hpc/gleaner/internal/stats"
 )
 
 // Result is what one run measured.
@@ -140,18 +140,6 @@ type SeriesPoint struct {
 	Active  int     `json:"active"` // submitted, unfinished jobs
 }
 
-// percentile is the nearest-rank p-th percentile (0 < p ≤ 100) of xs:
-// the smallest x with at least p% of the values ≤ x.
-func percentile(xs []float64, p float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	rank := int(math.Ceil(p / 100 * float64(len(s))))
-	return s[min(max(rank, 1), len(s))-1]
-}
-
 func ratio(a, b float64) float64 {
 	if b <= 0 {
 		return 0
@@ -193,13 +181,17 @@ func (r *Result) finish(jobs []Job, solverMs, lookaheads []float64) {
 	m.HoleUtilisation = ratio(m.AllocatedNodeSeconds, m.IdleNodeSeconds)
 	r.SolverMs = solverMs
 	m.Decisions = len(solverMs)
-	m.SolverMsP50 = percentile(solverMs, 50)
-	m.SolverMsP99 = percentile(solverMs, 99)
-	m.SolverMsMax = percentile(solverMs, 100)
+	if len(solverMs) > 0 { // no quantiles of nothing: they stay 0 (JSON has no NaN)
+		m.SolverMsP50 = stats.NearestRank(solverMs, 0.5)
+		m.SolverMsP99 = stats.NearestRank(solverMs, 0.99)
+		m.SolverMsMax = slices.Max(solverMs)
+	}
 	for _, ms := range solverMs {
 		m.SolverMsTotal += ms
 	}
-	m.LookaheadP10 = percentile(lookaheads, 10)
-	m.LookaheadP50 = percentile(lookaheads, 50)
-	m.LookaheadP90 = percentile(lookaheads, 90)
+	if len(lookaheads) > 0 {
+		m.LookaheadP10 = stats.NearestRank(lookaheads, 0.1)
+		m.LookaheadP50 = stats.NearestRank(lookaheads, 0.5)
+		m.LookaheadP90 = stats.NearestRank(lookaheads, 0.9)
+	}
 }

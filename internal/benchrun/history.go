@@ -3,11 +3,12 @@ package benchrun
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
+
+	"github.com/gleaner-hpc/gleaner/internal/stats"
 )
 
 // HistoryLimit is the Temporal server's default hard limit on the events
@@ -103,30 +104,7 @@ func eventTypeCounts(evs []*historypb.HistoryEvent) map[string]int {
 	return out
 }
 
-// Stats summarises a sample.
-type Stats struct {
-	N    int     `json:"n"`
-	Mean float64 `json:"mean"`
-	P50  float64 `json:"p50"`
-	P95  float64 `json:"p95"`
-	Min  float64 `json:"min"`
-	Max  float64 `json:"max"`
-}
+// Stats summarises a sample: stats.Summary, with nearest-rank p50 and p95.
+type Stats = stats.Summary
 
-func summarize(xs []float64) Stats {
-	if len(xs) == 0 {
-		return Stats{}
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	var sum float64
-	for _, x := range s {
-		sum += x
-	}
-	q := func(p float64) float64 {
-		// Nearest rank.
-		i := int(p*float64(len(s))+0.999999) - 1
-		return s[max(0, min(i, len(s)-1))]
-	}
-	return Stats{N: len(s), Mean: sum / float64(len(s)), P50: q(0.5), P95: q(0.95), Min: s[0], Max: s[len(s)-1]}
-}
+func summarize(xs []float64) Stats { return stats.Summarize(xs) }

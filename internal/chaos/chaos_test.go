@@ -19,6 +19,7 @@ import (
 	"github.com/gleaner-hpc/gleaner/client"
 	"github.com/gleaner-hpc/gleaner/hpo"
 	"github.com/gleaner-hpc/gleaner/internal/chaos"
+	"github.com/gleaner-hpc/gleaner/internal/stats"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
@@ -456,7 +457,7 @@ func (r *runner) checkOutcome(ctx context.Context, faults []chaos.Fault) {
 			}
 		}
 		fmt.Fprintf(&b, "  %-17s %6d %8d %14d %14.1f %12.1fs / %5.1fs   training paused median %.1fs, max %.1fs\n",
-			kind, len(rec), len(perKind[k]), maxOf(perKind[k]), meanOf(perKind[k]), median(rec), maxF(rec), median(pauses), maxF(pauses))
+			kind, len(rec), len(perKind[k]), maxOf(perKind[k]), meanOf(perKind[k]), stats.Median(rec), maxF(rec), stats.Median(pauses), maxF(pauses))
 	}
 	if len(unattributed) > 0 {
 		fmt.Fprintf(&b, "  resumes before any fault: %d, steps lost max %d\n", len(unattributed), maxOf(unattributed))
@@ -528,13 +529,4 @@ func maxF(xs []float64) float64 {
 		m = max(m, x)
 	}
 	return m
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
 }

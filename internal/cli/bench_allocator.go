@@ -7,7 +7,6 @@ import (
 	"math"
 	"path"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -19,6 +18,7 @@ import (
 	"github.com/gleaner-hpc/gleaner/data"
 	"github.com/gleaner-hpc/gleaner/internal/benchgen"
 	"github.com/gleaner-hpc/gleaner/internal/dataset"
+	"github.com/gleaner-hpc/gleaner/internal/stats"
 )
 
 type benchAllocatorOptions struct {
@@ -179,8 +179,8 @@ func (o *benchAllocatorOptions) benchSize(curves []dataset.ScalingCurve, nt, nn 
 			rows[fi] = row
 			continue
 		}
-		row.SolveMsP50 = quantile(times[fi], 0.50)
-		row.SolveMsP95 = quantile(times[fi], 0.95)
+		row.SolveMsP50 = stats.NearestRank(times[fi], 0.50)
+		row.SolveMsP95 = stats.NearestRank(times[fi], 0.95)
 		row.Objective = mean(objs[fi])
 		gaps := make([]float64, len(objs[fi]))
 		for i, v := range objs[fi] {
@@ -251,12 +251,6 @@ func dataPath(dir, rel string) string {
 		return data.Prefix + path.Join(strings.TrimPrefix(dir, data.Prefix), rel)
 	}
 	return filepath.Join(dir, filepath.FromSlash(rel))
-}
-
-func quantile(xs []float64, q float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	return s[int(math.Ceil(q*float64(len(s))))-1]
 }
 
 func mean(xs []float64) float64 {

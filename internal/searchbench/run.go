@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/gleaner-hpc/gleaner/hpo"
+	"github.com/gleaner-hpc/gleaner/internal/stats"
 )
 
 // The bench's defaults (gleaner bench search's flags): trials at once, and
@@ -75,19 +76,9 @@ type Quartiles struct {
 	Q1, Median, Q3 float64
 }
 
-// quartiles of xs (sorted in place), by linear interpolation.
+// quartiles of xs by linear interpolation (stats.Quantile).
 func quartiles(xs []float64) Quartiles {
-	sort.Float64s(xs)
-	at := func(q float64) float64 {
-		if len(xs) == 0 {
-			return math.NaN()
-		}
-		pos := q * float64(len(xs)-1)
-		lo := int(math.Floor(pos))
-		hi := min(lo+1, len(xs)-1)
-		return xs[lo] + (pos-float64(lo))*(xs[hi]-xs[lo])
-	}
-	return Quartiles{Q1: at(0.25), Median: at(0.5), Q3: at(0.75)}
+	return Quartiles{Q1: stats.Quantile(xs, 0.25), Median: stats.Quantile(xs, 0.5), Q3: stats.Quantile(xs, 0.75)}
 }
 
 // Curve is an algorithm's best result over seeds: Best[n-1] after n

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gleaner-hpc/gleaner/internal/stats"
 	"github.com/gleaner-hpc/gleaner/trial"
 )
 
@@ -100,8 +101,8 @@ type Audit struct {
 	Stops []StopLoss `json:"-"`
 	// LostPerStop summarises Stops' Lost, in samples; LostStops counts
 	// those that lost anything.
-	LostPerStop Stats `json:"lost_per_stop_samples"`
-	LostStops   int   `json:"stops_that_lost"`
+	LostPerStop stats.Summary `json:"lost_per_stop_samples"`
+	LostStops   int           `json:"stops_that_lost"`
 	// Rate is the median samples/s of a run on one node (the runs of at
 	// least 10 s of reports): the dedicated rate.
 	Rate float64 `json:"rate_samples_per_s"`
@@ -167,8 +168,8 @@ func AuditCampaign(campaignDir string, budget, checkpointEvery float64) (Audit, 
 			a.LostStops++
 		}
 	}
-	a.LostPerStop = NewStats(lost)
-	a.Rate = NewStats(rates).P50
+	a.LostPerStop = stats.Summarize(lost)
+	a.Rate = stats.Summarize(rates).P50
 	return a, nil
 }
 

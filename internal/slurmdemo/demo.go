@@ -13,6 +13,7 @@ import (
 
 	"github.com/gleaner-hpc/gleaner/cluster/slurm"
 	"github.com/gleaner-hpc/gleaner/data"
+	"github.com/gleaner-hpc/gleaner/internal/stats"
 )
 
 // Settings are one run of the demo. Zero optional fields take the
@@ -137,13 +138,13 @@ type PassResult struct {
 	// one of their nodes between their submission and their start); per
 	// such pilot, how long the job waited for it to end after its
 	// submission, and the gap from its end to the job's start.
-	Handovers      int   `json:"handovers"`
-	HandoverPilots int   `json:"handover_pilots"`
-	HandoverWait   Stats `json:"handover_wait_s"`
-	HandoverGap    Stats `json:"handover_gap_s"`
+	Handovers      int           `json:"handovers"`
+	HandoverPilots int           `json:"handover_pilots"`
+	HandoverWait   stats.Summary `json:"handover_wait_s"`
+	HandoverGap    stats.Summary `json:"handover_gap_s"`
 	// LateSubmits summarises how late sbatch returned after each job's
 	// planned time (seconds).
-	LateSubmits Stats `json:"late_submits_s"`
+	LateSubmits stats.Summary `json:"late_submits_s"`
 	// Starts are the batch jobs' starts, seconds after Start, by name.
 	Starts map[string]float64 `json:"starts"`
 	// PilotsLeft counts pilots still pending or running after the worker
@@ -496,13 +497,13 @@ func (d *demo) pass(ctx context.Context, hooks *passHooks, kind string) (*PassRe
 	d.lastSubmitted = subAt
 	if hooks != nil {
 		pre, waited, gaps := Handovers(tl, subAt)
-		p.Handovers, p.HandoverPilots, p.HandoverWait, p.HandoverGap = len(pre), len(gaps), NewStats(waited), NewStats(gaps)
+		p.Handovers, p.HandoverPilots, p.HandoverWait, p.HandoverGap = len(pre), len(gaps), stats.Summarize(waited), stats.Summarize(gaps)
 	}
 	late := make([]float64, len(submitted))
 	for i, s := range submitted {
 		late[i] = s.Late.Seconds()
 	}
-	p.LateSubmits = NewStats(late)
+	p.LateSubmits = stats.Summarize(late)
 	d.lastTimeline = tl
 	d.writeTimeline(kind, tl)
 	if log := filepath.Join(d.s.Out, kind+"-slurmctld.log"); d.cluster.SaveLog(log) {

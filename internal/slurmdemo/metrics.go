@@ -2,40 +2,13 @@ package slurmdemo
 
 import (
 	"bytes"
-	"math"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gleaner-hpc/gleaner/internal/stats"
 )
-
-// Stats summarise a sample of seconds (nearest-rank percentiles).
-type Stats struct {
-	N    int     `json:"n"`
-	Mean float64 `json:"mean"`
-	P50  float64 `json:"p50"`
-	P95  float64 `json:"p95"`
-	Max  float64 `json:"max"`
-	Min  float64 `json:"min"`
-}
-
-// NewStats summarises xs.
-func NewStats(xs []float64) Stats {
-	if len(xs) == 0 {
-		return Stats{}
-	}
-	s := slices.Clone(xs)
-	sort.Float64s(s)
-	sum := 0.0
-	for _, x := range s {
-		sum += x
-	}
-	rank := func(p float64) float64 {
-		r := int(math.Ceil(p / 100 * float64(len(s))))
-		return s[min(max(r, 1), len(s))-1]
-	}
-	return Stats{N: len(s), Mean: sum / float64(len(s)), P50: rank(50), P95: rank(95), Max: s[len(s)-1], Min: s[0]}
-}
 
 // NodeSeconds are the node-seconds of a window by what held the nodes.
 type NodeSeconds struct {
@@ -77,15 +50,15 @@ type BatchSummary struct {
 // there and until a trial held it, over the holes where that happened
 // before the next batch job came.
 type Churn struct {
-	Holes       int   `json:"holes"`
-	IdleToPilot Stats `json:"idle_to_pilot_s"`
-	IdleToTrial Stats `json:"idle_to_trial_s"`
+	Holes       int           `json:"holes"`
+	IdleToPilot stats.Summary `json:"idle_to_pilot_s"`
+	IdleToTrial stats.Summary `json:"idle_to_trial_s"`
 	// Missed are holes no pilot reached; MissedLength their lengths.
-	Missed       int   `json:"missed"`
-	MissedLength Stats `json:"missed_length_s"`
+	Missed       int           `json:"missed"`
+	MissedLength stats.Summary `json:"missed_length_s"`
 	// HoleLength is every hole's length (until the next batch job or the
 	// window's end).
-	HoleLength Stats `json:"hole_length_s"`
+	HoleLength stats.Summary `json:"hole_length_s"`
 }
 
 // HolderShares sums the timeline's spans in [from, to) by holder.
@@ -214,8 +187,8 @@ func MeasureChurn(t *Timeline, from, to time.Time) Churn {
 			}
 		}
 	}
-	c.IdleToPilot, c.IdleToTrial = NewStats(toPilot), NewStats(toTrial)
-	c.Missed, c.MissedLength, c.HoleLength = len(missed), NewStats(missed), NewStats(lengths)
+	c.IdleToPilot, c.IdleToTrial = stats.Summarize(toPilot), stats.Summarize(toTrial)
+	c.Missed, c.MissedLength, c.HoleLength = len(missed), stats.Summarize(missed), stats.Summarize(lengths)
 	return c
 }
 
@@ -241,7 +214,7 @@ type Delays struct {
 	OnlyLive     []string `json:"only_live,omitempty"`
 	// Delay summarises Live − Baseline over the matched jobs (negative:
 	// earlier with Gleaner).
-	Delay Stats `json:"delay_s"`
+	Delay stats.Summary `json:"delay_s"`
 	// Later and Earlier count jobs that started more than a second later
 	// or earlier with Gleaner.
 	Later   int `json:"later"`
@@ -294,7 +267,7 @@ func CompareStarts(baseline, live map[string]float64, bound time.Duration) Delay
 		}
 	}
 	d.Matched = len(all)
-	d.Delay = NewStats(xs)
+	d.Delay = stats.Summarize(xs)
 	d.Worst = all[:min(len(all), 5)]
 	return d
 }

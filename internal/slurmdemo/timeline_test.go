@@ -220,16 +220,6 @@ func TestCompareStarts(t *testing.T) {
 	}
 }
 
-func TestNewStats(t *testing.T) {
-	s := NewStats([]float64{5, 1, 4, 2, 3, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20})
-	if s.N != 20 || s.Mean != 10.5 || s.P50 != 10 || s.P95 != 19 || s.Max != 20 || s.Min != 1 {
-		t.Errorf("stats %+v", s)
-	}
-	if (NewStats(nil) != Stats{}) {
-		t.Error("stats of nothing should be zero")
-	}
-}
-
 func TestMonitorSampleAndProgressLine(t *testing.T) {
 	clock := &fakeClock{now: t0}
 	out := "1|RUNNING|g1|2026-11-23T12:00:00|2026-11-23T12:01:00|swf-1|batch\n" +

@@ -91,6 +91,9 @@ type inliner struct {
 	// clock lays their runs end to end for it.
 	prof  *profileSender
 	clock runClock
+	// core: whether this run keeps the trials' books with the trial core
+	// (withCore); nil until asked.
+	core *bool
 	// pipe queues the next trial behind each run (campaign_pipeline.go);
 	// nil: not pipelined.
 	pipe *pipeline
@@ -387,7 +390,7 @@ func (x *inliner) ended(ctx workflow.Context, r *inlineRun, res RunTrialResult, 
 	var canceled *temporal.CanceledError
 	switch {
 	case err == nil:
-		t.update(func(b *trialCore) { b.absorbResult(r.run, res) })
+		x.absorb(ctx, t, r.run, res)
 		x.measure(ctx, r, res.Samples)
 		if res.Outcome == RunCompleted {
 			x.finish(ctx, r.key, TrialCompleted, "")
@@ -401,7 +404,7 @@ func (x *inliner) ended(ctx workflow.Context, r *inlineRun, res RunTrialResult, 
 	default:
 		var app *temporal.ApplicationError
 		if errors.As(err, &app) && app.HasDetails() && app.Details(&res) == nil {
-			t.update(func(b *trialCore) { b.absorbResult(r.run, res) })
+			x.absorb(ctx, t, r.run, res)
 		}
 		x.finish(ctx, r.key, TrialFailed, errorMessage(err))
 		return
@@ -411,13 +414,49 @@ func (x *inliner) ended(ctx workflow.Context, r *inlineRun, res RunTrialResult, 
 	}
 }
 
+// absorb folds a run's result into its trial with the trial core. A run
+// of the campaign that began before inline trials kept their books with
+// it (inline-trial-core) folds it in as it did: what it records (the
+// ended trials' records, whose size cuts the chunks) must replay the same.
+func (x *inliner) absorb(ctx workflow.Context, t *InlineTrial, run int, res RunTrialResult) {
+	if x.withCore(ctx) {
+		t.update(func(b *trialCore) { b.absorbResult(run, res) })
+		return
+	}
+	p := &t.Progress
+	p.Samples, p.Step, p.Epoch = max(p.Samples, res.Samples), max(p.Step, res.Step), max(p.Epoch, res.Epoch)
+	if len(res.Metrics) > 0 {
+		p.Metrics = res.Metrics
+		_, seen := res.Metrics[t.Input.ObjectiveMetric]
+		p.ObjectiveSeen = p.ObjectiveSeen || seen
+	}
+	if res.Checkpoint != "" {
+		p.Checkpoint = res.Checkpoint
+	}
+	p.MalformedReports = max(p.MalformedReports, res.Malformed)
+	p.Restarts += res.Failures
+	if res.Exit.Killed {
+		p.Killed++
+	}
+}
+
+// withCore reports whether this run of the campaign keeps its inline
+// trials' books with the trial core and measures them for the pool.
+func (x *inliner) withCore(ctx workflow.Context) bool {
+	if x.core == nil {
+		v := workflow.GetVersion(ctx, "inline-trial-core", workflow.DefaultVersion, 1) == 1
+		x.core = &v
+	}
+	return *x.core
+}
+
 // measure tells the pool's JPA what a run that ended trained: the
 // samples from its start to its end over its time, launch and start-up
 // included, as a trial workflow's profile (trial.sendProfile) under the
 // campaign's registration. The estimate is the median of the recent runs
 // at one trial's size (inlineProfiler).
 func (x *inliner) measure(ctx workflow.Context, r *inlineRun, samples float64) {
-	if workflow.GetVersion(ctx, "inline-profile", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !x.withCore(ctx) {
 		return // began before inline trials were measured
 	}
 	c := x.c

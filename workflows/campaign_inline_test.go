@@ -276,6 +276,40 @@ func TestInlineCampaignSendsItsTrialsProfiles(t *testing.T) {
 	require.Len(t, h.profiles, 1, "the same throughput again is not news to the pool")
 }
 
+// A campaign run that began before inline trials kept their books with
+// the trial core (inline-trial-core) keeps them as it did, so that its
+// history replays: restarts summed over every failure, no history, no
+// profile. A run that began with it counts as a trial workflow does.
+func TestInlineCampaignKeepsItsBooksAsItsRunBegan(t *testing.T) {
+	for _, tc := range []struct {
+		version  workflow.Version
+		restarts int
+		history  int
+		profiles bool
+	}{
+		{version: workflow.DefaultVersion, restarts: 5},
+		{version: 1, restarts: 2, history: 1, profiles: true}, // max_restarts 2
+	} {
+		t.Run(fmt.Sprint(tc.version), func(t *testing.T) {
+			h := newInlineHarness(t, 2, 0)
+			h.env.OnGetVersion("inline-trial-core", workflow.DefaultVersion, 1).Return(tc.version)
+			h.env.OnActivity(RunTrialActivityName, mock.Anything, mock.Anything).After(10*time.Second).
+				Return(RunTrialResult{Outcome: RunCompleted, Samples: 1000, Failures: 5, Metrics: map[string]float64{"loss": 0.5}}, nil)
+			in := inlineSpec(2, 2)
+			in.Spec.Trial.MaxRestarts = 2
+			h.env.ExecuteWorkflow(CampaignWorkflowName, in)
+			require.True(t, h.env.IsWorkflowCompleted())
+			require.NoError(t, h.env.GetWorkflowError())
+			require.Len(t, h.records, 1)
+			for _, r := range h.records[0].Trials {
+				require.Equal(t, tc.restarts, r.Restarts)
+				require.Len(t, r.History, tc.history)
+			}
+			require.Equal(t, tc.profiles, len(h.profiles) > 0)
+		})
+	}
+}
+
 func inputsOf(runs []RunTrialInput) []TrialInput {
 	var out []TrialInput
 	for _, r := range runs {

@@ -138,6 +138,11 @@ type TrialPolicy struct {
 	// then no workflow in the UI: `gleaner trials` lists it, and pause,
 	// resume and stop act on the whole campaign.
 	Inline bool `json:"inline,omitempty"`
+	// Mode picks how trials run when Inline is not set: "auto" (the
+	// default) runs at least AutoInlineTrials trials of a fixed size
+	// inline and others as a workflow each, "inline" or "workflow" say
+	// which (PickTrialMode). Submission decides and sets Inline.
+	Mode string `json:"mode,omitempty"`
 }
 
 // Duration is a time.Duration that reads and writes as "30s" in JSON and
@@ -241,7 +246,11 @@ func (s CampaignSpec) Validate() error {
 		return fmt.Errorf("trial.grace_period: %v must not be negative", s.Trial.GracePeriod.Std())
 	case s.Trial.MaxRestarts < 0:
 		return fmt.Errorf("trial.max_restarts: %d must not be negative", s.Trial.MaxRestarts)
-	case s.Trial.Inline && s.Resources.MaxNodes != s.Resources.MinNodes:
+	case s.Trial.Mode != "" && !slices.Contains(TrialModes, s.Trial.Mode):
+		return fmt.Errorf("trial.mode: %q is not one of %s", s.Trial.Mode, strings.Join(TrialModes, ", "))
+	case s.Trial.Inline && s.Trial.Mode == TrialModeWorkflow:
+		return fmt.Errorf("trial.mode: workflow, but trial.inline: true: say one")
+	case (s.Trial.Inline || s.Trial.Mode == TrialModeInline) && s.Resources.MaxNodes != s.Resources.MinNodes:
 		return fmt.Errorf("trial.inline: inline trials have a fixed size, but resources.min_nodes %d ≠ max_nodes %d",
 			s.Resources.MinNodes, s.Resources.MaxNodes)
 	}

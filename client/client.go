@@ -117,6 +117,7 @@ func (c *Client) Submit(ctx context.Context, spec gleaner.CampaignSpec) (Campaig
 	if err := spec.Validate(); err != nil {
 		return Campaign{}, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 	}
+	spec = spec.WithTrialMode() // trial.mode auto decides here, once
 	id := gleaner.CampaignWorkflowID(spec.Name)
 	run, err := c.tc.ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{
 		ID:                       id,

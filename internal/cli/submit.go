@@ -15,6 +15,7 @@ import (
 
 	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/client"
+	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
 type submitOptions struct {
@@ -125,6 +126,7 @@ func (o *submitOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, s
 	}
 	fmt.Fprintf(stdout, "submitted campaign %s: %d trials, %s %s\n", camp.Name, spec.Budget.MaxTrials, spec.Objective.Mode, spec.Objective.Metric)
 	fmt.Fprintf(stdout, "  workflow  %s (run %s)\n", camp.WorkflowID, camp.RunID)
+	fmt.Fprintf(stdout, "  trials    %s\n", trialModeLine(spec))
 	if camp.UIURL != "" {
 		fmt.Fprintf(stdout, "  ui        %s\n", camp.UIURL)
 	}
@@ -162,4 +164,18 @@ func warnIfNoWorker(ctx context.Context, d taskQueueDescriber, cfg client.Connec
 	}
 	fmt.Fprintf(w, "gleaner submit: warning: no worker polls task queue %s on %s (namespace %s): campaign %s waits until one does\n"+
 		"  start one with: %s\n", cfg.TaskQueue, cfg.HostPort, cfg.Namespace, campaign, startWorker)
+}
+
+// trialModeLine says how the campaign runs its trials and why
+// (gleaner.CampaignSpec.PickTrialMode, as client.Submit decided it).
+func trialModeLine(spec gleaner.CampaignSpec) string {
+	inline, reason := spec.PickTrialMode()
+	mode := "a workflow each"
+	if inline {
+		mode = "inline (activities of the campaign's workflow)"
+		if workflows.Pipelined(spec.WithTrialMode()) {
+			mode = "inline, pipelined (the next trial queued behind each running one)"
+		}
+	}
+	return mode + ": " + reason
 }

@@ -97,10 +97,6 @@ func DefaultConfig() Config {
 	}
 }
 
-func fieldErr(field, env, value, format string, args ...any) *client.FieldError {
-	return &client.FieldError{Field: field, Env: env, Value: value, Reason: fmt.Sprintf(format, args...)}
-}
-
 // LoadEnv sets the fields whose environment variables are set.
 func (c *Config) LoadEnv(getenv func(string) string) error {
 	if getenv == nil {
@@ -121,7 +117,7 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	if v := getenv(EnvSlots); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			errs = append(errs, fieldErr("slots", EnvSlots, v, "want an integer ≥ 0"))
+			errs = append(errs, client.NewFieldError("slots", EnvSlots, v, "want an integer ≥ 0"))
 		}
 		c.Slots = n
 	}
@@ -132,27 +128,27 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 func (c Config) Validate() error {
 	errs := []error{c.Connection.Validate(), c.Trainers.Validate()}
 	if err := gleaner.ValidateName("pool", c.Pool); err != nil {
-		errs = append(errs, fieldErr("pool", EnvPool, c.Pool, "%v", err))
+		errs = append(errs, client.NewFieldError("pool", EnvPool, c.Pool, "%v", err))
 	}
 	if c.Slots < 0 {
-		errs = append(errs, fieldErr("slots", EnvSlots, strconv.Itoa(c.Slots), "want an integer ≥ 0 (0: one per GPU)"))
+		errs = append(errs, client.NewFieldError("slots", EnvSlots, strconv.Itoa(c.Slots), "want an integer ≥ 0 (0: one per GPU)"))
 	}
 	if c.NodePrefix != "" {
 		if err := gleaner.ValidateName("node prefix", c.NodePrefix); err != nil {
-			errs = append(errs, fieldErr("node-prefix", EnvNodePrefix, c.NodePrefix, "%v", err))
+			errs = append(errs, client.NewFieldError("node-prefix", EnvNodePrefix, c.NodePrefix, "%v", err))
 		}
 	}
 	if c.AdvertiseAddr != "" && net.ParseIP(c.AdvertiseAddr) == nil {
-		errs = append(errs, fieldErr("advertise-addr", EnvAdvertiseAddr, c.AdvertiseAddr, "want an IP address"))
+		errs = append(errs, client.NewFieldError("advertise-addr", EnvAdvertiseAddr, c.AdvertiseAddr, "want an IP address"))
 	}
 	if _, err := parseGPUs(c.GPUs); err != nil {
-		errs = append(errs, fieldErr("gpus", EnvGPUs, c.GPUs, "%v", err))
+		errs = append(errs, client.NewFieldError("gpus", EnvGPUs, c.GPUs, "%v", err))
 	}
 	if c.DataDir == "" {
-		errs = append(errs, fieldErr("data-dir", worker.EnvDataDir, "", "must be set (a directory every host of the pool mounts)"))
+		errs = append(errs, client.NewFieldError("data-dir", worker.EnvDataDir, "", "must be set (a directory every host of the pool mounts)"))
 	}
 	if c.StopTimeout <= 0 {
-		errs = append(errs, fieldErr("stop-timeout", "", c.StopTimeout.String(), "must be positive"))
+		errs = append(errs, client.NewFieldError("stop-timeout", "", c.StopTimeout.String(), "must be positive"))
 	}
 	return errors.Join(errs...)
 }
@@ -213,7 +209,7 @@ func New(ctx context.Context, cfg Config, logf func(format string, args ...any))
 		}
 		h, _, _ = strings.Cut(h, ".")
 		if err := gleaner.ValidateName("node prefix", h); err != nil {
-			return nil, fieldErr("node-prefix", EnvNodePrefix, h, "the host name is no node prefix (%v); set --node-prefix", err)
+			return nil, client.NewFieldError("node-prefix", EnvNodePrefix, h, "the host name is no node prefix (%v); set --node-prefix", err)
 		}
 		a.cfg.NodePrefix = h
 	}
@@ -231,14 +227,14 @@ func New(ctx context.Context, cfg Config, logf func(format string, args ...any))
 		for _, want := range gpus {
 			i := slicesIndex(all, want)
 			if i < 0 {
-				return nil, fieldErr("gpus", EnvGPUs, cfg.GPUs, "GPU %d not found (nvidia-smi lists %d)", want, len(all))
+				return nil, client.NewFieldError("gpus", EnvGPUs, cfg.GPUs, "GPU %d not found (nvidia-smi lists %d)", want, len(all))
 			}
 			lc.GPUs = append(lc.GPUs, all[i])
 		}
 	}
 	host, err := cluster.NewLocalHost(ctx, lc)
 	if err != nil {
-		return nil, fieldErr("slots", EnvSlots, strconv.Itoa(cfg.Slots), "%v (--gpus none makes CPU slots)", err)
+		return nil, client.NewFieldError("slots", EnvSlots, strconv.Itoa(cfg.Slots), "%v (--gpus none makes CPU slots)", err)
 	}
 	a.host = host
 	if a.launcher, err = cluster.NewLocalLauncher(host); err != nil {
@@ -260,7 +256,7 @@ func New(ctx context.Context, cfg Config, logf func(format string, args ...any))
 	}
 	if a.cfg.AdvertiseAddr == "" {
 		if a.cfg.AdvertiseAddr, err = routeAddr(cfg.HostPort); err != nil {
-			return nil, fieldErr("advertise-addr", EnvAdvertiseAddr, "", "could not find this host's address towards %s (%v); set it", cfg.HostPort, err)
+			return nil, client.NewFieldError("advertise-addr", EnvAdvertiseAddr, "", "could not find this host's address towards %s (%v); set it", cfg.HostPort, err)
 		}
 		if net.ParseIP(a.cfg.AdvertiseAddr).IsLoopback() {
 			logf("agent %s: warning: advertising %s (the Temporal server is on this host): ranks on other hosts cannot reach it; set --advertise-addr to an address they can",
@@ -269,7 +265,7 @@ func New(ctx context.Context, cfg Config, logf func(format string, args ...any))
 	}
 	a.ifname = interfaceOf(a.cfg.AdvertiseAddr)
 	if a.storageID, err = StorageID(cfg.DataDir); err != nil {
-		return nil, fieldErr("data-dir", worker.EnvDataDir, cfg.DataDir, "%v", err)
+		return nil, client.NewFieldError("data-dir", worker.EnvDataDir, cfg.DataDir, "%v", err)
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])

@@ -113,13 +113,13 @@ func (c CodecConfig) New() (*codec.Codec, error) {
 		return nil, nil
 	}
 	if c.KeyFile != "" && c.Key != "" {
-		return nil, fieldErr("codec-key-file", EnvCodecKeyFile, c.KeyFile, "and %s are both set: give the keys one way", EnvCodecKey)
+		return nil, NewFieldError("codec-key-file", EnvCodecKeyFile, c.KeyFile, "and %s are both set: give the keys one way", EnvCodecKey)
 	}
 	data, field, env, value := []byte(c.Key), "codec-key-file", EnvCodecKey, ""
 	if c.KeyFile != "" {
 		b, err := os.ReadFile(c.KeyFile)
 		if err != nil {
-			return nil, fieldErr("codec-key-file", EnvCodecKeyFile, c.KeyFile, "cannot read: %v", errors.Unwrap(err))
+			return nil, NewFieldError("codec-key-file", EnvCodecKeyFile, c.KeyFile, "cannot read: %v", errors.Unwrap(err))
 		}
 		data, env, value = b, EnvCodecKeyFile, c.KeyFile
 	}
@@ -130,7 +130,7 @@ func (c CodecConfig) New() (*codec.Codec, error) {
 			return cd, nil
 		}
 	}
-	return nil, fieldErr(field, env, value, "%v", err)
+	return nil, NewFieldError(field, env, value, "%v", err)
 }
 
 // Warnings are what a person should fix that does not stop the
@@ -186,7 +186,10 @@ func (e *FieldError) Error() string {
 	return name + ": " + e.Reason
 }
 
-func fieldErr(field, env, value, format string, args ...any) *FieldError {
+// NewFieldError is the FieldError about field (its environment variable
+// env, offending value) whose Reason is format's text; the worker's and
+// the agent's configurations make theirs with it too.
+func NewFieldError(field, env, value, format string, args ...any) *FieldError {
 	return &FieldError{Field: field, Env: env, Value: value, Reason: fmt.Sprintf(format, args...)}
 }
 
@@ -215,7 +218,7 @@ func (c *Connection) LoadEnv(getenv func(string) string) error {
 		b, err := strconv.ParseBool(v)
 		c.TLS.Enabled = b
 		if err != nil {
-			return fieldErr("tls", EnvTLS, v, "not a boolean (true or false)")
+			return NewFieldError("tls", EnvTLS, v, "not a boolean (true or false)")
 		}
 	}
 	return nil
@@ -229,23 +232,23 @@ func (c Connection) Validate() error {
 	add := func(e *FieldError) { errs = append(errs, e) }
 
 	if c.HostPort == "" {
-		add(fieldErr("address", EnvAddress, "", "must be set (host:port of the Temporal frontend)"))
+		add(NewFieldError("address", EnvAddress, "", "must be set (host:port of the Temporal frontend)"))
 	} else if host, port, err := net.SplitHostPort(c.HostPort); err != nil {
-		add(fieldErr("address", EnvAddress, c.HostPort, "not host:port: %v", err))
+		add(NewFieldError("address", EnvAddress, c.HostPort, "not host:port: %v", err))
 	} else if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 || host == "" {
-		add(fieldErr("address", EnvAddress, c.HostPort, "want host:port with a host and a port in 1..65535"))
+		add(NewFieldError("address", EnvAddress, c.HostPort, "want host:port with a host and a port in 1..65535"))
 	}
 	if strings.TrimSpace(c.Namespace) == "" {
-		add(fieldErr("namespace", EnvNamespace, "", "must be set"))
+		add(NewFieldError("namespace", EnvNamespace, "", "must be set"))
 	}
 	if strings.TrimSpace(c.TaskQueue) == "" {
-		add(fieldErr("task-queue", EnvTaskQueue, "", "must be set"))
+		add(NewFieldError("task-queue", EnvTaskQueue, "", "must be set"))
 	}
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		if c.TLS.CertFile == "" {
-			add(fieldErr("tls-cert", EnvTLSCert, "", "must be set together with --tls-key"))
+			add(NewFieldError("tls-cert", EnvTLSCert, "", "must be set together with --tls-key"))
 		} else {
-			add(fieldErr("tls-key", EnvTLSKey, "", "must be set together with --tls-cert"))
+			add(NewFieldError("tls-key", EnvTLSKey, "", "must be set together with --tls-cert"))
 		}
 	}
 	for _, f := range []struct{ field, env, path string }{
@@ -257,16 +260,16 @@ func (c Connection) Validate() error {
 			continue
 		}
 		if st, err := os.Stat(f.path); err != nil {
-			add(fieldErr(f.field, f.env, f.path, "cannot read: %v", errors.Unwrap(err)))
+			add(NewFieldError(f.field, f.env, f.path, "cannot read: %v", errors.Unwrap(err)))
 		} else if st.IsDir() {
-			add(fieldErr(f.field, f.env, f.path, "is a directory, want a PEM file"))
+			add(NewFieldError(f.field, f.env, f.path, "is a directory, want a PEM file"))
 		}
 	}
 	if strings.TrimSpace(c.APIKey) != c.APIKey {
-		add(fieldErr("api-key", EnvAPIKey, "", "has leading or trailing white space"))
+		add(NewFieldError("api-key", EnvAPIKey, "", "has leading or trailing white space"))
 	}
 	if c.ConnectTimeout < 0 {
-		add(fieldErr("connect-timeout", "", c.ConnectTimeout.String(), "must not be negative"))
+		add(NewFieldError("connect-timeout", "", c.ConnectTimeout.String(), "must not be negative"))
 	}
 	if _, err := c.Codec.New(); err != nil {
 		errs = append(errs, err)
@@ -346,21 +349,21 @@ func (t TLSConfig) ClientConfig() (*tls.Config, error) {
 	if t.CAFile != "" {
 		pem, err := os.ReadFile(t.CAFile)
 		if err != nil {
-			return nil, fieldErr("tls-ca", EnvTLSCA, t.CAFile, "%v", errors.Unwrap(err))
+			return nil, NewFieldError("tls-ca", EnvTLSCA, t.CAFile, "%v", errors.Unwrap(err))
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fieldErr("tls-ca", EnvTLSCA, t.CAFile, "no PEM certificate found")
+			return nil, NewFieldError("tls-ca", EnvTLSCA, t.CAFile, "no PEM certificate found")
 		}
 		tc.RootCAs = pool
 	}
 	if t.CertFile != "" || t.KeyFile != "" {
 		if t.CertFile == "" || t.KeyFile == "" {
-			return nil, fieldErr("tls-cert", EnvTLSCert, "", "--tls-cert and --tls-key must be set together")
+			return nil, NewFieldError("tls-cert", EnvTLSCert, "", "--tls-cert and --tls-key must be set together")
 		}
 		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 		if err != nil {
-			return nil, fieldErr("tls-cert", EnvTLSCert, t.CertFile, "loading the key pair with --tls-key %s: %v", t.KeyFile, err)
+			return nil, NewFieldError("tls-cert", EnvTLSCert, t.CertFile, "loading the key pair with --tls-key %s: %v", t.KeyFile, err)
 		}
 		tc.Certificates = []tls.Certificate{cert}
 	}

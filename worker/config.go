@@ -129,7 +129,7 @@ func (t *TrainerSettings) LoadEnv(getenv func(string) string) error {
 	if v := getenv(EnvAllowAnyCommand); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			errs = append(errs, fieldErr("allow-any-command", EnvAllowAnyCommand, v, "not a boolean (true or false)"))
+			errs = append(errs, client.NewFieldError("allow-any-command", EnvAllowAnyCommand, v, "not a boolean (true or false)"))
 		}
 		t.AllowAnyCommand = b
 	}
@@ -166,18 +166,18 @@ func (t TrainerSettings) Policy() (cluster.TrainerPolicy, error) {
 	var errs []error
 	p := cluster.TrainerPolicy{Env: cluster.EnvPolicy{Pass: t.EnvPass, Deny: t.EnvDeny}}
 	if t.AllowAnyCommand && (len(t.AllowCommands) > 0 || t.AllowCommandFile != "") {
-		errs = append(errs, fieldErr("allow-any-command", EnvAllowAnyCommand, "", "contradicts --allow-command and --allow-command-file: give one or the other"))
+		errs = append(errs, client.NewFieldError("allow-any-command", EnvAllowAnyCommand, "", "contradicts --allow-command and --allow-command-file: give one or the other"))
 	}
 	patterns := t.AllowCommands
 	for _, pat := range t.AllowCommands {
 		if _, err := cluster.NewCommandPolicy([]string{pat}); err != nil {
-			errs = append(errs, fieldErr("allow-command", EnvAllowCommands, pat, "%v", err))
+			errs = append(errs, client.NewFieldError("allow-command", EnvAllowCommands, pat, "%v", err))
 		}
 	}
 	if t.AllowCommandFile != "" {
 		more, err := cluster.ReadCommandPatterns(t.AllowCommandFile)
 		if err != nil {
-			errs = append(errs, fieldErr("allow-command-file", EnvAllowCommandFile, t.AllowCommandFile, "%v", err))
+			errs = append(errs, client.NewFieldError("allow-command-file", EnvAllowCommandFile, t.AllowCommandFile, "%v", err))
 		}
 		patterns = append(slices.Clone(patterns), more...)
 	}
@@ -187,7 +187,7 @@ func (t TrainerSettings) Policy() (cluster.TrainerPolicy, error) {
 	}{{"trainer-env-pass", EnvTrainerEnvPass, t.EnvPass}, {"trainer-env-deny", EnvTrainerEnvDeny, t.EnvDeny}} {
 		for _, pat := range f.list {
 			if err := (cluster.EnvPolicy{Pass: []string{pat}}).Validate(); err != nil {
-				errs = append(errs, fieldErr(f.flag, f.env, pat, "want a variable name or a pattern like CUDA_*"))
+				errs = append(errs, client.NewFieldError(f.flag, f.env, pat, "want a variable name or a pattern like CUDA_*"))
 			}
 		}
 	}
@@ -198,7 +198,7 @@ func (t TrainerSettings) Policy() (cluster.TrainerPolicy, error) {
 		// A file of comments only allows nothing: it was given to restrict.
 		cp, err := cluster.NewCommandPolicy(patterns)
 		if err != nil {
-			return cluster.TrainerPolicy{}, fieldErr("allow-command", EnvAllowCommands, "", "%v", err)
+			return cluster.TrainerPolicy{}, client.NewFieldError("allow-command", EnvAllowCommands, "", "%v", err)
 		}
 		p.Commands = cp
 	}
@@ -297,10 +297,6 @@ func DefaultConfig() Config {
 	}
 }
 
-func fieldErr(field, env, value, format string, args ...any) *client.FieldError {
-	return &client.FieldError{Field: field, Env: env, Value: value, Reason: fmt.Sprintf(format, args...)}
-}
-
 // LoadEnv sets the fields whose environment variables are set (non-empty)
 // in getenv (os.Getenv when nil): the connection's
 // (client.Connection.LoadEnv) and the worker's own. Flags, applied
@@ -326,7 +322,7 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 		if v := getenv(f.env); v != "" {
 			d, err := time.ParseDuration(v)
 			if err != nil {
-				errs = append(errs, fieldErr(f.flag, f.env, v, "not a duration (30s, 5m)"))
+				errs = append(errs, client.NewFieldError(f.flag, f.env, v, "not a duration (30s, 5m)"))
 				continue
 			}
 			*f.d = d
@@ -363,23 +359,23 @@ func (c Config) Validate() error {
 	errs := []error{c.Connection.Validate(), c.Trainers.Validate()}
 	add := func(e *client.FieldError) { errs = append(errs, e) }
 	if c.DataDir == "" {
-		add(fieldErr("data-dir", EnvDataDir, "", "must be set"))
+		add(client.NewFieldError("data-dir", EnvDataDir, "", "must be set"))
 	} else if st, err := os.Stat(c.DataDir); err == nil && !st.IsDir() {
-		add(fieldErr("data-dir", EnvDataDir, c.DataDir, "exists and is not a directory"))
+		add(client.NewFieldError("data-dir", EnvDataDir, c.DataDir, "exists and is not a directory"))
 	}
 	if err := c.Nodes.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.StopTimeout < 0 {
-		add(fieldErr("stop-timeout", "", c.StopTimeout.String(), "must not be negative"))
+		add(client.NewFieldError("stop-timeout", "", c.StopTimeout.String(), "must not be negative"))
 	}
 	for _, f := range c.poolFields() {
 		if *f.d < 0 {
-			add(fieldErr(f.flag, f.env, f.d.String(), "must not be negative"))
+			add(client.NewFieldError(f.flag, f.env, f.d.String(), "must not be negative"))
 		}
 	}
 	if _, err := allocator.ParseFormulation(c.Pool.Formulation); err != nil {
-		add(fieldErr("formulation", EnvFormulation, "", "%v", err))
+		add(client.NewFieldError("formulation", EnvFormulation, "", "%v", err))
 	}
 	return errors.Join(errs...)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gleaner-hpc/gleaner/client"
 	"github.com/gleaner-hpc/gleaner/data"
 )
 
@@ -95,7 +96,7 @@ const DefaultReplaySlots = 4
 // field "nodes" and name the part that is wrong.
 func ParseNodeSource(spec string) (NodeSourceConfig, error) {
 	bad := func(format string, args ...any) (NodeSourceConfig, error) {
-		return NodeSourceConfig{}, fieldErr("nodes", "", spec, format, args...)
+		return NodeSourceConfig{}, client.NewFieldError("nodes", "", spec, format, args...)
 	}
 	if strings.TrimSpace(spec) == string(NodeSourceNone) {
 		return NodeSourceConfig{Kind: NodeSourceNone}, nil
@@ -318,7 +319,7 @@ func (n *NodeSourceConfig) Type() string { return "source" }
 // validates), and that a replay trace is readable.
 func (n NodeSourceConfig) Validate() error {
 	bad := func(format string, args ...any) error {
-		return fieldErr("nodes", EnvNodeSource, n.String(), format, args...)
+		return client.NewFieldError("nodes", EnvNodeSource, n.String(), format, args...)
 	}
 	switch n.Kind {
 	case NodeSourceStatic:
@@ -354,7 +355,7 @@ func (n NodeSourceConfig) Validate() error {
 		}
 	case NodeSourceNone:
 	case "":
-		return fieldErr("nodes", EnvNodeSource, "", "must be set (static:N or replay:FILE,...)")
+		return client.NewFieldError("nodes", EnvNodeSource, "", "must be set (static:N or replay:FILE,...)")
 	default:
 		return bad("unknown source %q (want static, replay, slurm or none)", n.Kind)
 	}

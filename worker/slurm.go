@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	tclient "go.temporal.io/sdk/client"
 
+	"github.com/gleaner-hpc/gleaner/client"
 	"github.com/gleaner-hpc/gleaner/cluster/slurm"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
@@ -25,7 +26,7 @@ const DefaultPool = "default"
 func NewSlurmPilots(ctx context.Context, c tclient.Client, cfg Config, run slurm.Runner, logf func(string, ...any)) (*slurm.Pilots, error) {
 	sl := cfg.Nodes.Slurm
 	if cfg.Nodes.Kind != NodeSourceSlurm {
-		return nil, fieldErr("nodes", EnvNodeSource, cfg.Nodes.String(), "not a slurm source")
+		return nil, client.NewFieldError("nodes", EnvNodeSource, cfg.Nodes.String(), "not a slurm source")
 	}
 	if run == nil {
 		run = slurm.ExecRunner{}
@@ -36,7 +37,7 @@ func NewSlurmPilots(ctx context.Context, c tclient.Client, cfg Config, run slurm
 	}
 	dataDir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
-		return nil, fieldErr("data-dir", EnvDataDir, cfg.DataDir, "%v", err)
+		return nil, client.NewFieldError("data-dir", EnvDataDir, cfg.DataDir, "%v", err)
 	}
 	gpus := "auto"
 	if cfg.Nodes.NoGPUs {
@@ -58,7 +59,7 @@ func NewSlurmPilots(ctx context.Context, c tclient.Client, cfg Config, run slurm
 	}
 	p, err := slurm.NewPilots(ctx, set, run, poolClient{c: c, pool: pool}, logf)
 	if err != nil {
-		return nil, fieldErr("nodes", EnvNodeSource, cfg.Nodes.String(), "%v", err)
+		return nil, client.NewFieldError("nodes", EnvNodeSource, cfg.Nodes.String(), "%v", err)
 	}
 	return p, nil
 }

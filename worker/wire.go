@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gleaner-hpc/gleaner/activities"
+	"github.com/gleaner-hpc/gleaner/client"
 	"github.com/gleaner-hpc/gleaner/cluster"
 	"github.com/gleaner-hpc/gleaner/data"
 	"github.com/gleaner-hpc/gleaner/internal/dataset"
@@ -90,14 +91,14 @@ func LoadPriorCurves(dir string) ([]jpa.PriorCurve, error) {
 	}
 	curves, err := dataset.LoadScaling(dir)
 	if err != nil {
-		return nil, fieldErr("prior-curves", EnvPriorCurves, dir, "%v", err)
+		return nil, client.NewFieldError("prior-curves", EnvPriorCurves, dir, "%v", err)
 	}
 	out := make([]jpa.PriorCurve, 0, len(curves))
 	for _, c := range curves {
 		out = append(out, jpa.PriorFromScaling(c))
 	}
 	if _, err := jpa.NewLibrary(out); err != nil {
-		return nil, fieldErr("prior-curves", EnvPriorCurves, dir, "%v", err)
+		return nil, client.NewFieldError("prior-curves", EnvPriorCurves, dir, "%v", err)
 	}
 	return out, nil
 }
@@ -112,12 +113,12 @@ func LoadGPURatios(path string) (*jpa.TypeSpeeds, error) {
 	}
 	f, err := data.Open(path)
 	if err != nil {
-		return nil, fieldErr("gpu-ratios", EnvGPURatios, path, "%v", err)
+		return nil, client.NewFieldError("gpu-ratios", EnvGPURatios, path, "%v", err)
 	}
 	defer f.Close()
 	s, err := jpa.ParseGavel(f)
 	if err != nil {
-		return nil, fieldErr("gpu-ratios", EnvGPURatios, path, "%v", err)
+		return nil, client.NewFieldError("gpu-ratios", EnvGPURatios, path, "%v", err)
 	}
 	return s, nil
 }
@@ -135,7 +136,7 @@ func LoadThroughputModel(path string) (*nas.ThroughputModel, error) {
 			return m, nil
 		}
 	}
-	return nil, fieldErr("throughput-model", EnvThroughputModel, path, "%v", err)
+	return nil, client.NewFieldError("throughput-model", EnvThroughputModel, path, "%v", err)
 }
 
 // NewLocalHost resolves the local slots a node source drives: N for
@@ -154,7 +155,7 @@ func NewLocalHost(ctx context.Context, n NodeSourceConfig) (cluster.LocalHost, e
 	}
 	host, err := cluster.NewLocalHost(ctx, lc)
 	if err != nil {
-		return cluster.LocalHost{}, fieldErr("nodes", EnvNodeSource, n.String(), "%v (gpus=none makes CPU slots)", err)
+		return cluster.LocalHost{}, client.NewFieldError("nodes", EnvNodeSource, n.String(), "%v (gpus=none makes CPU slots)", err)
 	}
 	return host, nil
 }
@@ -172,7 +173,7 @@ func NewNodeSource(host cluster.LocalHost, n NodeSourceConfig) (activities.NodeS
 		}
 		src, err := cluster.NewStaticSource(host.Slots, n.Static.Type)
 		if err != nil {
-			return nil, fieldErr("nodes", EnvNodeSource, n.String(), "%v", err)
+			return nil, client.NewFieldError("nodes", EnvNodeSource, n.String(), "%v", err)
 		}
 		return src, nil
 	case NodeSourceReplay:
@@ -185,11 +186,11 @@ func NewNodeSource(host cluster.LocalHost, n NodeSourceConfig) (activities.NodeS
 			Slots: host.Slots, Factor: r.Factor, Offset: r.Offset, Loop: r.Loop, Type: typ,
 		})
 		if err != nil {
-			return nil, fieldErr("nodes", EnvNodeSource, n.String(), "%v", err)
+			return nil, client.NewFieldError("nodes", EnvNodeSource, n.String(), "%v", err)
 		}
 		return src, nil
 	}
-	return nil, fieldErr("nodes", EnvNodeSource, n.String(), "unknown source %q", n.Kind)
+	return nil, client.NewFieldError("nodes", EnvNodeSource, n.String(), "unknown source %q", n.Kind)
 }
 
 // Build constructs what a worker runs from cfg: its Resources, then the

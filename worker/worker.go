@@ -114,7 +114,7 @@ func Register(r Registrar, c Components) error {
 // (Components.Missing) are simply not served.
 func New(c tclient.Client, cfg Config, comps Components) (sdkworker.Worker, error) {
 	if cfg.TaskQueue == "" {
-		return nil, fieldErr("task-queue", client.EnvTaskQueue, "", "must be set")
+		return nil, client.NewFieldError("task-queue", client.EnvTaskQueue, "", "must be set")
 	}
 	if a := comps.ActivityDeps; a != nil {
 		if a.Client == nil {

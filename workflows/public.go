@@ -37,21 +37,25 @@ const (
 	LeaderboardSize    = gleaner.LeaderboardSize
 )
 
-// Workflow ids (see the root package).
+// CampaignWorkflowID is gleaner.CampaignWorkflowID.
 func CampaignWorkflowID(name string) string { return gleaner.CampaignWorkflowID(name) }
 
+// TrialWorkflowID is gleaner.TrialWorkflowID.
 func TrialWorkflowID(campaignWorkflowID string, n int) string {
 	return gleaner.TrialWorkflowID(campaignWorkflowID, n)
 }
 
+// TrialSegmentWorkflowID is gleaner.TrialSegmentWorkflowID.
 func TrialSegmentWorkflowID(campaignWorkflowID string, n, seg int) string {
 	return gleaner.TrialSegmentWorkflowID(campaignWorkflowID, n, seg)
 }
 
+// TrialRecordsWorkflowID is gleaner.TrialRecordsWorkflowID.
 func TrialRecordsWorkflowID(campaignWorkflowID string, n int) string {
 	return gleaner.TrialRecordsWorkflowID(campaignWorkflowID, n)
 }
 
+// PoolWorkflowID is gleaner.PoolWorkflowID.
 func PoolWorkflowID(pool string) string { return gleaner.PoolWorkflowID(pool) }
 
 // FailedTrialReport is gleaner.FailedTrialReport.

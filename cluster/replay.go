@@ -1,20 +1,18 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/gleaner-hpc/gleaner/data"
+	"github.com/gleaner-hpc/gleaner/internal/idleevents"
 )
 
 // ReplayOptions configure a ReplaySource. Trace time runs as
@@ -54,8 +52,9 @@ type ReplayOptions struct {
 // The file has one event per line, `unix_time,event,nodes`, where event
 // is "idle" (the nodes became usable) or "busy" (the batch scheduler took
 // them back) and nodes are space separated; lines starting with '#', blank
-// lines and a header line starting with "unix_time" are skipped (the
-// format of summit-idle-*.csv). A node is busy until its first idle
+// lines and a header line before the first event are skipped, and times
+// do not decrease (the format of summit-idle-*.csv, read by
+// idleevents.Reader as sim reads it). A node is busy until its first idle
 // event.
 type ReplaySource struct {
 	name       string
@@ -74,9 +73,9 @@ type replaySlot struct {
 	changes []time.Duration
 }
 
-// MaxReplayLine is the longest line a replay file may have (the Summit
-// trace's longest is about 20 KB).
-const MaxReplayLine = 1 << 20
+// maxReplaySeconds bounds a replayed event's unix time: a time.Duration
+// of nanoseconds holds about 292 years.
+const maxReplaySeconds = 9e9
 
 // OpenReplaySource reads the event file at path in one streaming pass,
 // keeping only the events of the chosen nodes. A path with data.Prefix
@@ -138,23 +137,20 @@ func NewReplaySource(r io.Reader, name string, opts ReplayOptions) (*ReplaySourc
 	start, end := time.Duration(math.MaxInt64), time.Duration(math.MinInt64)
 	lines := 0
 
-	br := bufio.NewReaderSize(r, 64<<10)
-	for lineNo := 1; ; lineNo++ {
-		line, err := readLine(br)
+	er := idleevents.NewReader(r)
+	for {
+		ev, err := er.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return fail("line %d: %v", lineNo, err)
+			return fail("%v", err)
 		}
-		line = strings.TrimSpace(line)
-		if line == "" || line[0] == '#' || strings.HasPrefix(line, "unix_time") {
-			continue
+		// Beyond ~290 years of nanoseconds a time.Duration overflows.
+		if ev.Time < 0 || ev.Time > maxReplaySeconds {
+			return fail("line %d: field 1 (unix_time): %v is not a unix time in seconds in [0, %g]", ev.Line, ev.Time, maxReplaySeconds)
 		}
-		t, idle, nodes, err := parseReplayLine(line)
-		if err != nil {
-			return fail("line %d: %v", lineNo, err)
-		}
+		t, idle, nodes := time.Duration(math.Round(ev.Time*1e9)), ev.Idle, ev.Nodes
 		lines++
 		start, end = min(start, t), max(end, t)
 		for _, n := range nodes {
@@ -184,9 +180,9 @@ func NewReplaySource(r io.Reader, name string, opts ReplayOptions) (*ReplaySourc
 
 	s := &ReplaySource{name: name, opts: opts, traceNodes: traceNodes, start: start, end: end, wallStart: opts.WallStart}
 	for i := range k {
+		// In file order, so by time (the reader checks that times do not
+		// decrease); of events at the same time the later line wins.
 		evs := events[i]
-		// File order breaks ties: the later line of the same second wins.
-		sort.SliceStable(evs, func(a, b int) bool { return evs[a].t < evs[b].t })
 		var changes []time.Duration
 		idle := false
 		for j, e := range evs {
@@ -202,54 +198,6 @@ func NewReplaySource(r io.Reader, name string, opts ReplayOptions) (*ReplaySourc
 	}
 	slices.SortFunc(s.slots, func(a, b replaySlot) int { return strings.Compare(a.id, b.id) })
 	return s, nil
-}
-
-// readLine returns the next line without its newline, failing on lines
-// longer than MaxReplayLine; io.EOF only when nothing is left.
-func readLine(br *bufio.Reader) (string, error) {
-	var sb strings.Builder
-	for {
-		frag, err := br.ReadSlice('\n')
-		if sb.Len()+len(frag) > MaxReplayLine+1 {
-			return "", fmt.Errorf("longer than %d bytes", MaxReplayLine)
-		}
-		sb.Write(frag)
-		switch {
-		case err == nil:
-			return strings.TrimSuffix(sb.String(), "\n"), nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case err == io.EOF && sb.Len() > 0:
-			return sb.String(), nil
-		default:
-			return "", err
-		}
-	}
-}
-
-// parseReplayLine parses `unix_time,event,nodes`.
-func parseReplayLine(line string) (t time.Duration, idle bool, nodes []string, err error) {
-	fields := strings.Split(line, ",")
-	if len(fields) != 3 {
-		return 0, false, nil, fmt.Errorf("%d comma-separated fields, want 3 (unix_time,event,nodes)", len(fields))
-	}
-	secs, perr := strconv.ParseFloat(strings.TrimSpace(fields[0]), 64)
-	// Beyond ~290 years of nanoseconds a time.Duration overflows.
-	if perr != nil || !(secs >= 0) || secs > 9e9 {
-		return 0, false, nil, fmt.Errorf("unix_time: %q is not a unix time in seconds", fields[0])
-	}
-	switch ev := strings.TrimSpace(fields[1]); ev {
-	case "idle":
-		idle = true
-	case "busy":
-	default:
-		return 0, false, nil, fmt.Errorf("event: %q, want idle or busy", ev)
-	}
-	nodes = strings.Fields(fields[2])
-	if len(nodes) == 0 {
-		return 0, false, nil, errors.New("nodes: none")
-	}
-	return time.Duration(math.Round(secs * 1e9)), idle, nodes, nil
 }
 
 // TraceNodes are the trace nodes replayed, TraceNodes()[i] on slot i.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gleaner-hpc/gleaner/data"
+	"github.com/gleaner-hpc/gleaner/internal/idleevents"
 )
 
 var w0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -158,10 +159,10 @@ func TestReplayErrors(t *testing.T) {
 		opts      ReplayOptions
 		want      string
 	}{
-		{"bad event", "1,idle,a\n2,wake,a\n", ReplayOptions{Slots: 1}, `line 2: event: "wake"`},
-		{"bad time", "# c\nx,idle,a\n", ReplayOptions{Slots: 1}, `line 2: unix_time: "x"`},
+		{"bad event", "1,idle,a\n2,wake,a\n", ReplayOptions{Slots: 1}, `line 2: field 2 (event): "wake" is neither idle nor busy`},
+		{"bad time", "# c\nx,idle,a\n", ReplayOptions{Slots: 1}, `line 2: field 1 (unix_time): "x" is not a finite number`},
 		{"fields", "1,idle\n", ReplayOptions{Slots: 1}, "line 1: 2 comma-separated fields"},
-		{"no nodes", "1,idle, \n", ReplayOptions{Slots: 1}, "line 1: nodes: none"},
+		{"no nodes", "1,idle, \n", ReplayOptions{Slots: 1}, "line 1: field 3 (nodes): no node"},
 		{"too few nodes", "1,idle,a b\n", ReplayOptions{Slots: 3}, "3 requested but the trace names only 2 nodes"},
 		{"unknown node", "1,idle,a b\n", ReplayOptions{Nodes: []string{"a", "zz"}}, `nodes: "zz" has no events`},
 		{"empty", "# only a comment\n", ReplayOptions{Slots: 1}, "no events"},
@@ -169,7 +170,9 @@ func TestReplayErrors(t *testing.T) {
 		{"factor", "1,idle,a\n", ReplayOptions{Slots: 1, Factor: -2}, "factor: -2"},
 		{"offset", "1,idle,a\n", ReplayOptions{Slots: 1, Offset: -time.Second}, "offset: -1s"},
 		{"nodes vs slots", "1,idle,a\n", ReplayOptions{Slots: 2, Nodes: []string{"a"}}, "1 trace nodes for 2 slots"},
-		{"long line", "1,idle," + strings.Repeat("a", MaxReplayLine+1) + "\n", ReplayOptions{Slots: 1}, "line 1: longer than"},
+		{"long line", "1,idle," + strings.Repeat("a", idleevents.MaxLineBytes) + "\n", ReplayOptions{Slots: 1}, "line 1: longer than"},
+		{"time goes back", "5,idle,a\n4,busy,a\n", ReplayOptions{Slots: 1}, "line 2: field 1 (unix_time): 4 is before the previous event's 5"},
+		{"negative time", "-5,idle,a\n", ReplayOptions{Slots: 1}, "line 1: field 1 (unix_time): -5 is not a unix time in seconds"},
 	}
 	for _, tc := range cases {
 		_, err := NewReplaySource(strings.NewReader(tc.src), "t.csv", tc.opts)

@@ -14,8 +14,9 @@ import (
 	"github.com/gleaner-hpc/gleaner"
 )
 
-// Trial tuning. Variables, not constants, only so tests can shrink them.
-var (
+// Trial tuning (what a test needs smaller travels in the trial's input:
+// TrialInput.ReportInterval).
+const (
 	// TrialHistoryThreshold is the history length at which a trial stops
 	// its trainer gracefully and continues as new (a long trial sends a
 	// progress signal every few seconds).

@@ -1,0 +1,107 @@
+package activities
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gleaner-hpc/gleaner/workflows"
+)
+
+func TestNodeGateKeepsOneRunOnANode(t *testing.T) {
+	var g nodeGate
+	first, waited, err := g.acquire(context.Background(), []string{"n0", "n1"}, true, time.Millisecond, func() {})
+	require.NoError(t, err)
+	require.False(t, waited)
+	// A run that does not wait (a trial workflow's) is never held up.
+	other, waited, err := g.acquire(context.Background(), []string{"n1"}, false, time.Millisecond, func() {})
+	require.NoError(t, err)
+	require.False(t, waited)
+	other()
+	beats := make(chan struct{}, 100)
+	type got struct {
+		release func()
+		waited  bool
+	}
+	acquired := make(chan got)
+	go func() {
+		r, w, err := g.acquire(context.Background(), []string{"n1"}, true, time.Millisecond, func() {
+			select {
+			case beats <- struct{}{}:
+			default:
+			}
+		})
+		if err == nil {
+			acquired <- got{r, w}
+		}
+	}()
+	<-beats
+	<-beats // waiting, and heartbeating while it waits
+	select {
+	case <-acquired:
+		t.Fatal("acquired n1 while the first run held it")
+	default:
+	}
+	free, waited, err := g.acquire(context.Background(), []string{"n2"}, true, time.Millisecond, func() {})
+	require.NoError(t, err, "another node is not held up")
+	require.False(t, waited)
+	free()
+	first()
+	first() // a second release does nothing
+	second := <-acquired
+	require.True(t, second.waited)
+	// A cancelled wait gives up.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, waited, err = g.acquire(ctx, []string{"n1"}, true, time.Millisecond, func() {})
+	require.ErrorIs(t, err, context.Canceled)
+	require.True(t, waited)
+	second.release()
+	require.Empty(t, g.held, "no node is left held")
+	require.Len(t, g.idle, 1, "only the second run on n1 followed one there")
+}
+
+// Two inline runs queued on one node: the second's trainer starts only
+// once the first's has exited, and the worker measures the gap.
+func TestRunTrialQueuedOnANodeStartsWhenTheRunBeforeItEnds(t *testing.T) {
+	env, a := runTrialEnv(t, nil)
+	dir := t.TempDir()
+	// Each trainer notes its start and end (nanoseconds) in a file of its own.
+	script := func(name string) string {
+		f := filepath.Join(dir, name)
+		return "date +%s%N > " + f + "; sleep 0.3; date +%s%N >> " + f
+	}
+	in := func(id, name string) workflows.RunTrialInput {
+		r := runInput(script(name))
+		r.Trial.TrialID, r.Nodes, r.Quiet = id, []string{"local-0"}, true
+		return r
+	}
+	done := make(chan error, 2)
+	for _, id := range []string{"t1", "t2"} {
+		go func() {
+			_, err := env.ExecuteActivity(workflows.RunTrialActivityName, in(id, id))
+			done <- err
+		}()
+	}
+	require.NoError(t, <-done)
+	require.NoError(t, <-done)
+	span := func(name string) (start, end int64) {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err)
+		f := strings.Fields(string(b))
+		require.Len(t, f, 2, "%s: %q", name, b)
+		start, _ = strconv.ParseInt(f[0], 10, 64)
+		end, _ = strconv.ParseInt(f[1], 10, 64)
+		return start, end
+	}
+	s1, e1 := span("t1")
+	s2, e2 := span("t2")
+	require.True(t, s2 >= e1 || s1 >= e2, "the trainers overlapped on local-0: [%d, %d] and [%d, %d]", s1, e1, s2, e2)
+	require.Len(t, a.NodeIdle(), 1, "the second launch on local-0 was measured")
+}

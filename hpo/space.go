@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // ParamType is the type of one search dimension.
@@ -141,4 +143,20 @@ func (p Params) Names() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// Format lists the parameters for people, "name=value …" in name order,
+// an architecture in its short form (DescribeValue), numbers rounded to
+// digits significant digits (digits ≤ 0: as Value.String writes them).
+// The campaign's trial summaries and the CLI's tables both show it.
+func (p Params) Format(digits int) string {
+	parts := make([]string, 0, len(p))
+	for _, n := range p.Names() {
+		v := DescribeValue(p[n])
+		if !p[n].IsStr && digits > 0 {
+			v = strconv.FormatFloat(p[n].Num, 'g', digits, 64)
+		}
+		parts = append(parts, n+"="+v)
+	}
+	return strings.Join(parts, " ")
 }

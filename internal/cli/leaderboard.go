@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/gleaner-hpc/gleaner/hpo"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
@@ -150,24 +148,9 @@ func writeLeaderboard(w io.Writer, l []workflows.LeaderboardEntry) {
 	fmt.Fprintln(tw, head)
 	for i, e := range l {
 		fmt.Fprintf(tw, "%d\t%s\t%.6g\t%s\t%s%s\t%d\t%s\n",
-			i+1, e.TrialID, e.Score, e.State, stage(e), formatCount(e.Samples), e.Restarts, formatParams(e.Params))
+			i+1, e.TrialID, e.Score, e.State, stage(e), formatCount(e.Samples), e.Restarts, e.Params.Format(4))
 	}
 	_ = tw.Flush()
-}
-
-// formatParams is "a=1 b=x lr=0.01234", by name, numbers to 4 significant
-// digits, architectures in their short form with their hash (--json has
-// them in full).
-func formatParams(p hpo.Params) string {
-	parts := make([]string, 0, len(p))
-	for _, n := range p.Names() {
-		v := hpo.DescribeValue(p[n]) // an architecture in its short form
-		if !p[n].IsStr {
-			v = strconv.FormatFloat(p[n].Num, 'g', 4, 64)
-		}
-		parts = append(parts, n+"="+v)
-	}
-	return strings.Join(parts, " ")
 }
 
 // formatCount is a sample count for people: 950, 12.3k, 4.5M.

@@ -194,7 +194,7 @@ func writeStatus(w io.Writer, s workflows.CampaignStatus, url string) {
 	}
 	if b := s.Best; b != nil {
 		fmt.Fprintf(w, "best      %s %s %.6g by %s (%s, %s samples): %s\n",
-			s.Objective, s.Mode, b.Score, b.TrialID, b.State, formatCount(b.Samples), formatParams(b.Params))
+			s.Objective, s.Mode, b.Score, b.TrialID, b.State, formatCount(b.Samples), b.Params.Format(4))
 	} else {
 		fmt.Fprintf(w, "best      none yet (%s %s)\n", s.Mode, s.Objective)
 	}

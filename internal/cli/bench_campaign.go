@@ -27,11 +27,19 @@ source offers --nodes CPU slots, builds the go-mlp example trainer once,
 and runs one campaign of --trials trials of about --trial-seconds each
 (--concurrent in flight, each on exactly one node).
 
-It reports the wall time, trials per second and per core, history events
+It reports the wall time, trials per second and per core, the CPU time
+per trial of the dev server, of this process (the worker and the
+benchmark's probes) and of the trainers (its children, once waited for),
+how long a node sat idle between two trainers (an inline campaign of
+random search is pipelined: each slot's next run is queued behind the one
+training), history events
 per trial (mean and max over the trial workflows), the peak history length
 of any run (campaign runs across continue-as-new, pool runs, trials), and
 how often the campaign and the pool continued as new, against Ray Tune's
-published 10,000 one-second trials in 715 s on 16 CPUs.
+published 10,000 one-second trials in 715 s on 16 CPUs. --vs-optuna then
+runs the same campaign through Optuna and prints both side by side, CPU
+per trial included (Optuna's process and its trainers, counted the same
+way: getrusage of the process and of its waited-for children).
 
 Run it from the gleaner checkout (it builds ./examples/go-mlp there; the
 checkout is found with ` + "`go list -m`" + `, or give --repo). Progress goes to

@@ -558,6 +558,9 @@ func (r *CampaignReport) WriteText(w io.Writer) error {
 	ph := r.TrialPhases
 	p("trial phases (s, p50/p95/mean): register %s · wait for assignment %s · assignment→run started %s · run %s · run done→closed %s\n",
 		pp(ph.Register), pp(ph.Assignment), pp(ph.Launch), pp(ph.Run), pp(ph.Finish))
+	if r.Pipelined {
+		p("          (pipelined: a run is scheduled and started while the one before it trains, and waits on the worker for its node: its run phase includes that wait; node idle is the gap)\n")
+	}
 	p("workflow tasks (ms, p50/p95/max): campaign queue %s, processing %s, child start %s (%d tasks); pool queue %s, processing %s (%d tasks)\n",
 		pp(r.CampaignTasks.Queue), pp(r.CampaignTasks.Processing), pp(r.CampaignTasks.ChildStart), r.CampaignTasks.Tasks,
 		pp(r.PoolTasks.Queue), pp(r.PoolTasks.Processing), r.PoolTasks.Tasks)

@@ -122,14 +122,14 @@ func TestNewLocalHostValidates(t *testing.T) {
 	checkFieldError(t, err, "--nodes", "≥ 1")
 }
 
-func TestNewResourcesStatic(t *testing.T) {
+func TestNewSetupStatic(t *testing.T) {
 	n, err := worker.ParseNodeSource("static:3,gpus=none")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := worker.DefaultConfig()
 	cfg.Nodes, cfg.DataDir = n, t.TempDir()
-	res, err := worker.NewResources(context.Background(), cfg)
+	res, err := worker.NewSetup(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestNewResourcesStatic(t *testing.T) {
 
 // A replay source reads the built-in Summit trace from any working
 // directory, and a built-in name that does not exist is refused naming it.
-func TestNewResourcesReplayBuiltInTrace(t *testing.T) {
+func TestNewSetupReplayBuiltInTrace(t *testing.T) {
 	n, err := worker.ParseNodeSource("replay:" + data.Prefix + data.SummitIdle + ",slots=4,factor=600,offset=48h,gpus=none")
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ func TestNewResourcesReplayBuiltInTrace(t *testing.T) {
 	}
 	cfg := worker.DefaultConfig()
 	cfg.Nodes, cfg.DataDir = n, t.TempDir()
-	res, err := worker.NewResources(context.Background(), cfg)
+	res, err := worker.NewSetup(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestBuiltInPriorCurvesAndGPURatios(t *testing.T) {
 	checkFieldError(t, err, "gpu-ratios", missing)
 }
 
-func TestNewResourcesReplay(t *testing.T) {
+func TestNewSetupReplay(t *testing.T) {
 	trace := filepath.Join(t.TempDir(), "trace.csv")
 	body := "unix_time,event,nodes\n1000,idle,n1 n2\n1010,busy,n1\n"
 	if err := os.WriteFile(trace, []byte(body), 0o644); err != nil {
@@ -214,7 +214,7 @@ func TestNewResourcesReplay(t *testing.T) {
 	}
 	cfg := worker.DefaultConfig()
 	cfg.Nodes, cfg.DataDir = n, t.TempDir()
-	res, err := worker.NewResources(context.Background(), cfg)
+	res, err := worker.NewSetup(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,6 +236,6 @@ func TestNewResourcesReplay(t *testing.T) {
 	if err := os.WriteFile(bad.Nodes.Replay.File, []byte("1000,wake,n1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = worker.NewResources(context.Background(), bad)
+	_, err = worker.NewSetup(context.Background(), bad)
 	checkFieldError(t, err, "--nodes", "garbage.csv")
 }

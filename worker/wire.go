@@ -16,10 +16,10 @@ import (
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
-// Resources are what the activities work with, built from a Config: this
+// Setup is what the activities work with, built from a Config: this
 // host's slots, the node source driving them, the launcher starting
 // trainers on them, and the data directory.
-type Resources struct {
+type Setup struct {
 	Host     cluster.LocalHost
 	Nodes    activities.NodeSource
 	Launcher *cluster.LocalLauncher
@@ -35,23 +35,23 @@ type Resources struct {
 	Speeds  *jpa.TypeSpeeds
 }
 
-// NewResources loads the JPA's files cfg names (throughput model, prior
+// NewSetup loads the JPA's files cfg names (throughput model, prior
 // curves, GPU ratios) and resolves the local host (detecting GPUs unless
 // gpus=none), the node source and the local launcher that cfg describes.
-func NewResources(ctx context.Context, cfg Config) (Resources, error) {
+func NewSetup(ctx context.Context, cfg Config) (Setup, error) {
 	prior, err := LoadThroughputModel(cfg.ThroughputModel)
 	if err != nil {
-		return Resources{}, err
+		return Setup{}, err
 	}
 	lib, err := LoadPriorCurves(cfg.PriorCurves)
 	if err != nil {
-		return Resources{}, err
+		return Setup{}, err
 	}
 	speeds, err := LoadGPURatios(cfg.GPURatios)
 	if err != nil {
-		return Resources{}, err
+		return Setup{}, err
 	}
-	res := Resources{ArchPrior: prior, Pool: cfg.Pool.Input(), Library: lib, Speeds: speeds, DataDir: cfg.DataDir}
+	res := Setup{ArchPrior: prior, Pool: cfg.Pool.Input(), Library: lib, Speeds: speeds, DataDir: cfg.DataDir}
 	if cfg.Nodes.Kind == NodeSourceNone || cfg.Nodes.Kind == NodeSourceSlurm {
 		// Agents hold every node (a Slurm source's agents run in its pilot
 		// jobs); trials never run on this worker.
@@ -60,22 +60,22 @@ func NewResources(ctx context.Context, cfg Config) (Resources, error) {
 	}
 	host, err := NewLocalHost(ctx, cfg.Nodes)
 	if err != nil {
-		return Resources{}, err
+		return Setup{}, err
 	}
 	src, err := NewNodeSource(host, cfg.Nodes)
 	if err != nil {
-		return Resources{}, err
+		return Setup{}, err
 	}
 	launcher, err := cluster.NewLocalLauncher(host)
 	if err != nil {
-		return Resources{}, fmt.Errorf("local launcher: %w", err)
+		return Setup{}, fmt.Errorf("local launcher: %w", err)
 	}
 	policy, err := cfg.Trainers.Policy()
 	if err != nil {
-		return Resources{}, err
+		return Setup{}, err
 	}
 	if err := launcher.SetPolicy(policy); err != nil {
-		return Resources{}, err
+		return Setup{}, err
 	}
 	res.Host, res.Nodes, res.Launcher = host, src, launcher
 	return res, nil
@@ -193,11 +193,11 @@ func NewNodeSource(host cluster.LocalHost, n NodeSourceConfig) (activities.NodeS
 	return nil, client.NewFieldError("nodes", EnvNodeSource, n.String(), "unknown source %q", n.Kind)
 }
 
-// Build constructs what a worker runs from cfg: its Resources, then the
+// Build constructs what a worker runs from cfg: its Setup, then the
 // activities and workflow functions (components). cleanup releases what
 // Build acquired; it is never nil.
 func Build(ctx context.Context, cfg Config) (comps Components, cleanup func(), err error) {
-	res, err := NewResources(ctx, cfg)
+	res, err := NewSetup(ctx, cfg)
 	if err != nil {
 		return Components{}, func() {}, err
 	}
@@ -206,7 +206,7 @@ func Build(ctx context.Context, cfg Config) (comps Components, cleanup func(), e
 
 // components builds the workflow and activity components over res. The
 // activities get the worker's client in New.
-func components(res Resources) (Components, func(), error) {
+func components(res Setup) (Components, func(), error) {
 	var launcher activities.Launcher
 	if res.Launcher != nil {
 		launcher = res.Launcher

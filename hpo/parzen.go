@@ -44,14 +44,14 @@ const (
 	flatWeights = 25
 )
 
-// dimKind is how TPE models a parameter.
-type dimKind uint8
+// dimModel is how TPE models a parameter.
+type dimModel uint8
 
 const (
 	// dimContinuous: a float; an int on a log scale or of more than
 	// maxCells values, modelled as a real and rounded (Optuna's rule for
 	// log ints).
-	dimContinuous dimKind = iota
+	dimContinuous dimModel = iota
 	// dimDiscrete: an int on a linear scale, of at most maxCells values.
 	dimDiscrete
 	dimChoice
@@ -69,7 +69,7 @@ const maxCells = 1024
 // interval of its (log) range, a choice by its index.
 type dim struct {
 	Param
-	kind  dimKind
+	kind  dimModel
 	cells int // dimDiscrete: how many integers
 	// lo, hi: numeric, the interval mapped onto [0, 1]: [min, max], or
 	// ±½ around an int's integers; their logs on a log scale.

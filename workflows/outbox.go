@@ -5,8 +5,17 @@ import "go.temporal.io/sdk/workflow"
 // outbox keeps the signals a workflow sends to other workflows until the
 // server has taken them. A run that closes (completes, or continues as
 // new) with a signal still in flight loses it: the pool's assignments did,
-// at continue-as-new, and trials then waited forever. Every workflow here
-// sends through an outbox and drains it before it closes.
+// at continue-as-new, and trials then waited forever. The signals that
+// nothing waits for go through an outbox, drained before the run closes:
+// the pool's assignments; the releases and profiles that trials and
+// inline campaigns send the pool; an inline campaign's deregistrations.
+//
+// The others wait in their own way: a campaign's controls to its trials
+// are counted (pendingSignals) and awaited before it closes; a trial's
+// final report to its campaign and its deregistration from the pool are
+// awaited where they are sent. A trial's progress reports are not kept: a
+// lost one is superseded by the next, and the final report by itself
+// carries everything.
 type outbox struct {
 	pending []workflow.Future
 }

@@ -1,9 +1,20 @@
-// Package worker wires a Gleaner worker: its configuration (the
-// connection, client.Connection, and the worker's own data directory and
-// node source — from flags and environment) and a Temporal worker that
-// registers Gleaner's workflows and activities under the names in
-// workflows/api.go (New). Dialling Temporal is client.Connection.Dial's.
+// Package worker wires a Gleaner worker from its configuration (Config:
+// the connection, client.Connection, and the worker's own data
+// directory, node source, trainer allow-list and pool settings, from flags
+// and environment):
 //
-// It is the only package besides cmd that puts workflows and activities
-// together; they never import it.
+//   - Build: the worker's Setup (this host's slots, its node source —
+//     static, a replayed trace, none — the local launcher, the JPA's prior
+//     curves, GPU ratios and throughput model) and the Components over it:
+//     Gleaner's workflow functions and the activities of an
+//     activities.Activities;
+//   - Register and New: a Temporal worker with every set component
+//     registered under its name (workflows/api.go); dialling Temporal is
+//     client.Connection.Dial's;
+//   - NewSlurmPilots: a Slurm node source's pilot jobs, whose agents join
+//     the pool, run beside the worker.
+//
+// Workflows and activities never import it. The agent (package agent),
+// the dev environment and the benchmarks assemble activities of their own
+// for what a worker does not run (an agent's lease, an in-process run).
 package worker

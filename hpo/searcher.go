@@ -158,6 +158,10 @@ type Config struct {
 	// Points are tried first, in order, before the algorithm proposes
 	// any (Optuna's enqueue_trial); each must lie in the space.
 	Points []Params `json:"points,omitempty"`
+	// Revision is the revision of the searchers' decision rules the
+	// search was created under (Revision's doc): 0 is the rules of
+	// before revisions were recorded.
+	Revision int `json:"revision,omitempty"`
 	// History are results of earlier campaigns over the same space (warm
 	// start): a searcher that models results (tpe) learns from them as
 	// from its own finished trials; the others ignore them. Entries
@@ -176,6 +180,9 @@ type Observation struct {
 
 // Validate checks the config; errors name the field.
 func (c Config) Validate() error {
+	if c.Revision < 0 || c.Revision > Revision {
+		return fmt.Errorf("revision: %d; this build's searchers know revisions 0 to %d (was the search created by a newer Gleaner?)", c.Revision, Revision)
+	}
 	if _, ok := lookup(c.Algorithm); !ok {
 		return fmt.Errorf("algorithm: %q is not one of %s", c.Algorithm, strings.Join(Algorithms(), ", "))
 	}

@@ -60,6 +60,17 @@ type campaign struct {
 	legacyBest bool
 }
 
+// searchRevision is the revision of the searchers' rules (hpo.Revision) a
+// new campaign is created under and keeps, through every continue-as-new.
+// A campaign first run before revisions were recorded is revision 0.
+func searchRevision(ctx workflow.Context) int {
+	v := workflow.GetVersion(ctx, "searcher-revision", workflow.DefaultVersion, hpo.Revision)
+	if v == workflow.DefaultVersion {
+		return 0
+	}
+	return int(v)
+}
+
 func newCampaign(ctx workflow.Context, in CampaignInput) (*campaign, error) {
 	spec := in.Spec.WithDefaults()
 	// The spec is validated at submission and by the campaign's first run;
@@ -93,6 +104,8 @@ func newCampaign(ctx workflow.Context, in CampaignInput) (*campaign, error) {
 				return nil, err
 			}
 		}
+		c.st.SearchRevision = searchRevision(ctx)
+		cfg.Revision = c.st.SearchRevision
 		c.searcher, err = hpo.NewSearcher(cfg)
 		if err != nil {
 			return nil, temporal.NewNonRetryableApplicationError("invalid campaign spec: search: "+err.Error(), ErrTypeInvalidSpec, err)
@@ -103,6 +116,7 @@ func newCampaign(ctx workflow.Context, in CampaignInput) (*campaign, error) {
 		return c, nil
 	}
 	c.st = *in.State
+	cfg.Revision = c.st.SearchRevision
 	c.searcher, err = hpo.RestoreSearcher(cfg, c.st.Searcher)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError("invalid campaign state: "+err.Error(), ErrTypeBadState, err)

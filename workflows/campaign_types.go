@@ -86,6 +86,9 @@ type CampaignState struct {
 	Reason string `json:"reason,omitempty"`
 	// SearchDone is set when the searcher has shut down.
 	SearchDone bool `json:"search_done,omitempty"`
+	// SearchRevision is the revision of the searchers' rules the campaign
+	// was created under (hpo.Revision); every later run keeps it.
+	SearchRevision int `json:"search_revision,omitempty"`
 	// Runs counts continue-as-new.
 	Runs int `json:"runs,omitempty"`
 	// Missed describes the trials counted in Counts.ObjectiveMissing.

@@ -1,0 +1,18 @@
+package hpo
+
+// Revision is the revision of the searchers' decision rules: what each
+// searcher proposes, stops, promotes and continues for the same inputs.
+//
+// A search that runs inside a durable workflow is replayed: the workflow
+// re-runs its searcher over the same inputs and must reach the same
+// decisions it recorded. So a change to any searcher that alters a
+// decision adds one to Revision and keeps the old rule for a Config whose
+// Revision is lower; the campaign records the revision it was created
+// under (Config.Revision) and keeps it for its whole life, through every
+// continue-as-new. Changes that decide nothing differently (speed,
+// messages, new settings whose zero value is the old behaviour) need no
+// revision.
+//
+// Revision 1 decides exactly as revision 0, the rules of campaigns
+// created before revisions were recorded.
+const Revision = 1

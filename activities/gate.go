@@ -23,9 +23,11 @@ type nodeGate struct {
 	held map[string]int
 	// freed is closed (and replaced) whenever nodes are released.
 	freed chan struct{}
-	// freedAt is when each node's last run released it; idle the latest
-	// idle times (NodeIdle), at most maxIdleKept.
+	// freedAt is when each node's last run released it, stopped whether
+	// that run was being stopped; idle the latest idle times (NodeIdle),
+	// at most maxIdleKept.
 	freedAt map[string]time.Time
+	stopped map[string]bool
 	idle    []float64
 	idleN   int
 }
@@ -34,15 +36,20 @@ type nodeGate struct {
 const maxIdleKept = 1 << 16
 
 // acquire holds nodes, first waiting until no run of this process holds
-// any of them when wait is set, calling beat every interval meanwhile;
-// waited says whether it had to. The release function frees them once
-// (later calls do nothing).
-func (g *nodeGate) acquire(ctx context.Context, nodes []string, wait bool, interval time.Duration, beat func()) (release func(), waited bool, _ error) {
+// any of them when wait is set, calling beat every interval meanwhile.
+// afterStop says whether it waited for a run that was being stopped (its
+// activity cancelled): in a pipelined campaign the run queued behind a
+// stopped one is being stopped too, and its caller asks the server before
+// it launches. The release function frees the nodes once (later calls do
+// nothing); stopped says the run was being stopped.
+func (g *nodeGate) acquire(ctx context.Context, nodes []string, wait bool, interval time.Duration, beat func()) (release func(stopped bool), afterStop bool, _ error) {
 	var ticker *time.Ticker
+	waited := false
 	for {
 		g.mu.Lock()
 		if g.held == nil {
-			g.held, g.freed, g.freedAt = map[string]int{}, make(chan struct{}), map[string]time.Time{}
+			g.held, g.freed = map[string]int{}, make(chan struct{})
+			g.freedAt, g.stopped = map[string]time.Time{}, map[string]bool{}
 		}
 		if !wait || !slices.ContainsFunc(nodes, func(n string) bool { return g.held[n] > 0 }) {
 			var last time.Time
@@ -51,6 +58,7 @@ func (g *nodeGate) acquire(ctx context.Context, nodes []string, wait bool, inter
 				if t := g.freedAt[n]; t.After(last) {
 					last = t
 				}
+				afterStop = afterStop || (waited && g.stopped[n])
 			}
 			if !last.IsZero() {
 				g.noteIdle(time.Since(last).Seconds())
@@ -60,7 +68,7 @@ func (g *nodeGate) acquire(ctx context.Context, nodes []string, wait bool, inter
 				ticker.Stop()
 			}
 			var once sync.Once
-			return func() { once.Do(func() { g.release(nodes) }) }, waited, nil
+			return func(stopped bool) { once.Do(func() { g.release(nodes, stopped) }) }, afterStop, nil
 		}
 		freed := g.freed
 		g.mu.Unlock()
@@ -72,14 +80,14 @@ func (g *nodeGate) acquire(ctx context.Context, nodes []string, wait bool, inter
 		select {
 		case <-freed:
 		case <-ctx.Done():
-			return nil, true, ctx.Err()
+			return nil, false, ctx.Err()
 		case <-ticker.C:
 			beat()
 		}
 	}
 }
 
-func (g *nodeGate) release(nodes []string) {
+func (g *nodeGate) release(nodes []string, stopped bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := time.Now()
@@ -87,7 +95,7 @@ func (g *nodeGate) release(nodes []string) {
 		if g.held[n]--; g.held[n] <= 0 {
 			delete(g.held, n)
 		}
-		g.freedAt[n] = now
+		g.freedAt[n], g.stopped[n] = now, stopped
 	}
 	close(g.freed)
 	g.freed = make(chan struct{})

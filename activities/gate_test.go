@@ -16,18 +16,18 @@ import (
 
 func TestNodeGateKeepsOneRunOnANode(t *testing.T) {
 	var g nodeGate
-	first, waited, err := g.acquire(context.Background(), []string{"n0", "n1"}, true, time.Millisecond, func() {})
+	first, afterStop, err := g.acquire(context.Background(), []string{"n0", "n1"}, true, time.Millisecond, func() {})
 	require.NoError(t, err)
-	require.False(t, waited)
+	require.False(t, afterStop)
 	// A run that does not wait (a trial workflow's) is never held up.
-	other, waited, err := g.acquire(context.Background(), []string{"n1"}, false, time.Millisecond, func() {})
+	other, afterStop, err := g.acquire(context.Background(), []string{"n1"}, false, time.Millisecond, func() {})
 	require.NoError(t, err)
-	require.False(t, waited)
-	other()
+	require.False(t, afterStop)
+	other(false)
 	beats := make(chan struct{}, 100)
 	type got struct {
-		release func()
-		waited  bool
+		release   func(bool)
+		afterStop bool
 	}
 	acquired := make(chan got)
 	go func() {
@@ -48,23 +48,27 @@ func TestNodeGateKeepsOneRunOnANode(t *testing.T) {
 		t.Fatal("acquired n1 while the first run held it")
 	default:
 	}
-	free, waited, err := g.acquire(context.Background(), []string{"n2"}, true, time.Millisecond, func() {})
+	free, afterStop, err := g.acquire(context.Background(), []string{"n2"}, true, time.Millisecond, func() {})
 	require.NoError(t, err, "another node is not held up")
-	require.False(t, waited)
-	free()
-	first()
-	first() // a second release does nothing
+	require.False(t, afterStop)
+	free(false)
+	first(true)  // stopped
+	first(false) // a second release does nothing
 	second := <-acquired
-	require.True(t, second.waited)
+	require.True(t, second.afterStop, "it waited for a run that was stopped")
 	// A cancelled wait gives up.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, waited, err = g.acquire(ctx, []string{"n1"}, true, time.Millisecond, func() {})
+	_, _, err = g.acquire(ctx, []string{"n1"}, true, time.Millisecond, func() {})
 	require.ErrorIs(t, err, context.Canceled)
-	require.True(t, waited)
-	second.release()
+	second.release(false)
+	// A run that waited for one that ended by itself launches at once.
+	third, afterStop, err := g.acquire(context.Background(), []string{"n1"}, true, time.Millisecond, func() {})
+	require.NoError(t, err)
+	require.False(t, afterStop)
+	third(false)
 	require.Empty(t, g.held, "no node is left held")
-	require.Len(t, g.idle, 1, "only the second run on n1 followed one there")
+	require.Len(t, g.idle, 2, "the second and third runs on n1 followed one there")
 }
 
 // Two inline runs queued on one node: the second's trainer starts only

@@ -126,13 +126,15 @@ func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (
 	// An inline run may have been queued behind the run still training on
 	// its nodes (a pipelined campaign): everything above is ready, so its
 	// trainer starts the moment the one before it is gone.
-	release, waited, err := a.gate.acquire(ctx, in.Nodes, in.Quiet, quietHeartbeatInterval, func() { r.heartbeat(ctx) })
-	if err == nil && waited {
-		// Stopped while it waited (the campaign pauses, stops, loses the
-		// nodes)? A heartbeat's answer says so before a trainer starts.
+	release, afterStop, err := a.gate.acquire(ctx, in.Nodes, in.Quiet, quietHeartbeatInterval, func() { r.heartbeat(ctx) })
+	if err == nil && afterStop {
+		// The run before it was stopped (the campaign pauses, stops, loses
+		// the nodes): this one most likely is too, and a heartbeat's
+		// answer says so before a trainer starts. (Only then: every
+		// heartbeat is a write to the campaign's workflow.)
 		r.heartbeat(ctx)
 		if err = ctx.Err(); err != nil {
-			release()
+			release(true)
 		}
 	}
 	if err != nil {
@@ -140,9 +142,9 @@ func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (
 	}
 	proc, err := a.Launcher.Launch(ctx, spec)
 	if err == nil {
-		go func() { <-proc.Done(); release() }()
+		go func() { <-proc.Done(); release(ctx.Err() != nil) }()
 	} else {
-		release()
+		release(ctx.Err() != nil)
 	}
 	if err != nil {
 		// The message carries the whole chain; no cause is attached, so the

@@ -15,7 +15,7 @@ func ParseFormulation(name string) (Formulation, error) {
 	}
 	f := Formulation(name)
 	if !slices.Contains(Formulations, f) {
-		return "", fmt.Errorf("%q is not one of %s", name, formulationNames())
+		return "", fmt.Errorf("%q is not one of %s", name, FormulationNames())
 	}
 	return f, nil
 }
@@ -28,7 +28,7 @@ func ParseFormulations(list string) ([]Formulation, error) {
 	for _, part := range strings.Split(list, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
-			return nil, fmt.Errorf("%q names an empty formulation; want some of %s", list, formulationNames())
+			return nil, fmt.Errorf("%q names an empty formulation; want some of %s", list, FormulationNames())
 		}
 		f, err := ParseFormulation(part)
 		if err != nil {
@@ -42,8 +42,9 @@ func ParseFormulations(list string) ([]Formulation, error) {
 	return out, nil
 }
 
-// formulationNames lists the formulations for an error: "compact, paper, …".
-func formulationNames() string {
+// FormulationNames lists the formulations, the default first, for errors
+// and help texts: "compact, paper, greedy, equal".
+func FormulationNames() string {
 	names := make([]string, len(Formulations))
 	for i, f := range Formulations {
 		names[i] = string(f)

@@ -76,7 +76,7 @@ func Solve(p *Problem, s *Settings) (*Result, error) {
 	case FormulationEqual:
 		d = solveEqual(in)
 	default:
-		return nil, fmt.Errorf("%w: settings: formulation %q is not one of %s", ErrInvalidProblem, set.Formulation, formulationNames())
+		return nil, fmt.Errorf("%w: settings: formulation %q is not one of %s", ErrInvalidProblem, set.Formulation, FormulationNames())
 	}
 	if err != nil {
 		return nil, err

@@ -76,7 +76,7 @@ repository's data/ folder).`,
 	f := cmd.Flags()
 	f.StringVar(&o.trials, "trials", "10,100,1000", "comma-separated trial counts")
 	f.StringVar(&o.nodes, "nodes", "64,512,4096", "comma-separated idle-node counts")
-	f.StringVar(&o.formulations, "formulation", "compact,paper,greedy,equal", "comma-separated formulations")
+	f.StringVar(&o.formulations, "formulation", "compact,paper,greedy,equal", "comma-separated formulations: "+allocator.FormulationNames())
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the first instance; instance i uses seed+i")
 	f.IntVar(&o.instances, "instances", 11, "instances per size")
 	f.DurationVar(&o.timeLimit, "time-limit", 10*time.Second, "MILP time limit per solve")

@@ -114,7 +114,7 @@ Progress goes to stderr. See docs/sim.md.`,
 	f.StringVar(&o.synArrivals, "synthetic-arrivals", "start", "when --synthetic jobs arrive: start (all at the trace's start) or uniform (uniformly over the replayed window)")
 	f.Float64Var(&o.synNodeHours, "synthetic-node-hours", 1, "node-hours each --synthetic job takes at its best fixed scale")
 	f.IntVar(&o.synStretch, "synthetic-stretch", 1, "multiply the --synthetic curves' node counts by G (the measured curves stop at 16 nodes)")
-	f.StringVar(&o.policies, "policy", "compact,greedy,equal", "comma-separated policies: compact, paper, greedy, equal")
+	f.StringVar(&o.policies, "policy", "compact,greedy,equal", "comma-separated policies: "+allocator.FormulationNames())
 	f.StringVar(&o.curves, "curves", curvesOracle, "what the allocator knows of each job's throughput: oracle (the true curves; on a mixed pool, each type's), blind (with --node-types: each job's mean curve on every type), jpa (learnt online by the JPA from noisy measurements), or several, comma-separated (every policy runs with each)")
 	f.StringVar(&o.gpuRatios, "gpu-ratios", "", "with --curves jpa on a mixed pool: single-GPU throughputs per model and GPU type in Gavel's format (as a worker's --gpu-ratios), from which the JPA predicts a job on a type it was not measured on (e.g. "+data.Prefix+data.Gavel+", the built-in table)")
 	f.StringVar(&o.nodeTypes, "node-types", "", "mixed pool: give the trace's nodes types in these proportions, TYPE=WEIGHT,… (e.g. k80=1,p100=1,v100=1; seeded by --seed), and draw the --synthetic jobs from Gavel's per-GPU throughputs in DATA/gpus")

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/log"
 
+	"github.com/gleaner-hpc/gleaner/allocator"
 	"github.com/gleaner-hpc/gleaner/cluster/slurm"
 	"github.com/gleaner-hpc/gleaner/worker"
 )
@@ -86,7 +87,7 @@ Node sources (--nodes):
 	f.DurationVar(&c.Pool.AllocatePeriod, "allocate-period", c.Pool.AllocatePeriod, "longest time between two allocations of a pool (0: 30s) ["+worker.EnvAllocatePeriod+"]")
 	f.DurationVar(&c.Pool.Debounce, "allocate-debounce", c.Pool.Debounce, "how long a pool waits after an event for more before it allocates (0: 500ms) ["+worker.EnvAllocateDebounce+"]")
 	f.DurationVar(&c.Pool.Lookahead, "lookahead", c.Pool.Lookahead, "the allocator's T_fwd: the horizon a rescale's cost is weighed over (0: 5m) ["+worker.EnvLookahead+"]")
-	f.StringVar(&c.Pool.Formulation, "formulation", c.Pool.Formulation, "the allocator's formulation: compact, paper, greedy or equal (empty: compact) ["+worker.EnvFormulation+"]")
+	f.StringVar(&c.Pool.Formulation, "formulation", c.Pool.Formulation, "the allocator's formulation: "+allocator.FormulationNames()+" (empty: compact) ["+worker.EnvFormulation+"]")
 	f.StringVar(&c.PriorCurves, "prior-curves", c.PriorCurves, "directory of profiled scaling curves (CSV, the format of the project's scaling data) the JPA borrows shapes from ["+worker.EnvPriorCurves+"]")
 	f.StringVar(&c.GPURatios, "gpu-ratios", c.GPURatios, "single-GPU throughputs per model and GPU type in Gavel's format: predicts trials on node types they were not measured on ["+worker.EnvGPURatios+"]")
 	f.StringVar(&c.ThroughputModel, "throughput-model", c.ThroughputModel, "fitted throughput model (JSON; docs/nas.md): NAS trials start from their architecture's predicted curve ["+worker.EnvThroughputModel+"]")

@@ -2,6 +2,7 @@ package benchrun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -99,7 +100,9 @@ func probePool(ctx context.Context, c client.Client, id string) (stop func() []f
 
 func ms(a, b time.Time) float64 { return float64(b.Sub(a).Microseconds()) / 1000 }
 
-// waitEvery calls cond every interval until it is true or timeout.
+// waitEvery calls cond every interval until it is true or timeout; an
+// error of cond is reported with the timeout, or at once if it is a
+// fatalError.
 func waitEvery(ctx context.Context, timeout, interval time.Duration, cond func() (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -111,6 +114,10 @@ func waitEvery(ctx context.Context, timeout, interval time.Duration, cond func()
 		}
 		if err != nil {
 			last = err
+			var fatal fatalError
+			if errors.As(err, &fatal) {
+				return fatal.error
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -188,7 +187,7 @@ func RunRescale(ctx context.Context, o RescaleOptions) (*RescaleReport, error) {
 		}
 	}
 	wait := func(n, rescales int) error {
-		return waitUntil(ctx, o.Timeout, func() (bool, error) {
+		return waitEvery(ctx, o.Timeout, 50*time.Millisecond, func() (bool, error) {
 			v, err := e.c.QueryWorkflow(ctx, wfID, "", workflows.QueryStatus)
 			if err != nil {
 				return false, err
@@ -299,36 +298,7 @@ func newestRunReported(runsDir string) bool {
 	return err == nil && bytes.Count(b, []byte("\n")) >= 5
 }
 
-func waitUntil(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	var last error
-	for {
-		ok, err := cond()
-		if ok {
-			return nil
-		}
-		if err != nil {
-			last = err
-			var fatal fatalError
-			if errors.As(err, &fatal) {
-				return fatal.error
-			}
-		}
-		select {
-		case <-ctx.Done():
-			if last != nil {
-				return fmt.Errorf("%w (last error: %v)", ctx.Err(), last)
-			}
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
-}
-
-// fatalError ends a waitUntil at once.
+// fatalError ends a waitEvery at once.
 type fatalError struct{ error }
 
 // activityRec is what the history says of one RunTrial.

@@ -38,11 +38,22 @@ import (
 // pipelineAlgorithms are the searchers whose trials are pipelined.
 var pipelineAlgorithms = []string{hpo.AlgorithmRandom, hpo.AlgorithmGrid, hpo.AlgorithmQuasiRandom}
 
+// PipelineMaxConcurrent is the most trials in flight (max_concurrent) a
+// pipelined campaign has. Every run of an inline campaign is an activity
+// of its one workflow, and the server starts, heartbeats and completes
+// each under that workflow's lock; queued runs double the activities it
+// holds. With 50 in flight that hides the round trip between two trials;
+// with 200 trials of 0.1 s the server cannot start runs as fast as they
+// end, queued or not, and the doubled activities only slowed it
+// (docs/benchmarks.md, "Orchestration at the limit").
+const PipelineMaxConcurrent = 100
+
 // Pipelined reports whether a campaign of this spec (after WithDefaults)
 // pipelines its trials: they run inline, by a searcher that does not learn
-// from results.
+// from results, at most PipelineMaxConcurrent in flight.
 func Pipelined(spec gleaner.CampaignSpec) bool {
-	return spec.Trial.Inline && slices.Contains(pipelineAlgorithms, spec.Search.Algorithm)
+	return spec.Trial.Inline && slices.Contains(pipelineAlgorithms, spec.Search.Algorithm) &&
+		spec.Budget.MaxConcurrent <= PipelineMaxConcurrent
 }
 
 // pipelineVersion decides, once per run, whether this run pipelines its

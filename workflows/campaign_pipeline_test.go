@@ -69,6 +69,8 @@ func TestCampaignOfALearningSearcherIsNotPipelined(t *testing.T) {
 	in := inlineSpec(8, 3)
 	in.Spec.Search.Algorithm = hpo.AlgorithmTPE
 	require.False(t, Pipelined(in.Spec.WithDefaults()))
+	wide := inlineSpec(8, PipelineMaxConcurrent+1)
+	require.False(t, Pipelined(wide.Spec.WithDefaults()), "more than PipelineMaxConcurrent in flight")
 	h.env.ExecuteWorkflow(CampaignWorkflowName, in)
 	require.True(t, h.env.IsWorkflowCompleted())
 	require.NoError(t, h.env.GetWorkflowError())

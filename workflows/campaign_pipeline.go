@@ -107,9 +107,13 @@ func (x *inliner) queue(ctx workflow.Context) {
 			delete(p.behind, key)
 		} else if x.running[before] == nil {
 			delete(p.behind, key)
+			r := x.running[key]
+			// It trains from now on: its time to the end is what the
+			// pool's JPA measures (measure), not its wait in the queue.
+			r.launched = workflow.Now(ctx)
 			if i := x.find(key); i >= 0 {
 				t := &st.Trials[i]
-				t.Progress.State, t.Progress.Nodes = TrialRunning, x.running[key].nodes
+				t.Progress.State, t.Progress.Nodes = TrialRunning, r.nodes
 			}
 		}
 	}

@@ -81,6 +81,8 @@ type inliner struct {
 	// clock lays their runs end to end for it.
 	prof  *profileSender
 	clock runClock
+	// profAt is when a profile last went to the pool (profileDue).
+	profAt time.Time
 	// core: whether this run keeps the trials' books with the trial core
 	// (withCore); nil until asked.
 	core *bool

@@ -114,9 +114,13 @@ func (x *inliner) measure(ctx workflow.Context, r *inlineRun, samples float64) {
 		x.prof.told(c.spec.Resources.Model, c.spec.Resources.Batch)
 	}
 	x.prof.ingestRun(&x.clock, c.wfID, len(r.nodes), r.nodeType, r.from, samples, workflow.Now(ctx).Sub(r.launched))
+	if !x.profileDue(ctx) { // campaign_inline_rate.go
+		return
+	}
 	byType := func() bool { return true }
 	if p, due := x.prof.next(c.wfID, len(r.nodes), r.nodeType, c.spec.Resources.Model, c.spec.Resources.Batch, byType); due {
 		c.out.send(ctx, PoolWorkflowID(c.spec.Pool), SignalProfile, p)
+		x.profAt = workflow.Now(ctx)
 	}
 }
 

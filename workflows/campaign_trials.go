@@ -152,9 +152,9 @@ func (c *campaign) startTrial(ctx workflow.Context, pt PendingTrial) {
 		c.apply(ctx, c.searcher.TrialCreated(t.TrialID))
 		return
 	}
-	summary := fmt.Sprintf("%s trial %s: %s", s.Name, t.TrialID, formatParams(cr.Params))
+	summary := fmt.Sprintf("%s trial %s: %s", s.Name, t.TrialID, cr.Params.Format(0))
 	if cr.Stage != "" {
-		summary = fmt.Sprintf("%s trial %s (%s): %s", s.Name, t.TrialID, cr.Stage, formatParams(cr.Params))
+		summary = fmt.Sprintf("%s trial %s (%s): %s", s.Name, t.TrialID, cr.Stage, cr.Params.Format(0))
 	}
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID: t.WorkflowID,

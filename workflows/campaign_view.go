@@ -9,8 +9,6 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/gleaner-hpc/gleaner/hpo"
 )
 
 // searchAttrValues are the campaign's search attributes as last upserted.
@@ -95,7 +93,7 @@ func (c *campaign) details() string {
 			state += " (" + escapeMarkdown(e.Stage) + ")"
 		}
 		fmt.Fprintf(&b, "| %d | %s | %.6g | %s | %.0f | %s |\n", i+1, e.TrialID, e.Score, state, e.Samples,
-			strings.ReplaceAll(formatParams(e.Params), "|", `\|`))
+			strings.ReplaceAll(e.Params.Format(0), "|", `\|`))
 	}
 	return b.String()
 }
@@ -104,14 +102,6 @@ func (c *campaign) details() string {
 // into markup, links or HTML in the UI.
 var escapeMarkdown = strings.NewReplacer(`\`, `\\`, "_", `\_`, "*", `\*`, "`", "\\`", "|", `\|`,
 	"<", `\<`, "[", `\[`).Replace
-
-func formatParams(p hpo.Params) string {
-	parts := make([]string, 0, len(p))
-	for _, n := range p.Names() {
-		parts = append(parts, n+"="+hpo.DescribeValue(p[n]))
-	}
-	return strings.Join(parts, " ")
-}
 
 // capSnapshot drops the status's trial briefs, those of trials holding no
 // nodes (parked, stopped at their rung) first, then leaderboard entries,

@@ -110,3 +110,26 @@ func TestBenchRescaleTiny(t *testing.T) {
 		t.Logf("the trial ended %s after the stop (%s), %d failed RunTrial attempts", r.TrialState, r.TrialError, r.RunTrialFailures)
 	}
 }
+
+// An inline campaign of random search is pipelined: the report says so,
+// measures the nodes' idle time between trainers, and counts the
+// trainers' CPU.
+func TestBenchCampaignInlineTiny(t *testing.T) {
+	testenv.SkipIfNoCLI(t)
+	var r benchrun.CampaignReport
+	obj := runJSON(t, &r, "bench", "campaign", "--inline", "--trials", "6", "--concurrent", "3", "--nodes", "3",
+		"--trial-seconds", "0.5", "--progress-every", "2s", "--json")
+	requireKeys(t, obj, "trainer_cpu_seconds", "node_idle_seconds", "server_cpu_seconds", "worker_cpu_seconds")
+	if r.State != "completed" || r.Completed != 6 || r.Failed != 0 {
+		t.Errorf("campaign %s: %d completed, %d failed; want 6 completed", r.State, r.Completed, r.Failed)
+	}
+	if !r.Pipelined {
+		t.Error("an inline campaign of random search, 3 in flight, is not reported pipelined")
+	}
+	if r.NodeIdle.N != 3 || r.NodeIdle.Max < 0 {
+		t.Errorf("node idle %+v: want the three launches that followed a trainer on its node", r.NodeIdle)
+	}
+	if !(r.TrainerCPUSeconds > 0) || !(r.ServerCPUSeconds > 0) || !(r.WorkerCPUSeconds > 0) {
+		t.Errorf("CPU: server %v s, worker %v s, trainers %v s", r.ServerCPUSeconds, r.WorkerCPUSeconds, r.TrainerCPUSeconds)
+	}
+}

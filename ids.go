@@ -85,7 +85,7 @@ const (
 	// SearchAttrCampaign (Keyword) is the campaign's name, on the campaign
 	// and its trials.
 	SearchAttrCampaign = "GleanerCampaign"
-	// SearchAttrKind (Keyword) is one of the Kind values.
+	// SearchAttrKind (Keyword) is one of the WorkflowKind values.
 	SearchAttrKind = "GleanerKind"
 	// SearchAttrStatus (Keyword) is the workflow's state: a CampaignPhase
 	// on campaigns, a TrialState on trials.
@@ -106,13 +106,13 @@ const (
 	SearchAttrPool = "GleanerPool"
 )
 
-// Values of SearchAttrKind.
+// Values of SearchAttrKind: the kind of workflow (not CampaignSpec.Kind, hpo or nas).
 const (
-	KindCampaign = "campaign"
-	KindTrial    = "trial"
-	KindPool     = "pool"
-	// KindRecords marks a chunk of an inline campaign's ended trials.
-	KindRecords = "records"
+	WorkflowKindCampaign = "campaign"
+	WorkflowKindTrial    = "trial"
+	WorkflowKindPool     = "pool"
+	// WorkflowKindRecords marks a chunk of an inline campaign's ended trials.
+	WorkflowKindRecords = "records"
 )
 
 // MemoSnapshot is the memo key of an inline campaign's CampaignSnapshot.

@@ -128,7 +128,7 @@ func (c *Client) Submit(ctx context.Context, spec gleaner.CampaignSpec) (Campaig
 		StaticSummary:                            fmt.Sprintf("%s campaign %s: %d trials, %s %s", spec.Kind, spec.Name, spec.Budget.MaxTrials, spec.Objective.Mode, spec.Objective.Metric),
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			temporal.NewSearchAttributeKeyKeyword(gleaner.SearchAttrCampaign).ValueSet(spec.Name),
-			temporal.NewSearchAttributeKeyKeyword(gleaner.SearchAttrKind).ValueSet(gleaner.KindCampaign),
+			temporal.NewSearchAttributeKeyKeyword(gleaner.SearchAttrKind).ValueSet(gleaner.WorkflowKindCampaign),
 		),
 	}, gleaner.CampaignWorkflowName, gleaner.CampaignInput{Spec: spec})
 	if err != nil {

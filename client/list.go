@@ -81,7 +81,7 @@ type ListOptions struct {
 func (c *Client) List(ctx context.Context, opts ListOptions) ([]CampaignSummary, error) {
 	// Every run, also with Running: a campaign that continued as new
 	// started with its first run (CampaignSummary.Started).
-	q := fmt.Sprintf("%s = %q", gleaner.SearchAttrKind, gleaner.KindCampaign)
+	q := fmt.Sprintf("%s = %q", gleaner.SearchAttrKind, gleaner.WorkflowKindCampaign)
 	var runs []*campaignRun
 	var token []byte
 	for {

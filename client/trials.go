@@ -57,7 +57,7 @@ func (c *Client) listTrials(ctx context.Context, name string, sel trialSelect) (
 	chunks := make(chan listed, 1)
 	go func() {
 		ids, err := c.listIDs(lctx, fmt.Sprintf("%s = %q AND %s = %q",
-			gleaner.SearchAttrCampaign, name, gleaner.SearchAttrKind, gleaner.KindRecords))
+			gleaner.SearchAttrCampaign, name, gleaner.SearchAttrKind, gleaner.WorkflowKindRecords))
 		chunks <- listed{ids, err}
 	}()
 	var live liveTrials
@@ -219,7 +219,7 @@ func (c *Client) inlineTrials(ctx context.Context, limit int, chunks []string, l
 // trial: the newest sel.limit (≤ 0: all), of the failed ones if
 // sel.failed (read from their results), a few at a time.
 func (c *Client) trialWorkflows(ctx context.Context, name string, sel trialSelect) ([]gleaner.TrialStatus, error) {
-	q := fmt.Sprintf("%s = %q AND %s = %q", gleaner.SearchAttrCampaign, name, gleaner.SearchAttrKind, gleaner.KindTrial)
+	q := fmt.Sprintf("%s = %q AND %s = %q", gleaner.SearchAttrCampaign, name, gleaner.SearchAttrKind, gleaner.WorkflowKindTrial)
 	if sel.failed {
 		q += fmt.Sprintf(` AND (%s = %q OR ExecutionStatus = "Failed")`, gleaner.SearchAttrStatus, gleaner.TrialFailed)
 	}

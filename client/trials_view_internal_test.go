@@ -31,7 +31,7 @@ var lagCampaign = workflows.CampaignWorkflowID("lag")
 
 func (laggingVisibility) ListWorkflow(_ context.Context, req *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error) {
 	var resp workflowservice.ListWorkflowExecutionsResponse
-	if strings.Contains(req.GetQuery(), workflows.KindTrial) {
+	if strings.Contains(req.GetQuery(), workflows.WorkflowKindTrial) {
 		for n := 1; n <= 9; n++ {
 			resp.Executions = append(resp.Executions, &workflowpb.WorkflowExecutionInfo{
 				Execution: &commonpb.WorkflowExecution{WorkflowId: workflows.TrialWorkflowID(lagCampaign, n)},

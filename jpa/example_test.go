@@ -13,7 +13,7 @@ func ExampleProfiler() {
 	p, _ := jpa.NewProfiler(&jpa.Config{WarmupIntervals: 1})
 	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	for _, r := range []jpa.Report{
+	for _, r := range []jpa.Progress{
 		{TrialID: "t1", Nodes: 1, Samples: 0, Time: at(0)},
 		{TrialID: "t1", Nodes: 1, Samples: 200, Time: at(10)}, // warm-up
 		{TrialID: "t1", Nodes: 1, Samples: 1200, Time: at(20)},

@@ -11,8 +11,8 @@ import (
 // report: trial, node count (0 is invalid), node type and restart flag,
 // samples step (negative steps go backwards; two codes are NaN and +Inf),
 // time step (zero and negative steps included).
-func decodeReports(data []byte) []Report {
-	var out []Report
+func decodeReports(data []byte) []Progress {
+	var out []Progress
 	now := t0
 	samples := map[string]float64{}
 	for len(data) >= 5 {
@@ -32,7 +32,7 @@ func decodeReports(data []byte) []Report {
 			samples[id] = s
 		}
 		now = now.Add(time.Duration(int8(b[4])) * time.Second)
-		out = append(out, Report{
+		out = append(out, Progress{
 			TrialID: id, Nodes: int(b[1] % 6), NodeType: []string{"", "v100"}[b[2]&1],
 			Samples: s, Time: now, Restart: b[2]&2 != 0,
 		})

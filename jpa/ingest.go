@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// Report is one progress report of a running trial, as the RunTrial
+// Progress is one progress report of a running trial, as the RunTrial
 // activity reads it from the trainer's report file.
-type Report struct {
+type Progress struct {
 	TrialID  string
 	Nodes    int
 	NodeType string
@@ -129,7 +129,7 @@ type pendingRescale struct {
 
 type trialState struct {
 	started      bool
-	last         Report
+	last         Progress
 	segStart     time.Time
 	segIntervals int
 	rates        map[rateKey][]float64
@@ -169,13 +169,13 @@ func (p *Profiler) Forget(trialID string) { delete(p.trials, trialID) }
 
 // Ingest takes one report. Bad reports are counted and skipped, never
 // fatal: the outcome says what happened to it.
-func (p *Profiler) Ingest(r Report) Outcome {
+func (p *Profiler) Ingest(r Progress) Outcome {
 	o := p.ingest(r)
 	p.counts[o]++
 	return o
 }
 
-func (p *Profiler) ingest(r Report) Outcome {
+func (p *Profiler) ingest(r Progress) Outcome {
 	if r.TrialID == "" || r.Nodes <= 0 || r.Time.IsZero() || math.IsNaN(r.Samples) || math.IsInf(r.Samples, 0) || r.Samples < 0 {
 		return OutcomeInvalid
 	}

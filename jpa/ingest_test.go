@@ -18,7 +18,7 @@ type run struct {
 	typ     string
 	t       time.Time
 	samples float64
-	out     []Report
+	out     []Progress
 }
 
 func newRun(id string) *run { return &run{id: id, t: t0} }
@@ -26,7 +26,7 @@ func newRun(id string) *run { return &run{id: id, t: t0} }
 // start reports the current state on n nodes: the first report of a
 // (re)start.
 func (r *run) start(n int) *run {
-	r.out = append(r.out, Report{TrialID: r.id, Nodes: n, NodeType: r.typ, Samples: r.samples, Time: r.t})
+	r.out = append(r.out, Progress{TrialID: r.id, Nodes: n, NodeType: r.typ, Samples: r.samples, Time: r.t})
 	return r
 }
 
@@ -36,7 +36,7 @@ func (r *run) steady(n, k int, rate float64) *run {
 	for i := 0; i < k; i++ {
 		r.t = r.t.Add(10 * time.Second)
 		r.samples += rate * 10
-		r.out = append(r.out, Report{TrialID: r.id, Nodes: n, NodeType: r.typ, Samples: r.samples, Time: r.t})
+		r.out = append(r.out, Progress{TrialID: r.id, Nodes: n, NodeType: r.typ, Samples: r.samples, Time: r.t})
 	}
 	return r
 }
@@ -44,7 +44,7 @@ func (r *run) steady(n, k int, rate float64) *run {
 // pause advances time without progress (a restart's downtime).
 func (r *run) pause(d time.Duration) *run { r.t = r.t.Add(d); return r }
 
-func ingestAll(t *testing.T, p *Profiler, rs []Report) map[Outcome]int {
+func ingestAll(t *testing.T, p *Profiler, rs []Progress) map[Outcome]int {
 	t.Helper()
 	got := map[Outcome]int{}
 	for _, r := range rs {
@@ -124,9 +124,9 @@ func TestIngestRestartDetection(t *testing.T) {
 func TestIngestBadReportsAreCountedNotFatal(t *testing.T) {
 	p, err := NewProfiler(nil)
 	require.NoError(t, err)
-	good := Report{TrialID: "a", Nodes: 1, Samples: 0, Time: t0}
+	good := Progress{TrialID: "a", Nodes: 1, Samples: 0, Time: t0}
 	require.Equal(t, OutcomeStart, p.Ingest(good))
-	cases := map[Outcome][]Report{
+	cases := map[Outcome][]Progress{
 		OutcomeInvalid: {
 			{TrialID: "", Nodes: 1, Time: t0.Add(time.Second)},
 			{TrialID: "a", Nodes: 0, Time: t0.Add(time.Second)},
@@ -228,7 +228,7 @@ func TestRescaleCostNotMeasuredAcrossPause(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	feed := func(nodes int, start time.Time, samples float64, rate float64, n int, afterPause bool) float64 {
 		for i := 0; i < n; i++ {
-			p.Ingest(Report{TrialID: "t", Nodes: nodes, Samples: samples, Time: start.Add(time.Duration(i) * time.Second), AfterPause: afterPause && i == 0})
+			p.Ingest(Progress{TrialID: "t", Nodes: nodes, Samples: samples, Time: start.Add(time.Duration(i) * time.Second), AfterPause: afterPause && i == 0})
 			samples += rate
 		}
 		return samples

@@ -288,7 +288,7 @@ func (a *JPA) Measure(job, nodes int, nodeType string, from, to, samples float64
 			s.reported += a.noisy(max(a.trueRate(job, s.nodeType, s.nodes), 0) * (s.lastTo - s.lastReport))
 		}
 		s.nodes, s.nodeType, s.lastReport, s.lastTo = nodes, nodeType, from, from
-		a.ingest(job, jpa.Report{TrialID: name, Nodes: nodes, NodeType: nodeType, Samples: s.reported, Time: a.at(from), Restart: true, AfterPause: paused})
+		a.ingest(job, jpa.Progress{TrialID: name, Nodes: nodes, NodeType: nodeType, Samples: s.reported, Time: a.at(from), Restart: true, AfterPause: paused})
 	}
 	// What a trainer reports is its position in the data. After a
 	// restart it resumes from its checkpoint and re-trains what the
@@ -300,7 +300,7 @@ func (a *JPA) Measure(job, nodes int, nodeType string, from, to, samples float64
 	for next := s.lastReport + a.opts.Interval; next <= to; next = s.lastReport + a.opts.Interval {
 		s.reported += a.noisy(rate * (next - s.lastReport))
 		s.lastReport = next
-		a.ingest(job, jpa.Report{TrialID: name, Nodes: nodes, NodeType: nodeType, Samples: s.reported, Time: a.at(next)})
+		a.ingest(job, jpa.Progress{TrialID: name, Nodes: nodes, NodeType: nodeType, Samples: s.reported, Time: a.at(next)})
 	}
 	if samples >= a.jobs[job].TotalSamples && s.lastTrue < a.jobs[job].TotalSamples {
 		a.dirty = true // it leaves the library
@@ -322,7 +322,7 @@ func (a *JPA) noisy(d float64) float64 {
 	return d
 }
 
-func (a *JPA) ingest(job int, r jpa.Report) {
+func (a *JPA) ingest(job int, r jpa.Progress) {
 	if a.prof.Ingest(r) == jpa.OutcomeInterval {
 		a.publish(job, r.Nodes, r.NodeType)
 	}

@@ -48,7 +48,7 @@ const (
 	SignalRegisterTrial = "gleaner.register-trial"
 	// SignalDeregisterTrial (TrialWorkflow → PoolWorkflow): DeregisterTrial.
 	SignalDeregisterTrial = "gleaner.deregister-trial"
-	// SignalProfile (TrialWorkflow → PoolWorkflow): ProfileReport.
+	// SignalProfile (TrialWorkflow → PoolWorkflow): ThroughputProfile.
 	SignalProfile = "gleaner.profile"
 	// SignalPollNow (anyone → PoolWorkflow): poll the node source now; no payload.
 	SignalPollNow = "gleaner.poll-now"
@@ -185,8 +185,8 @@ type DeregisterTrial struct {
 	TrialID string `json:"trial_id"` // the trial's workflow id
 }
 
-// ProfileReport is what a trial has measured of its own throughput.
-type ProfileReport struct {
+// ThroughputProfile is what a trial has measured of its own throughput.
+type ThroughputProfile struct {
 	TrialID  string `json:"trial_id"` // the trial's workflow id
 	Nodes    int    `json:"nodes"`
 	NodeType string `json:"node_type,omitempty"`

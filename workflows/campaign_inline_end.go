@@ -170,7 +170,7 @@ func (x *inliner) flushRecords(ctx workflow.Context) {
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		StaticSummary:         fmt.Sprintf("%s: ended trials, chunk %d (%d trials)", c.spec.Name, recs.Chunk, len(recs.Trials)),
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			GleanerCampaign.ValueSet(c.spec.Name), GleanerKind.ValueSet(KindRecords), GleanerPool.ValueSet(c.spec.Pool)),
+			GleanerCampaign.ValueSet(c.spec.Name), GleanerKind.ValueSet(WorkflowKindRecords), GleanerPool.ValueSet(c.spec.Pool)),
 	})
 	fut := workflow.ExecuteChildWorkflow(cctx, TrialRecordsWorkflowName, recs)
 	c.pendingStarts++

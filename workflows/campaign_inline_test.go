@@ -39,7 +39,7 @@ type inlineHarness struct {
 	maxRuns  int
 	launches []RunTrialInput
 	released []Released
-	profiles []ProfileReport
+	profiles []ThroughputProfile
 	deregs   int
 	regs     []RegisterTrial
 	records  []TrialRecords
@@ -103,7 +103,7 @@ func newInlineHarness(t *testing.T, grant int, runFor time.Duration) *inlineHarn
 				}
 			case DeregisterTrial:
 				h.deregs++
-			case ProfileReport:
+			case ThroughputProfile:
 				h.profiles = append(h.profiles, a)
 			}
 		})

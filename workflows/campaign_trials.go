@@ -163,7 +163,7 @@ func (c *campaign) startTrial(ctx workflow.Context, pt PendingTrial) {
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		StaticSummary:         summary,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			GleanerCampaign.ValueSet(s.Name), GleanerKind.ValueSet(KindTrial), GleanerTrial.ValueSet(t.TrialID),
+			GleanerCampaign.ValueSet(s.Name), GleanerKind.ValueSet(WorkflowKindTrial), GleanerTrial.ValueSet(t.TrialID),
 			GleanerPool.ValueSet(s.Pool), GleanerStatus.ValueSet(string(TrialPending))),
 	})
 	fut := workflow.ExecuteChildWorkflow(cctx, TrialWorkflowName, input)

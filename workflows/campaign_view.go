@@ -30,7 +30,7 @@ func (c *campaign) publish(ctx workflow.Context) {
 	prev := c.sa
 	if prev == nil {
 		prev = &searchAttrValues{status: "\x00", ended: -1, running: -1}
-		ups = append(ups, GleanerCampaign.ValueSet(c.spec.Name), GleanerKind.ValueSet(KindCampaign))
+		ups = append(ups, GleanerCampaign.ValueSet(c.spec.Name), GleanerKind.ValueSet(WorkflowKindCampaign))
 	}
 	// An inline campaign ends trials in most of its workflow tasks: its
 	// search attributes and memo snapshot go out at most every

@@ -133,7 +133,7 @@ func PoolWorkflow(ctx workflow.Context, in PoolInput) error {
 	}); err != nil {
 		return err
 	}
-	_ = workflow.UpsertTypedSearchAttributes(ctx, GleanerKind.ValueSet(KindPool), GleanerPool.ValueSet(in.Name))
+	_ = workflow.UpsertTypedSearchAttributes(ctx, GleanerKind.ValueSet(WorkflowKindPool), GleanerPool.ValueSet(in.Name))
 	return p.loop(ctx)
 }
 
@@ -203,7 +203,7 @@ func (p *pool) loop(ctx workflow.Context) error {
 			p.deregister(d.TrialID, workflow.Now(ctx))
 		})
 		sel.AddReceive(profCh, func(c workflow.ReceiveChannel, _ bool) {
-			var r ProfileReport
+			var r ThroughputProfile
 			c.Receive(ctx, &r)
 			p.profile(r)
 		})
@@ -331,7 +331,7 @@ func (p *pool) continueAsNew(ctx workflow.Context, regCh, deregCh, profCh, pollC
 	for {
 		var r RegisterTrial
 		var d DeregisterTrial
-		var pr ProfileReport
+		var pr ThroughputProfile
 		var rel Released
 		var j AgentJoin
 		var l AgentLeave

@@ -105,7 +105,7 @@ func TestPoolLearnsCurvesOfFinishedTrials(t *testing.T) {
 	})
 	e.at(2*time.Second, func() {
 		for i, x := range declining {
-			e.SignalWorkflow(wf.SignalProfile, wf.ProfileReport{TrialID: "a", Nodes: i + 1, Throughput: x, Model: "resnet", Batch: 32})
+			e.SignalWorkflow(wf.SignalProfile, wf.ThroughputProfile{TrialID: "a", Nodes: i + 1, Throughput: x, Model: "resnet", Batch: 32})
 		}
 	})
 	e.at(3*time.Second, func() { e.SignalWorkflow(wf.SignalDeregisterTrial, wf.DeregisterTrial{TrialID: "a"}) })

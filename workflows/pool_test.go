@@ -200,8 +200,8 @@ func TestPoolUsesProfiles(t *testing.T) {
 	})
 	e.at(2*time.Second, func() {
 		for n := 1; n <= 4; n++ {
-			e.SignalWorkflow(wf.SignalProfile, wf.ProfileReport{TrialID: "scales", Nodes: n, Throughput: 100 * float64(n)})
-			e.SignalWorkflow(wf.SignalProfile, wf.ProfileReport{TrialID: "flat", Nodes: n, Throughput: 100 + float64(n)})
+			e.SignalWorkflow(wf.SignalProfile, wf.ThroughputProfile{TrialID: "scales", Nodes: n, Throughput: 100 * float64(n)})
+			e.SignalWorkflow(wf.SignalProfile, wf.ThroughputProfile{TrialID: "flat", Nodes: n, Throughput: 100 + float64(n)})
 		}
 	})
 	e.at(15*time.Second, func() {

@@ -70,7 +70,7 @@ func (p *pool) expireReleases(ctx workflow.Context) {
 	}
 }
 
-func (p *pool) profile(r ProfileReport) {
+func (p *pool) profile(r ThroughputProfile) {
 	i, found := p.trial(r.TrialID)
 	if !found || r.Nodes <= 0 || !(r.Throughput > 0) {
 		return

@@ -26,10 +26,10 @@ const (
 	UpdateResume = gleaner.UpdateResume
 	UpdateStop   = gleaner.UpdateStop
 
-	KindCampaign = gleaner.KindCampaign
-	KindTrial    = gleaner.KindTrial
-	KindPool     = gleaner.KindPool
-	KindRecords  = gleaner.KindRecords
+	WorkflowKindCampaign = gleaner.WorkflowKindCampaign
+	WorkflowKindTrial    = gleaner.WorkflowKindTrial
+	WorkflowKindPool     = gleaner.WorkflowKindPool
+	WorkflowKindRecords  = gleaner.WorkflowKindRecords
 
 	MemoSnapshot       = gleaner.MemoSnapshot
 	InlineCountsEvery  = gleaner.InlineCountsEvery

@@ -69,11 +69,11 @@ func (s *profileSender) told(model string, batch int) { s.toldModel, s.toldBatch
 // is due. byType is asked only once an estimate exists (it may record a
 // workflow version): false keys what was sent by count alone, as trial
 // workflows did before profile-sent-per-type.
-func (s *profileSender) next(id string, n int, nodeType, model string, batch int, byType func() bool) (ProfileReport, bool) {
+func (s *profileSender) next(id string, n int, nodeType, model string, batch int, byType func() bool) (ThroughputProfile, bool) {
 	est, found := s.profiler.Estimate(id, n, nodeType)
 	up, down := s.profiler.RescaleCosts(id)
 	if !found || est.Throughput <= 0 {
-		return ProfileReport{}, false
+		return ThroughputProfile{}, false
 	}
 	key := profileKey{n, nodeType}
 	if !byType() {
@@ -83,11 +83,11 @@ func (s *profileSender) next(id string, n int, nodeType, model string, batch int
 	costsMoved := up.Seconds != s.sentUp || down.Seconds != s.sentDown
 	modelMoved := model != s.toldModel || batch != s.toldBatch
 	if had && math.Abs(est.Throughput-old) <= profileChange*old && !costsMoved && !modelMoved {
-		return ProfileReport{}, false
+		return ThroughputProfile{}, false
 	}
 	s.sent[key], s.sentUp, s.sentDown = est.Throughput, up.Seconds, down.Seconds
 	s.told(model, batch)
-	return ProfileReport{
+	return ThroughputProfile{
 		TrialID:         id,
 		Nodes:           n,
 		NodeType:        nodeType,
@@ -118,6 +118,6 @@ func (s *profileSender) ingestRun(c *runClock, id string, nodes int, nodeType st
 	}
 	start := c.at.Add(time.Second)
 	c.at = start.Add(d)
-	s.profiler.Ingest(jpa.Report{TrialID: id, Nodes: nodes, NodeType: nodeType, Samples: from, Time: start, Restart: true, AfterPause: true})
-	s.profiler.Ingest(jpa.Report{TrialID: id, Nodes: nodes, NodeType: nodeType, Samples: to, Time: c.at})
+	s.profiler.Ingest(jpa.Progress{TrialID: id, Nodes: nodes, NodeType: nodeType, Samples: from, Time: start, Restart: true, AfterPause: true})
+	s.profiler.Ingest(jpa.Progress{TrialID: id, Nodes: nodes, NodeType: nodeType, Samples: to, Time: c.at})
 }

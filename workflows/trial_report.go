@@ -46,7 +46,7 @@ func (t *trial) announceState(ctx workflow.Context) {
 
 func (t *trial) upsertAttributes(ctx workflow.Context) {
 	_ = workflow.UpsertTypedSearchAttributes(ctx,
-		GleanerKind.ValueSet(KindTrial),
+		GleanerKind.ValueSet(WorkflowKindTrial),
 		GleanerCampaign.ValueSet(t.in.CampaignID),
 		GleanerTrial.ValueSet(t.in.TrialID),
 		GleanerPool.ValueSet(t.in.Pool),

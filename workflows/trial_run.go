@@ -160,7 +160,7 @@ func (t *trial) onProgress(ctx workflow.Context, pr Progress) {
 	if pr.Attempt != a.attempt && a.seen && workflow.GetVersion(ctx, "profile-restart-per-attempt", workflow.DefaultVersion, 1) == 1 {
 		restart = true
 	}
-	t.prof.profiler.Ingest(jpa.Report{
+	t.prof.profiler.Ingest(jpa.Progress{
 		TrialID:    t.wfID,
 		Nodes:      pr.Nodes,
 		NodeType:   t.assignedType,

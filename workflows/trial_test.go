@@ -65,7 +65,7 @@ type trialEnv struct {
 	registers int
 	lastReg   RegisterTrial
 	poolSigs  []string
-	profiles  []ProfileReport
+	profiles  []ThroughputProfile
 	reports   []TrialReport
 }
 
@@ -86,7 +86,7 @@ func newTrialEnv(t *testing.T, behaviour func(RunTrialInput, int) (RunTrialResul
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			e.poolSigs = append(e.poolSigs, name)
-			if p, ok := arg.(ProfileReport); ok {
+			if p, ok := arg.(ThroughputProfile); ok {
 				e.profiles = append(e.profiles, p)
 			}
 			return nil

@@ -126,7 +126,7 @@ func (d *devRun) submit(ctx context.Context, c *client.Client, camp devCampaign)
 // noteEarlierCampaigns says which campaigns of an earlier run on the same
 // --db are still running: they resume on this worker and share its nodes.
 func (d *devRun) noteEarlierCampaigns(ctx context.Context, srv *devserver.Server) {
-	q := fmt.Sprintf("%s = %q AND ExecutionStatus = %q", workflows.GleanerKind.GetName(), workflows.KindCampaign, "Running")
+	q := fmt.Sprintf("%s = %q AND ExecutionStatus = %q", workflows.GleanerKind.GetName(), workflows.WorkflowKindCampaign, "Running")
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	resp, err := srv.Client().ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, PageSize: 20})

@@ -98,8 +98,8 @@ func devWriteUI(w io.Writer, ui, namespace string, camp client.Campaign) {
 	fmt.Fprintf(w, "  its workflows:   %s/namespaces/%s/workflows?query=%s\n", ui, url.PathEscape(namespace), url.QueryEscape(q))
 	fmt.Fprintf(w, "  queries to paste into the UI's search:\n")
 	fmt.Fprintf(w, "    %s\n", q)
-	fmt.Fprintf(w, "    %s AND %s = %q\n", q, workflows.GleanerKind.GetName(), workflows.KindTrial)
-	fmt.Fprintf(w, "    %s = %q\n", workflows.GleanerKind.GetName(), workflows.KindPool)
+	fmt.Fprintf(w, "    %s AND %s = %q\n", q, workflows.GleanerKind.GetName(), workflows.WorkflowKindTrial)
+	fmt.Fprintf(w, "    %s = %q\n", workflows.GleanerKind.GetName(), workflows.WorkflowKindPool)
 }
 
 // devUIBase is the web UI's address for people: localhost for a loopback

@@ -21,7 +21,8 @@ import (
 type nodeGate struct {
 	mu   sync.Mutex
 	held map[string]int
-	// freed is closed (and replaced) whenever nodes are released.
+	// freed is closed (and replaced) whenever nodes are released or an
+	// inline run takes its nodes (a run queued behind it may go next).
 	freed chan struct{}
 	// freedAt is when each node's last run released it, stopped whether
 	// that run was being stopped; idle the latest idle times (NodeIdle),
@@ -30,10 +31,36 @@ type nodeGate struct {
 	stopped map[string]bool
 	idle    []float64
 	idleN   int
+	// had holds the runs (workflows.RunRef) that took their nodes here and
+	// whose successor has not come yet, oldest first in hadOrder, at most
+	// maxHadKept.
+	had      map[string]bool
+	hadOrder []string
+	// grace replaces afterGrace when set (tests).
+	grace time.Duration
 }
 
 // maxIdleKept bounds the idle times a gate keeps.
 const maxIdleKept = 1 << 16
+
+// maxHadKept bounds the runs a gate remembers for their successors.
+const maxHadKept = 1 << 12
+
+// afterGrace is how long a queued run waits for the run it is queued
+// behind to reach this worker before it takes free nodes regardless (that
+// run went to another worker of the same queue, or its retry is late).
+const afterGrace = 30 * time.Second
+
+// gateRun is one run asking the gate for its nodes.
+type gateRun struct {
+	nodes []string
+	// wait: wait for the nodes (an inline run); otherwise take them.
+	wait bool
+	// self and after are this run's workflows.RunRef and the one it is
+	// queued behind ("" for none): a run queued behind another does not
+	// overtake it, even if the server hands it over first.
+	self, after string
+}
 
 // acquire holds nodes, first waiting until no run of this process holds
 // any of them when wait is set, calling beat every interval meanwhile.
@@ -42,16 +69,32 @@ const maxIdleKept = 1 << 16
 // stopped one is being stopped too, and its caller asks the server before
 // it launches. The release function frees the nodes once (later calls do
 // nothing); stopped says the run was being stopped.
-func (g *nodeGate) acquire(ctx context.Context, nodes []string, wait bool, interval time.Duration, beat func()) (release func(stopped bool), afterStop bool, _ error) {
+func (g *nodeGate) acquire(ctx context.Context, run gateRun, interval time.Duration, beat func()) (release func(stopped bool), afterStop bool, _ error) {
+	nodes := run.nodes
 	var ticker *time.Ticker
 	waited := false
+	grace := afterGrace
+	if g.grace > 0 {
+		grace = g.grace
+	}
+	graceEnds := time.Now().Add(grace)
 	for {
 		g.mu.Lock()
 		if g.held == nil {
 			g.held, g.freed = map[string]int{}, make(chan struct{})
 			g.freedAt, g.stopped = map[string]time.Time{}, map[string]bool{}
+			g.had = map[string]bool{}
 		}
-		if !wait || !slices.ContainsFunc(nodes, func(n string) bool { return g.held[n] > 0 }) {
+		if waited && ctx.Err() != nil {
+			// Freed and cancelled at once: the select below may have
+			// picked either; a cancelled run never takes the nodes.
+			g.mu.Unlock()
+			return nil, false, ctx.Err()
+		}
+		busy := slices.ContainsFunc(nodes, func(n string) bool { return g.held[n] > 0 })
+		ahead := run.after != "" && !g.had[run.after] && time.Now().Before(graceEnds)
+		if !run.wait || !busy && !ahead {
+			g.remember(run)
 			var last time.Time
 			for _, n := range nodes {
 				g.held[n]++
@@ -84,6 +127,26 @@ func (g *nodeGate) acquire(ctx context.Context, nodes []string, wait bool, inter
 		case <-ticker.C:
 			beat()
 		}
+	}
+}
+
+// remember notes that run took its nodes, for the run queued behind it,
+// and forgets the run it was queued behind; g.mu is held.
+func (g *nodeGate) remember(run gateRun) {
+	delete(g.had, run.after)
+	if run.self == "" || !run.wait {
+		return
+	}
+	g.had[run.self] = true
+	g.hadOrder = append(g.hadOrder, run.self)
+	close(g.freed) // wake the run queued behind it
+	g.freed = make(chan struct{})
+	for len(g.hadOrder) > maxHadKept {
+		delete(g.had, g.hadOrder[0])
+		g.hadOrder = g.hadOrder[1:]
+	}
+	if len(g.had) == 0 {
+		g.hadOrder = g.hadOrder[:0]
 	}
 }
 

@@ -16,11 +16,11 @@ import (
 
 func TestNodeGateKeepsOneRunOnANode(t *testing.T) {
 	var g nodeGate
-	first, afterStop, err := g.acquire(context.Background(), []string{"n0", "n1"}, true, time.Millisecond, func() {})
+	first, afterStop, err := g.acquire(context.Background(), gateRun{nodes: []string{"n0", "n1"}, wait: true}, time.Millisecond, func() {})
 	require.NoError(t, err)
 	require.False(t, afterStop)
 	// A run that does not wait (a trial workflow's) is never held up.
-	other, afterStop, err := g.acquire(context.Background(), []string{"n1"}, false, time.Millisecond, func() {})
+	other, afterStop, err := g.acquire(context.Background(), gateRun{nodes: []string{"n1"}, wait: false}, time.Millisecond, func() {})
 	require.NoError(t, err)
 	require.False(t, afterStop)
 	other(false)
@@ -31,7 +31,7 @@ func TestNodeGateKeepsOneRunOnANode(t *testing.T) {
 	}
 	acquired := make(chan got)
 	go func() {
-		r, w, err := g.acquire(context.Background(), []string{"n1"}, true, time.Millisecond, func() {
+		r, w, err := g.acquire(context.Background(), gateRun{nodes: []string{"n1"}, wait: true}, time.Millisecond, func() {
 			select {
 			case beats <- struct{}{}:
 			default:
@@ -48,7 +48,7 @@ func TestNodeGateKeepsOneRunOnANode(t *testing.T) {
 		t.Fatal("acquired n1 while the first run held it")
 	default:
 	}
-	free, afterStop, err := g.acquire(context.Background(), []string{"n2"}, true, time.Millisecond, func() {})
+	free, afterStop, err := g.acquire(context.Background(), gateRun{nodes: []string{"n2"}, wait: true}, time.Millisecond, func() {})
 	require.NoError(t, err, "another node is not held up")
 	require.False(t, afterStop)
 	free(false)
@@ -59,11 +59,11 @@ func TestNodeGateKeepsOneRunOnANode(t *testing.T) {
 	// A cancelled wait gives up.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, _, err = g.acquire(ctx, []string{"n1"}, true, time.Millisecond, func() {})
+	_, _, err = g.acquire(ctx, gateRun{nodes: []string{"n1"}, wait: true}, time.Millisecond, func() {})
 	require.ErrorIs(t, err, context.Canceled)
 	second.release(false)
 	// A run that waited for one that ended by itself launches at once.
-	third, afterStop, err := g.acquire(context.Background(), []string{"n1"}, true, time.Millisecond, func() {})
+	third, afterStop, err := g.acquire(context.Background(), gateRun{nodes: []string{"n1"}, wait: true}, time.Millisecond, func() {})
 	require.NoError(t, err)
 	require.False(t, afterStop)
 	third(false)
@@ -108,4 +108,49 @@ func TestRunTrialQueuedOnANodeStartsWhenTheRunBeforeItEnds(t *testing.T) {
 	s2, e2 := span("t2")
 	require.True(t, s2 >= e1 || s1 >= e2, "the trainers overlapped on local-0: [%d, %d] and [%d, %d]", s1, e1, s2, e2)
 	require.Len(t, a.NodeIdle(), 1, "the second launch on local-0 was measured")
+}
+
+// A run queued behind another that reaches the worker first (the server
+// hands over a workflow task's activities in any order) waits for that
+// run to have its nodes and to end; a run it waits for that never comes
+// holds it up only for the grace.
+func TestNodeGateKeepsAQueuedRunBehindTheRunBeforeIt(t *testing.T) {
+	g := nodeGate{grace: time.Hour}
+	acquired := make(chan func(bool))
+	beats := make(chan struct{}, 100)
+	go func() {
+		r, _, err := g.acquire(context.Background(), gateRun{nodes: []string{"n0"}, wait: true, self: "b", after: "a"},
+			time.Millisecond, func() {
+				select {
+				case beats <- struct{}{}:
+				default:
+				}
+			})
+		if err == nil {
+			acquired <- r
+		}
+	}()
+	<-beats
+	<-beats // waiting on free nodes, for a
+	select {
+	case <-acquired:
+		t.Fatal("b took n0 before a, which it is queued behind")
+	default:
+	}
+	first, _, err := g.acquire(context.Background(), gateRun{nodes: []string{"n0"}, wait: true, self: "a"}, time.Millisecond, func() {})
+	require.NoError(t, err, "a is not held up by b")
+	select {
+	case <-acquired:
+		t.Fatal("b took n0 while a holds it")
+	case <-time.After(20 * time.Millisecond):
+	}
+	first(false)
+	second := <-acquired
+	second(false)
+	require.Equal(t, map[string]bool{"b": true}, g.had, "a is forgotten once b followed it; b waits for its own successor")
+
+	g.grace = 10 * time.Millisecond
+	lone, _, err := g.acquire(context.Background(), gateRun{nodes: []string{"n0"}, wait: true, self: "d", after: "c"}, time.Millisecond, func() {})
+	require.NoError(t, err, "c never came: d goes after the grace")
+	lone(false)
 }

@@ -126,7 +126,8 @@ func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (
 	// An inline run may have been queued behind the run still training on
 	// its nodes (a pipelined campaign): everything above is ready, so its
 	// trainer starts the moment the one before it is gone.
-	release, afterStop, err := a.gate.acquire(ctx, in.Nodes, in.Quiet, quietHeartbeatInterval, func() { r.heartbeat(ctx) })
+	release, afterStop, err := a.gate.acquire(ctx, gateRun{nodes: in.Nodes, wait: in.Quiet,
+		self: workflows.RunRef(in.Trial, in.Run), after: in.After}, quietHeartbeatInterval, func() { r.heartbeat(ctx) })
 	if err == nil && afterStop {
 		// The run before it was stopped (the campaign pauses, stops, loses
 		// the nodes): this one most likely is too, and a heartbeat's

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/gleaner-hpc/gleaner"
@@ -252,6 +253,17 @@ type RunTrialInput struct {
 	// Quiet: send no progress signals (an inline trial's campaign hears
 	// only the result; the heartbeat still carries liveness).
 	Quiet bool `json:"quiet,omitempty"`
+	// After is the run this one is queued behind on its nodes (a
+	// pipelined campaign; its RunRef): the worker starts this run's
+	// trainer only once that run has had the nodes, even where the server
+	// hands this run to the worker first.
+	After string `json:"after,omitempty"`
+}
+
+// RunRef names one run of one trial among every run a worker sees:
+// campaign, trial and run number.
+func RunRef(t TrialInput, run int) string {
+	return fmt.Sprintf("%s/%s/%s#%d", t.CampaignID, t.CampaignWorkflowID, t.TrialID, run)
 }
 
 // RegisterTrialInput is the RegisterTrial activity's input.

@@ -238,6 +238,12 @@ func runTrialOptions(maxRestarts int) workflow.ActivityOptions {
 }
 
 func (x *inliner) launch(ctx workflow.Context, key string, nodes []string, queue string) {
+	x.launchAfter(ctx, key, nodes, queue, "")
+}
+
+// launchAfter launches a trial's run queued behind the run after (a
+// RunRef; "" for none) on the same nodes.
+func (x *inliner) launchAfter(ctx workflow.Context, key string, nodes []string, queue, after string) {
 	st := x.st()
 	i := x.find(key)
 	t := &st.Trials[i]
@@ -250,7 +256,7 @@ func (x *inliner) launch(ctx workflow.Context, key string, nodes []string, queue
 		b.p.State = TrialRunning
 	})
 	in := RunTrialInput{Trial: t.Input, Run: run, Nodes: nodes, NodeType: st.NodeType,
-		ResumeFrom: t.Progress.Checkpoint, Owner: t.Input.Owner, Quiet: true}
+		ResumeFrom: t.Progress.Checkpoint, Owner: t.Input.Owner, Quiet: true, After: after}
 	actx, cancel := workflow.WithCancel(ctx)
 	actx = workflow.WithActivityOptions(actx, runTrialOptions(t.Input.MaxRestarts))
 	if queue != "" {

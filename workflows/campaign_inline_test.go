@@ -36,6 +36,7 @@ type inlineHarness struct {
 	freed    chan struct{}       // closed (and replaced) when a node frees
 	canceled map[string]bool     // activity ids the campaign cancelled
 	runNodes map[string][]string // activity id → its nodes
+	had      map[string]bool     // RunRef of every run launched
 	maxRuns  int
 	launches []RunTrialInput
 	released []Released
@@ -54,7 +55,7 @@ type inlineHarness struct {
 }
 
 func newInlineHarness(t *testing.T, grant int, runFor time.Duration) *inlineHarness {
-	h := &inlineHarness{t: t, grant: grant, runFor: runFor, running: map[string]string{}, runNodes: map[string][]string{},
+	h := &inlineHarness{t: t, grant: grant, runFor: runFor, running: map[string]string{}, runNodes: map[string][]string{}, had: map[string]bool{},
 		freed: make(chan struct{}), canceled: map[string]bool{}}
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
@@ -137,8 +138,10 @@ func (h *inlineHarness) free() {
 func (h *inlineHarness) runTrial(ctx context.Context, in RunTrialInput) (RunTrialResult, error) {
 	h.mu.Lock()
 	// A pipelined campaign queues a run behind the one on its nodes: the
-	// worker starts it once they are free (activities/gate.go).
-	for in.Quiet && slices.ContainsFunc(in.Nodes, func(n string) bool { _, busy := h.running[n]; return busy }) {
+	// worker starts it once that run has had them and they are free
+	// again (activities/gate.go), whichever the server handed over first.
+	for in.Quiet && ctx.Err() == nil && (slices.ContainsFunc(in.Nodes, func(n string) bool { _, busy := h.running[n]; return busy }) ||
+		in.After != "" && !h.had[in.After]) {
 		freed := h.freed
 		h.mu.Unlock()
 		select {
@@ -148,9 +151,10 @@ func (h *inlineHarness) runTrial(ctx context.Context, in RunTrialInput) (RunTria
 		h.mu.Lock()
 	}
 	// A run cancelled before it started never starts (the worker
-	// heartbeats before it launches a run that waited). The test
-	// environment tells only the listener of a cancellation.
-	if h.canceled[activity.GetInfo(ctx).ActivityID] {
+	// heartbeats before it launches a run that waited, and the gate
+	// gives no nodes to a cancelled run). The test environment may call
+	// the listener of a cancellation before or after it cancels ctx.
+	if h.canceled[activity.GetInfo(ctx).ActivityID] || ctx.Err() != nil {
 		h.mu.Unlock()
 		return RunTrialResult{}, temporal.NewCanceledError()
 	}
@@ -164,6 +168,8 @@ func (h *inlineHarness) runTrial(ctx context.Context, in RunTrialInput) (RunTria
 		h.running[n] = in.Trial.TrialID
 	}
 	h.runNodes[activity.GetInfo(ctx).ActivityID] = in.Nodes
+	h.had[RunRef(in.Trial, in.Run)] = true
+	h.free() // the run queued behind this one may go once it ends
 	h.maxRuns = max(h.maxRuns, len(h.running))
 	h.launches = append(h.launches, in)
 	held := h.hold != nil && h.hold(len(h.launches)-1, in)

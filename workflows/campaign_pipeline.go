@@ -134,7 +134,8 @@ func (x *inliner) queue(ctx workflow.Context) {
 		}
 		head := x.running[heads[0]]
 		heads = heads[1:]
-		x.launch(ctx, t.Key, head.nodes, head.queue)
+		ht := st.Trials[x.find(head.key)]
+		x.launchAfter(ctx, t.Key, head.nodes, head.queue, RunRef(ht.Input, head.run))
 		p.behind[t.Key] = head.key
 		q := &st.Trials[x.find(t.Key)]
 		q.Progress.State, q.Progress.Nodes = TrialPending, nil

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -57,6 +58,17 @@ func TestPipelinedCampaignQueuesTheNextTrialBehindEachRun(t *testing.T) {
 	require.Len(t, h.launches, 12, "one run per trial")
 	require.Equal(t, 3, h.maxRuns, "three nodes, three trainers at most")
 	require.Equal(t, 6, runs.max, "a run queued behind each of the three")
+	queued := 0
+	for i, in := range h.launches {
+		if in.After == "" {
+			continue
+		}
+		queued++
+		before := slices.IndexFunc(h.launches[:i], func(b RunTrialInput) bool { return RunRef(b.Trial, b.Run) == in.After })
+		require.GreaterOrEqual(t, before, 0, "%s is queued behind %s, which did not train before it", in.Trial.TrialID, in.After)
+		require.Equal(t, h.launches[before].Nodes, in.Nodes, "queued on the nodes of the run it waits for")
+	}
+	require.Equal(t, 9, queued, "every trial after the first three was queued behind a run")
 	require.Len(t, h.regs, 1)
 	require.Equal(t, 3, h.regs[0].MaxNodes, "the pool is asked for max_concurrent trials' nodes, not the queued ones'")
 }

@@ -19,7 +19,10 @@ import (
 // on the same nodes, and the worker starts that run's trainer the moment
 // the one before it has exited (RunTrial holds an inline run's nodes in
 // the worker until its trainer and all it started are gone; see
-// activities/gate.go).
+// activities/gate.go). The two runs' activities may be scheduled in one
+// workflow task and the server may hand the queued one to the worker
+// first: RunTrialInput.After names the run it is queued behind, and the
+// worker does not let it overtake that run.
 //
 // Only searchers whose next trial does not depend on the last results
 // are pipelined (pipelineAlgorithms): the campaign asks them for up to

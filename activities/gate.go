@@ -88,6 +88,7 @@ func (g *nodeGate) acquire(ctx context.Context, run gateRun, interval time.Durat
 		if waited && ctx.Err() != nil {
 			// Freed and cancelled at once: the select below may have
 			// picked either; a cancelled run never takes the nodes.
+			g.remember(run)
 			g.mu.Unlock()
 			return nil, false, ctx.Err()
 		}
@@ -123,6 +124,9 @@ func (g *nodeGate) acquire(ctx context.Context, run gateRun, interval time.Durat
 		select {
 		case <-freed:
 		case <-ctx.Done():
+			g.mu.Lock()
+			g.remember(run)
+			g.mu.Unlock()
 			return nil, false, ctx.Err()
 		case <-ticker.C:
 			beat()
@@ -130,8 +134,9 @@ func (g *nodeGate) acquire(ctx context.Context, run gateRun, interval time.Durat
 	}
 }
 
-// remember notes that run took its nodes, for the run queued behind it,
-// and forgets the run it was queued behind; g.mu is held.
+// remember notes that run took its nodes, or was cancelled waiting for
+// them, for the run queued behind it (which may go next), and forgets the
+// run it was queued behind; g.mu is held.
 func (g *nodeGate) remember(run gateRun) {
 	delete(g.had, run.after)
 	if run.self == "" || !run.wait {

@@ -91,13 +91,15 @@ type inliner struct {
 	pipe *pipeline
 }
 
-func newInliner(c *campaign, pipelined bool) *inliner {
+// newInliner makes the inliner of c, queueing depth runs behind each
+// training run (0: not pipelined).
+func newInliner(c *campaign, depth int) *inliner {
 	if c.st.Inline == nil {
 		c.st.Inline = &InlineState{}
 	}
 	x := &inliner{c: c, running: map[string]*inlineRun{}}
-	if pipelined {
-		x.pipe = &pipeline{behind: map[string]string{}}
+	if depth > 0 {
+		x.pipe = &pipeline{behind: map[string]string{}, depth: depth}
 	}
 	return x
 }
@@ -132,7 +134,7 @@ func (x *inliner) demand() int {
 	if c.st.Paused {
 		return 0
 	}
-	trials := min(len(x.st().Trials), c.spec.Budget.MaxConcurrent) // (pipelined: twice as many in flight)
+	trials := min(len(x.st().Trials), c.spec.Budget.MaxConcurrent) // (pipelined: the queued ones besides)
 	if !c.st.Stopping && !c.st.SearchDone {
 		trials = c.spec.Budget.MaxConcurrent
 	}

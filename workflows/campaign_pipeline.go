@@ -26,8 +26,8 @@ import (
 //
 // Only searchers whose next trial does not depend on the last results
 // are pipelined (pipelineAlgorithms): the campaign asks them for up to
-// twice max_concurrent trials, max_concurrent of them training and one
-// waiting behind each. A searcher that learns from results (TPE, ASHA,
+// (1+PipelineDepth) × max_concurrent trials, max_concurrent of them
+// training and PipelineDepth waiting behind each. A searcher that learns from results (TPE, ASHA,
 // PBT, …) would sample with one result fewer per slot, or, like
 // synchronous PBT, needs every result of a generation before it creates
 // the next: those campaigns run as before.
@@ -59,17 +59,37 @@ func Pipelined(spec gleaner.CampaignSpec) bool {
 		spec.Budget.MaxConcurrent <= PipelineMaxConcurrent
 }
 
-// pipelineVersion decides, once per run, whether this run pipelines its
-// trials: runs recorded before pipelining existed did not.
-func pipelineVersion(ctx workflow.Context, spec gleaner.CampaignSpec) bool {
-	return Pipelined(spec) && workflow.GetVersion(ctx, "inline-pipeline", workflow.DefaultVersion, 1) == 1
+// PipelineDepth is how many runs a pipelined campaign queues behind each
+// training run. One hides the round trip between two trials while the
+// server keeps up; under load that round trip (the run's completion, a
+// campaign task, the next run scheduled and handed to the worker) took
+// longer than a one-second trial, and the node sat idle until it came
+// (node idle p95 1.3–2.6 s, docs/benchmarks.md). Two give it the length of
+// two trials.
+const PipelineDepth = 2
+
+// pipelineVersion decides, once per run, how many runs this run queues
+// behind each training one: none when it is not pipelined, one for runs
+// recorded before PipelineDepth was two, none for those recorded before
+// pipelining existed.
+func pipelineVersion(ctx workflow.Context, spec gleaner.CampaignSpec) int {
+	if !Pipelined(spec) {
+		return 0
+	}
+	switch workflow.GetVersion(ctx, "inline-pipeline", workflow.DefaultVersion, 2) {
+	case workflow.DefaultVersion:
+		return 0
+	case 1:
+		return 1
+	}
+	return PipelineDepth
 }
 
 // window is how many trials the campaign keeps in flight: max_concurrent,
-// twice that when pipelined (one waiting behind each training).
+// and the runs queued behind them when pipelined.
 func (c *campaign) window() int {
 	if c.inline != nil && c.inline.pipe != nil {
-		return 2 * c.spec.Budget.MaxConcurrent
+		return (1 + c.inline.pipe.depth) * c.spec.Budget.MaxConcurrent
 	}
 	return c.spec.Budget.MaxConcurrent
 }
@@ -77,31 +97,35 @@ func (c *campaign) window() int {
 // pipeline is a pipelined inliner's queue: which run waits behind which.
 type pipeline struct {
 	// behind maps a queued run's key to the key of the run it waits for
-	// (its predecessor on the same nodes).
+	// (its predecessor on the same nodes, training or queued itself).
 	behind map[string]string
+	// depth is the most runs queued behind one training run.
+	depth int
 }
 
-// queuedFirst orders keys (sorted) with the queued runs first, so that
-// stopping them all cancels each queued run before the run it waits for
-// ends and frees its nodes.
-func (p *pipeline) queuedFirst(keys []string) {
-	slices.SortStableFunc(keys, func(a, b string) int {
-		_, qa := p.behind[a]
-		_, qb := p.behind[b]
-		switch {
-		case qa && !qb:
-			return -1
-		case qb && !qa:
-			return 1
+// place is a run's place in its queue: 0 training, 1 next, 2 after that.
+func (p *pipeline) place(key string) int {
+	n := 0
+	for {
+		before, queued := p.behind[key]
+		if !queued {
+			return n
 		}
-		return 0
-	})
+		key, n = before, n+1
+	}
 }
 
-// queue gives each run that trains and has no successor yet the next
-// waiting trial, on the same nodes, and marks as running the queued runs
-// whose predecessor has ended. It runs after step has launched what fits
-// on free nodes.
+// queuedFirst orders keys (sorted) with the queued runs first, last in
+// line first, so that stopping them all cancels each queued run before
+// the run it waits for ends and frees its nodes.
+func (p *pipeline) queuedFirst(keys []string) {
+	slices.SortStableFunc(keys, func(a, b string) int { return p.place(b) - p.place(a) })
+}
+
+// queue gives each slot whose line is shorter than the pipeline's depth
+// the next waiting trial, behind its last run, on the same nodes, and
+// marks as training the queued runs whose predecessor has ended. It runs
+// after step has launched what fits on free nodes.
 func (x *inliner) queue(ctx workflow.Context) {
 	p, st := x.pipe, x.st()
 	for _, key := range slices.Sorted(maps.Keys(p.behind)) {
@@ -110,36 +134,42 @@ func (x *inliner) queue(ctx workflow.Context) {
 			delete(p.behind, key)
 		} else if x.running[before] == nil {
 			delete(p.behind, key)
-			r := x.running[key]
-			// It trains from now on: its time to the end is what the
-			// pool's JPA measures (measure), not its wait in the queue.
-			r.launched = workflow.Now(ctx)
-			if i := x.find(key); i >= 0 {
-				t := &st.Trials[i]
-				t.Progress.State, t.Progress.Nodes = TrialRunning, r.nodes
-			}
 		}
 	}
-	waiting := map[string]bool{}
-	for _, before := range p.behind {
-		waiting[before] = true
+	for _, key := range x.runKeys() {
+		if _, queued := p.behind[key]; queued {
+			continue
+		}
+		if i := x.find(key); i >= 0 && st.Trials[i].Progress.State == TrialPending {
+			// It trains from now on: its time to the end is what the
+			// pool's JPA measures (measure), not its wait in the queue.
+			r := x.running[key]
+			r.launched = workflow.Now(ctx)
+			t := &st.Trials[i]
+			t.Progress.State, t.Progress.Nodes = TrialRunning, r.nodes
+		}
 	}
-	heads := slices.DeleteFunc(x.runKeys(), func(k string) bool {
-		_, queued := p.behind[k]
-		return queued || waiting[k] || x.running[k].stopping || x.shouldStop(k)
+	waitedOn := map[string]bool{}
+	for _, before := range p.behind {
+		waitedOn[before] = true
+	}
+	// The last run of each line that is not full, the shortest lines
+	// first.
+	tails := slices.DeleteFunc(x.runKeys(), func(k string) bool {
+		return waitedOn[k] || p.place(k) >= p.depth || x.running[k].stopping || x.shouldStop(k)
 	})
+	slices.SortStableFunc(tails, func(a, b string) int { return p.place(a) - p.place(b) })
 	for _, t := range slices.Clone(st.Trials) {
-		if len(heads) == 0 {
+		if len(tails) == 0 {
 			return
 		}
 		if x.running[t.Key] != nil || t.Stop {
 			continue
 		}
-		head := x.running[heads[0]]
-		heads = heads[1:]
-		ht := st.Trials[x.find(head.key)]
-		x.launchAfter(ctx, t.Key, head.nodes, head.queue, RunRef(ht.Input, head.run))
-		p.behind[t.Key] = head.key
+		tail := x.running[tails[0]]
+		tails = tails[1:]
+		x.launchAfter(ctx, t.Key, tail.nodes, tail.queue, RunRef(st.Trials[x.find(tail.key)].Input, tail.run))
+		p.behind[t.Key] = tail.key
 		q := &st.Trials[x.find(t.Key)]
 		q.Progress.State, q.Progress.Nodes = TrialPending, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/gleaner-hpc/gleaner/hpo"
 )
@@ -44,8 +45,8 @@ func countRuns(h *inlineHarness) *runsInFlight {
 }
 
 // Random search's next trial does not wait for results: each run gets the
-// next trial queued behind it on its nodes, which starts there once the
-// run ends (the harness, like the worker, never runs two on one node).
+// next PipelineDepth trials queued behind it on its nodes, each of which
+// starts there once the run before it ends (the harness, like the worker, never runs two on one node).
 func TestPipelinedCampaignQueuesTheNextTrialBehindEachRun(t *testing.T) {
 	h := newInlineHarness(t, 3, 30*time.Millisecond)
 	runs := countRuns(h)
@@ -57,7 +58,7 @@ func TestPipelinedCampaignQueuesTheNextTrialBehindEachRun(t *testing.T) {
 	require.Equal(t, 12, res.Completed)
 	require.Len(t, h.launches, 12, "one run per trial")
 	require.Equal(t, 3, h.maxRuns, "three nodes, three trainers at most")
-	require.Equal(t, 6, runs.max, "a run queued behind each of the three")
+	require.Equal(t, 3*(1+PipelineDepth), runs.max, "PipelineDepth runs queued behind each of the three")
 	queued := 0
 	for i, in := range h.launches {
 		if in.After == "" {
@@ -106,7 +107,19 @@ func TestStoppingAPipelinedCampaignStopsItsQueuedRuns(t *testing.T) {
 	var res CampaignResult
 	require.NoError(t, h.env.GetWorkflowResult(&res))
 	require.Equal(t, CampaignStopped, res.State)
-	require.Equal(t, 4, res.Stopped, "two training and two queued trials, all stopped")
+	require.Equal(t, 2*(1+PipelineDepth), res.Stopped, "two training trials and those queued behind them, all stopped")
 	require.Equal(t, 0, res.Completed+res.Failed)
 	require.Len(t, h.launches, 2, "the queued runs never trained")
+}
+
+// A campaign run recorded when one run was queued behind each keeps
+// queueing one.
+func TestPipelineOfARunRecordedAtDepthOneKeepsIt(t *testing.T) {
+	h := newInlineHarness(t, 3, 30*time.Millisecond)
+	h.env.OnGetVersion("inline-pipeline", workflow.DefaultVersion, 2).Return(workflow.Version(1))
+	runs := countRuns(h)
+	h.env.ExecuteWorkflow(CampaignWorkflowName, inlineSpec(12, 3))
+	require.True(t, h.env.IsWorkflowCompleted())
+	require.NoError(t, h.env.GetWorkflowError())
+	require.Equal(t, 6, runs.max, "one run queued behind each of the three")
 }

@@ -126,12 +126,29 @@ type busyInlineCampaign struct {
 	tclient.Client
 	asked chan struct{} // closed when the campaign is queried
 	chunk workflows.TrialRecords
+	// noChunk: the campaign has written no records chunk yet; its query
+	// answers live after answerAfter.
+	noChunk     bool
+	live        []workflows.TrialStatus
+	answerAfter time.Duration
 }
 
 func (b *busyInlineCampaign) QueryWorkflow(ctx context.Context, _, _, _ string, _ ...any) (converter.EncodedValue, error) {
 	close(b.asked)
-	<-ctx.Done()
-	return nil, ctx.Err()
+	if !b.noChunk {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	select {
+	case <-time.After(b.answerAfter):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	p, err := converter.GetDefaultDataConverter().ToPayloads(b.live)
+	if err != nil {
+		return nil, err
+	}
+	return tclient.NewValue(p), nil
 }
 
 func (b *busyInlineCampaign) WorkflowService() workflowservice.WorkflowServiceClient {
@@ -139,6 +156,9 @@ func (b *busyInlineCampaign) WorkflowService() workflowservice.WorkflowServiceCl
 }
 
 func (b *busyInlineCampaign) ListWorkflow(context.Context, *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error) {
+	if b.noChunk {
+		return &workflowservice.ListWorkflowExecutionsResponse{}, nil
+	}
 	id := workflows.TrialRecordsWorkflowID(workflows.CampaignWorkflowID("c"), 1)
 	return &workflowservice.ListWorkflowExecutionsResponse{Executions: []*workflowpb.WorkflowExecutionInfo{
 		{Execution: &commonpb.WorkflowExecution{WorkflowId: id}},
@@ -156,10 +176,12 @@ type slowHistory struct {
 }
 
 func (s slowHistory) GetWorkflowExecutionHistory(ctx context.Context, _ *workflowservice.GetWorkflowExecutionHistoryRequest, _ ...grpc.CallOption) (*workflowservice.GetWorkflowExecutionHistoryResponse, error) {
-	select {
-	case <-s.b.asked:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if !s.b.noChunk {
+		select {
+		case <-s.b.asked:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	var spec gleaner.CampaignSpec
 	spec.Trial.Inline = true
@@ -206,4 +228,22 @@ func TestTrialsOfABusyInlineCampaignAskWhileTheSpecIsRead(t *testing.T) {
 	require.True(t, l.Busy)
 	require.Len(t, l.Trials, 2)
 	require.Equal(t, "t00002", l.Trials[1].TrialID)
+}
+
+// A busy inline campaign that has written no records chunk yet has all
+// its trials in its answer: trials waits for it past QueryPatience rather
+// than list nothing (it listed nothing while status counted 103 ended),
+// and the answer is listed (it was dropped: read into a copy).
+func TestTrialsOfABusyInlineCampaignWithoutChunksWaitForItsAnswer(t *testing.T) {
+	for _, patience := range []time.Duration{20 * time.Millisecond, 0} {
+		withPatience(t, patience)
+		fake := &busyInlineCampaign{asked: make(chan struct{}), noChunk: true, answerAfter: 200 * time.Millisecond,
+			live: []workflows.TrialStatus{{TrialID: "t00001"}, {TrialID: "t00002"}, {TrialID: "t00003"}}}
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		l, err := New(fake, Options{}).TrialsNewest(ctx, "c", 1000)
+		cancel()
+		require.NoError(t, err)
+		require.False(t, l.Busy, "patience %s", patience)
+		require.Len(t, l.Trials, 3, "patience %s", patience)
+	}
 }

@@ -61,11 +61,14 @@ func (c *Client) listTrials(ctx context.Context, name string, sel trialSelect) (
 		chunks <- listed{ids, err}
 	}()
 	var live liveTrials
-	if sel.patient || QueryPatience > 0 {
+	ask := func() {
 		live.answer = make(chan error, 1)
 		go func() {
 			live.answer <- c.query(lctx, gleaner.CampaignWorkflowID(name), "campaign "+name, gleaner.QueryTrials, &live.trials)
 		}()
+	}
+	if sel.patient || QueryPatience > 0 {
+		ask()
 	}
 	spec, err := c.Spec(ctx, name)
 	if err != nil {
@@ -77,11 +80,19 @@ func (c *Client) listTrials(ctx context.Context, name string, sel trialSelect) (
 		if ch.err != nil {
 			return TrialList{}, fmt.Errorf("listing the trial records of campaign %q: %w", name, ch.err)
 		}
+		if len(ch.ids) == 0 {
+			// Before its first records chunk every trial is in the
+			// campaign's answer alone: wait for it, however busy.
+			patience = nil
+			if live.answer == nil {
+				ask()
+			}
+		}
 		limit := sel.limit
 		if sel.failed {
 			limit = 0 // failed trials can be in any chunk
 		}
-		l, err = c.inlineTrials(ctx, limit, ch.ids, live, patience, cancel)
+		l, err = c.inlineTrials(ctx, limit, ch.ids, &live, patience, cancel)
 		if sel.failed {
 			l.Trials = slices.DeleteFunc(l.Trials, func(t gleaner.TrialStatus) bool { return t.State != gleaner.TrialFailed })
 			if sel.limit > 0 && len(l.Trials) > sel.limit {
@@ -133,7 +144,7 @@ type TrialList struct {
 // A busy campaign answers only between its workflow tasks: once patience
 // fires and the chunks are read, it lists what they hold (Busy says so;
 // at once when the campaign was not asked); cancel stops the query.
-func (c *Client) inlineTrials(ctx context.Context, limit int, chunks []string, live liveTrials, patience <-chan time.Time, cancel func()) (TrialList, error) {
+func (c *Client) inlineTrials(ctx context.Context, limit int, chunks []string, live *liveTrials, patience <-chan time.Time, cancel func()) (TrialList, error) {
 	slices.Sort(chunks) // …-records-00001, …-records-00002, …
 	// Read chunks newest first, a few at a time, until limit are found.
 	var recs []gleaner.TrialRecords // newest first

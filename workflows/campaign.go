@@ -87,9 +87,9 @@ func newCampaign(ctx workflow.Context, in CampaignInput) (*campaign, error) {
 		c.threshold = DefaultCampaignHistoryThreshold
 	}
 	c.legacyBest = workflow.GetVersion(ctx, "best-never-worse", workflow.DefaultVersion, 1) == workflow.DefaultVersion
-	depth := pipelineVersion(ctx, spec) // campaign_pipeline.go
-	if depth > 0 {
-		cfg.MaxConcurrent = (1 + depth) * spec.Budget.MaxConcurrent
+	pipe := pipelineVersion(ctx, spec) // campaign_pipeline.go
+	if pipe != nil {
+		cfg.MaxConcurrent = (1 + pipe.depth) * spec.Budget.MaxConcurrent
 	}
 	var err error
 	if in.State == nil {
@@ -107,7 +107,7 @@ func newCampaign(ctx workflow.Context, in CampaignInput) (*campaign, error) {
 			return nil, temporal.NewNonRetryableApplicationError("invalid campaign spec: search: "+err.Error(), ErrTypeInvalidSpec, err)
 		}
 		if spec.Trial.Inline {
-			c.inline = newInliner(c, depth)
+			c.inline = newInliner(c, pipe)
 		}
 		return c, nil
 	}
@@ -118,7 +118,7 @@ func newCampaign(ctx workflow.Context, in CampaignInput) (*campaign, error) {
 		return nil, temporal.NewNonRetryableApplicationError("invalid campaign state: "+err.Error(), ErrTypeBadState, err)
 	}
 	if spec.Trial.Inline {
-		c.inline = newInliner(c, depth)
+		c.inline = newInliner(c, pipe)
 	}
 	return c, nil
 }

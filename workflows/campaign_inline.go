@@ -91,16 +91,14 @@ type inliner struct {
 	pipe *pipeline
 }
 
-// newInliner makes the inliner of c, queueing depth runs behind each
-// training run (0: not pipelined).
-func newInliner(c *campaign, depth int) *inliner {
+// newInliner makes the inliner of c, with pipe its queue (nil: not
+// pipelined).
+func newInliner(c *campaign, pipe *pipeline) *inliner {
 	if c.st.Inline == nil {
 		c.st.Inline = &InlineState{}
 	}
 	x := &inliner{c: c, running: map[string]*inlineRun{}}
-	if depth > 0 {
-		x.pipe = &pipeline{behind: map[string]string{}, depth: depth}
-	}
+	x.pipe = pipe
 	return x
 }
 
@@ -290,6 +288,9 @@ func (x *inliner) stopTrial(key string) {
 // Tuning.DrainWait, stops the rest at a checkpoint and waits for them.
 func (x *inliner) drain(ctx workflow.Context) error {
 	x.draining = true
+	if x.pipe != nil && x.pipe.drainCancels {
+		x.pipe.cancelQueued(x)
+	}
 	timedOut := false
 	timer := workflow.NewTimer(ctx, x.c.in.Tuning.drainWait())
 	workflow.Go(ctx, func(ctx workflow.Context) {

@@ -68,21 +68,23 @@ func Pipelined(spec gleaner.CampaignSpec) bool {
 // two trials.
 const PipelineDepth = 2
 
-// pipelineVersion decides, once per run, how many runs this run queues
-// behind each training one: none when it is not pipelined, one for runs
-// recorded before PipelineDepth was two, none for those recorded before
-// pipelining existed.
-func pipelineVersion(ctx workflow.Context, spec gleaner.CampaignSpec) int {
+// pipelineVersion decides, once per run, how this run pipelines its
+// trials (nil: it does not): runs recorded before pipelining existed did
+// not, those recorded before PipelineDepth was two queued one run behind
+// each, and those before version 3 let queued runs train while the run
+// drained for continue-as-new.
+func pipelineVersion(ctx workflow.Context, spec gleaner.CampaignSpec) *pipeline {
 	if !Pipelined(spec) {
-		return 0
+		return nil
 	}
-	switch workflow.GetVersion(ctx, "inline-pipeline", workflow.DefaultVersion, 2) {
+	p := &pipeline{behind: map[string]string{}, depth: PipelineDepth, drainCancels: true}
+	switch v := workflow.GetVersion(ctx, "inline-pipeline", workflow.DefaultVersion, 3); v {
 	case workflow.DefaultVersion:
-		return 0
-	case 1:
-		return 1
+		return nil
+	case 1, 2:
+		p.depth, p.drainCancels = int(v), false
 	}
-	return PipelineDepth
+	return p
 }
 
 // window is how many trials the campaign keeps in flight: max_concurrent,
@@ -101,6 +103,25 @@ type pipeline struct {
 	behind map[string]string
 	// depth is the most runs queued behind one training run.
 	depth int
+	// drainCancels: a run draining for continue-as-new cancels its
+	// queued runs at once (they have not trained; the next run starts
+	// them again) instead of waiting for them as for training ones. A
+	// queued run the server had not yet handed to the worker, with 100
+	// in flight, held the drain for its whole wait (30 s) while every
+	// node sat idle (docs/benchmarks.md).
+	drainCancels bool
+}
+
+// cancelQueued stops every queued run of x that has not begun to train.
+func (p *pipeline) cancelQueued(x *inliner) {
+	for _, key := range x.runKeys() {
+		if _, queued := p.behind[key]; queued {
+			if r := x.running[key]; !r.stopping {
+				r.stopping = true
+				r.cancel()
+			}
+		}
+	}
 }
 
 // place is a run's place in its queue: 0 training, 1 next, 2 after that.

@@ -116,10 +116,49 @@ func TestStoppingAPipelinedCampaignStopsItsQueuedRuns(t *testing.T) {
 // queueing one.
 func TestPipelineOfARunRecordedAtDepthOneKeepsIt(t *testing.T) {
 	h := newInlineHarness(t, 3, 30*time.Millisecond)
-	h.env.OnGetVersion("inline-pipeline", workflow.DefaultVersion, 2).Return(workflow.Version(1))
+	h.env.OnGetVersion("inline-pipeline", workflow.DefaultVersion, 3).Return(workflow.Version(1))
 	runs := countRuns(h)
 	h.env.ExecuteWorkflow(CampaignWorkflowName, inlineSpec(12, 3))
 	require.True(t, h.env.IsWorkflowCompleted())
 	require.NoError(t, h.env.GetWorkflowError())
 	require.Equal(t, 6, runs.max, "one run queued behind each of the three")
+}
+
+// A pipelined run that drains for continue-as-new lets its training runs
+// finish but cancels the queued ones at once: they have not trained, and
+// one the server had not handed to a worker held the drain for its whole
+// wait while every node sat idle. Their trials start in the next run.
+func TestDrainingPipelinedCampaignCancelsItsQueuedRuns(t *testing.T) {
+	for _, v := range []workflow.Version{workflow.Version(2), workflow.Version(3)} {
+		h := newInlineHarness(t, 2, 300*time.Millisecond)
+		h.env.OnGetVersion("inline-pipeline", workflow.DefaultVersion, 3).Return(v)
+		h.hold = func(i int, _ RunTrialInput) bool {
+			if i == 1 { // both nodes train, their queued runs wait
+				h.env.RegisterDelayedCallback(func() { h.env.SetCurrentHistoryLength(500) }, time.Millisecond)
+			}
+			return false
+		}
+		in := inlineSpec(12, 2)
+		in.HistoryThreshold = 400
+		in.Tuning = &Tuning{DrainWait: time.Minute}
+		h.env.ExecuteWorkflow(CampaignWorkflowName, in)
+		require.True(t, h.env.IsWorkflowCompleted())
+		var can *workflow.ContinueAsNewError
+		require.ErrorAs(t, h.env.GetWorkflowError(), &can)
+		var next CampaignInput
+		require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+		if v == 2 {
+			require.Greater(t, len(h.launches), 2, "recorded before: the queued runs trained while the run drained")
+			continue
+		}
+		require.Len(t, h.launches, 2, "only the two training runs trained")
+		require.Equal(t, 2, next.State.Counts.Completed)
+		pending := 0
+		for _, tr := range next.State.Inline.Trials {
+			require.Equal(t, TrialPending, tr.Progress.State)
+			require.Zero(t, tr.Progress.Samples, "%s never trained", tr.Input.TrialID)
+			pending++
+		}
+		require.Equal(t, 2*PipelineDepth, pending, "the queued trials wait for the next run")
+	}
 }

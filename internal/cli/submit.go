@@ -174,7 +174,7 @@ func trialModeLine(spec gleaner.CampaignSpec) string {
 	if inline {
 		mode = "inline (activities of the campaign's workflow)"
 		if workflows.Pipelined(spec.WithTrialMode()) {
-			mode = "inline, pipelined (the next trial queued behind each running one)"
+			mode = "inline, pipelined (the next trials queued behind each running one)"
 		}
 	}
 	return mode + ": " + reason

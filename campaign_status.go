@@ -95,15 +95,20 @@ type CampaignStatus struct {
 	// Parked counts trials that reached their budget and wait, holding no
 	// nodes, for their searcher to continue them; AtRung those its
 	// searcher will not continue (stopped at their rung).
-	Parked        int               `json:"parked,omitempty"`
-	AtRung        int               `json:"stopped_at_rung,omitempty"`
-	MaxTrials     int               `json:"max_trials"`
-	MaxConcurrent int               `json:"max_concurrent"`
-	MaxFailures   int               `json:"max_failures"`
-	Progress      float64           `json:"progress"` // the searcher's, in [0, 1]
-	Objective     string            `json:"objective"`
-	Mode          string            `json:"mode"`
-	Best          *LeaderboardEntry `json:"best,omitempty"`
+	Parked        int `json:"parked,omitempty"`
+	AtRung        int `json:"stopped_at_rung,omitempty"`
+	MaxTrials     int `json:"max_trials"`
+	MaxConcurrent int `json:"max_concurrent"`
+	MaxFailures   int `json:"max_failures"`
+	// TrialMode is how the campaign runs its trials: "workflow" (a
+	// workflow each), "inline" (activities of the campaign), or "inline,
+	// pipelined" with the runs queued behind each training one, e.g.
+	// "inline, pipelined 2 deep"; "" from campaigns before it was kept.
+	TrialMode string            `json:"trial_mode,omitempty"`
+	Progress  float64           `json:"progress"` // the searcher's, in [0, 1]
+	Objective string            `json:"objective"`
+	Mode      string            `json:"mode"`
+	Best      *LeaderboardEntry `json:"best,omitempty"`
 	// Runs counts continue-as-new.
 	Runs int `json:"runs"`
 	// WarmStarted counts the earlier campaigns' trials the searcher

@@ -70,6 +70,11 @@ func TestPipelinedCampaignQueuesTheNextTrialBehindEachRun(t *testing.T) {
 		require.Equal(t, h.launches[before].Nodes, in.Nodes, "queued on the nodes of the run it waits for")
 	}
 	require.Equal(t, 9, queued, "every trial after the first three was queued behind a run")
+	v, err := h.env.QueryWorkflow(QueryStatus)
+	require.NoError(t, err)
+	var st CampaignStatus
+	require.NoError(t, v.Get(&st))
+	require.Equal(t, "inline, pipelined 2 deep", st.TrialMode)
 	require.Len(t, h.regs, 1)
 	require.Equal(t, 3, h.regs[0].MaxNodes, "the pool is asked for max_concurrent trials' nodes, not the queued ones'")
 }

@@ -266,6 +266,17 @@ func (c *campaign) bestKept() *LeaderboardEntry {
 	return c.st.Best
 }
 
+// trialMode says how this run runs its trials (CampaignStatus.TrialMode).
+func (c *campaign) trialMode() string {
+	switch {
+	case c.inline == nil:
+		return "workflow"
+	case c.inline.pipe == nil:
+		return "inline"
+	}
+	return fmt.Sprintf("inline, pipelined %d deep", c.inline.pipe.depth)
+}
+
 // status counts and lists the trials by their classified state.
 func (c *campaign) status() CampaignStatus {
 	b := c.spec.Budget
@@ -274,7 +285,7 @@ func (c *campaign) status() CampaignStatus {
 		Pending:   len(c.st.Pending),
 		MaxTrials: b.MaxTrials, MaxConcurrent: b.MaxConcurrent, MaxFailures: b.MaxFailures,
 		Progress: c.searcher.Progress(), Objective: c.spec.Objective.Metric, Mode: c.spec.Objective.Mode,
-		Runs: c.st.Runs, WarmStarted: c.st.WarmStarted, Warnings: c.warnings(),
+		Runs: c.st.Runs, WarmStarted: c.st.WarmStarted, Warnings: c.warnings(), TrialMode: c.trialMode(),
 	}
 	v := c.view()
 	s.Best = c.bestIn(v)

@@ -189,6 +189,9 @@ func writeStatus(w io.Writer, s workflows.CampaignStatus, url string) {
 		fmt.Fprintf(w, "budgets   %d segments continued; a parked trial holds no nodes until its searcher continues it\n", s.Continued)
 	}
 	fmt.Fprintf(w, "limits    %d at once, ends after %d failures\n", s.MaxConcurrent, s.MaxFailures)
+	if s.TrialMode != "" {
+		fmt.Fprintf(w, "mode      %s\n", trialModeText(s.TrialMode))
+	}
 	if s.WarmStarted > 0 {
 		fmt.Fprintf(w, "warm      the searcher started from %d trials of earlier campaigns (search.warm_start)\n", s.WarmStarted)
 	}
@@ -418,4 +421,19 @@ func retryable(err error) bool {
 // unreachable reports whether err says the server cannot be reached.
 func unreachable(err error) bool {
 	return serviceerror.ToStatus(err).Code() == codes.Unavailable || errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// trialModeText says in words how a campaign runs its trials
+// (CampaignStatus.TrialMode).
+func trialModeText(mode string) string {
+	switch {
+	case mode == "workflow":
+		return "a workflow per trial"
+	case mode == "inline":
+		return "inline (each trial an activity of the campaign)"
+	case strings.HasPrefix(mode, "inline, pipelined"):
+		return "inline, pipelined (" + strings.TrimSpace(strings.TrimPrefix(mode, "inline, pipelined")) +
+			": the next trials queued behind each running one on its nodes)"
+	}
+	return mode
 }

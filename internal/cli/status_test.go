@@ -61,8 +61,17 @@ func TestWriteStatus(t *testing.T) {
 	} {
 		require.Contains(t, out, want)
 	}
+	require.NotContains(t, out, "mode ", "a status from before the trial mode was kept")
 	b.Reset()
 	s := sampleStatus()
+	s.TrialMode = "inline, pipelined 2 deep"
+	writeStatus(&b, s, "")
+	require.Contains(t, b.String(), "mode      inline, pipelined (2 deep: the next trials queued behind each running one on its nodes)\n")
+	b.Reset()
+	s.TrialMode = "workflow"
+	writeStatus(&b, s, "")
+	require.Contains(t, b.String(), "mode      a workflow per trial\n")
+	b.Reset()
 	s.Best = nil
 	writeStatus(&b, s, "")
 	require.Contains(t, b.String(), "best      none yet")

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -49,6 +50,8 @@ type inlineHarness struct {
 	hold func(launch int, in RunTrialInput) bool
 	// onReleased runs when the campaign confirms a release.
 	onReleased func()
+	// onProfile runs when the campaign sends the pool a profile.
+	onProfile func()
 	// assignFirst: the pool's assignment reaches the campaign before the
 	// registration's completion does.
 	assignFirst bool
@@ -106,6 +109,9 @@ func newInlineHarness(t *testing.T, grant int, runFor time.Duration) *inlineHarn
 				h.deregs++
 			case ThroughputProfile:
 				h.profiles = append(h.profiles, a)
+				if h.onProfile != nil {
+					h.onProfile()
+				}
 			}
 		})
 	return h
@@ -280,6 +286,35 @@ func TestInlineCampaignSendsItsTrialsProfiles(t *testing.T) {
 		require.Equal(t, 64, p.Batch)
 	}
 	require.Len(t, h.profiles, 1, "the same throughput again is not news to the pool")
+}
+
+// An inline campaign whose throughput is news at every run sends its pool
+// at most one profile every InlineProfileEvery of its clock: one signal
+// per run made 1,000 one-second trials a fifth slower.
+func TestInlineCampaignSendsAProfileAtMostEveryInlineProfileEvery(t *testing.T) {
+	h := newInlineHarness(t, 2, 0)
+	var at []time.Time
+	h.onProfile = func() { at = append(at, h.env.Now()) }
+	// Each run takes 10 s of the workflow's clock, each faster than the
+	// last by more than the 5 % that is news.
+	h.env.OnActivity(RunTrialActivityName, mock.Anything, mock.Anything).After(10*time.Second).
+		Return(func(_ context.Context, in RunTrialInput) (RunTrialResult, error) {
+			return RunTrialResult{Outcome: RunCompleted, Samples: 1000 * math.Pow(1.5, float64(in.Trial.Number)),
+				Metrics: map[string]float64{"loss": 0.5}}, nil
+		})
+	in := inlineSpec(16, 2)
+	in.Spec.Search.Algorithm = hpo.AlgorithmTPE // not pipelined: the mock waits for no node
+	start := h.env.Now()
+	h.env.ExecuteWorkflow(CampaignWorkflowName, in)
+	require.True(t, h.env.IsWorkflowCompleted())
+	require.NoError(t, h.env.GetWorkflowError())
+	span := h.env.Now().Sub(start)
+	require.GreaterOrEqual(t, span, 70*time.Second, "8 rounds of 10 s")
+	require.GreaterOrEqual(t, len(at), 2, "news is sent again once the interval has passed")
+	require.LessOrEqual(t, len(at), 1+int(span/InlineProfileEvery), "at most one per InlineProfileEvery")
+	for i := 1; i < len(at); i++ {
+		require.GreaterOrEqual(t, at[i].Sub(at[i-1]), InlineProfileEvery, "profiles %d and %d", i-1, i)
+	}
 }
 
 // A campaign run that began before inline trials kept their books with

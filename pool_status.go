@@ -1,6 +1,10 @@
 package gleaner
 
-import "time"
+import (
+	"time"
+
+	"github.com/gleaner-hpc/gleaner/curve"
+)
 
 // A pool as a client sees it: what its status and library queries answer,
 // and the registrations and agents they list.
@@ -185,11 +189,9 @@ type LearnedCurve struct {
 	At time.Time `json:"at"`
 }
 
-// CurvePoint is a measured throughput, samples/s at Nodes.
-type CurvePoint struct {
-	Nodes      int     `json:"nodes"`
-	Throughput float64 `json:"throughput"`
-}
+// CurvePoint is a measured throughput, samples/s at Nodes: the curve
+// package's point (a leaf package without cgo).
+type CurvePoint = curve.Point
 
 // Name is the curve's name in the JPA's library: the trial's own
 // measurements are named so (jpa.Advisor.Curves), so a trial that

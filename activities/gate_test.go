@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
@@ -153,4 +155,20 @@ func TestNodeGateKeepsAQueuedRunBehindTheRunBeforeIt(t *testing.T) {
 	lone, _, err := g.acquire(context.Background(), gateRun{nodes: []string{"n0"}, wait: true, self: "d", after: "c"}, time.Millisecond, func() {})
 	require.NoError(t, err, "c never came: d goes after the grace")
 	lone(false)
+}
+
+// A run cancelled while it waits for its nodes ends as a cancellation the
+// server records as such (the SDK answers "canceled" for an error that is
+// context.Canceled) and that the SDK does not log as an activity error
+// (a benign application error, by type, not wrapped).
+func TestRunStoppedBeforeLaunchIsABenignCancellation(t *testing.T) {
+	in := runInput("true")
+	err := stoppedBeforeLaunch(in, context.Canceled)
+	require.ErrorIs(t, err, context.Canceled)
+	app, ok := err.(*temporal.ApplicationError)
+	require.True(t, ok, "the SDK checks the type itself, not errors.As")
+	require.Equal(t, temporal.ApplicationErrorCategoryBenign, app.Category())
+	require.Contains(t, err.Error(), "stopped before its trainer started")
+	other := errors.New("disk full")
+	require.Same(t, other, stoppedBeforeLaunch(in, other), "other errors are the run's own")
 }

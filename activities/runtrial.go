@@ -139,7 +139,7 @@ func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (
 		}
 	}
 	if err != nil {
-		return workflows.RunTrialResult{}, err
+		return workflows.RunTrialResult{}, stoppedBeforeLaunch(in, err)
 	}
 	proc, err := a.Launcher.Launch(ctx, spec)
 	if err == nil {
@@ -596,4 +596,18 @@ func (r *runner) sendFinal() {
 		return
 	}
 	r.signal(context.Background(), r.progress())
+}
+
+// stoppedBeforeLaunch is the error of a run cancelled before its trainer
+// started (a queued run of a pipelined campaign that pauses, stops or
+// continues as new): still a cancellation for the server (it wraps
+// context.Canceled), but benign, so that the SDK does not log an
+// "Activity error." for every queued run of every continue-as-new.
+func stoppedBeforeLaunch(in workflows.RunTrialInput, err error) error {
+	if !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return temporal.NewApplicationErrorWithOptions(
+		fmt.Sprintf("trial %s: run %d stopped before its trainer started", in.Trial.TrialID, in.Run), "Canceled",
+		temporal.ApplicationErrorOptions{Cause: err, Category: temporal.ApplicationErrorCategoryBenign})
 }

@@ -297,7 +297,7 @@ func TestInlineCampaignSendsAProfileAtMostEveryInlineProfileEvery(t *testing.T) 
 	h.onProfile = func() { at = append(at, h.env.Now()) }
 	// Each run takes 10 s of the workflow's clock, each faster than the
 	// last by more than the 5 % that is news.
-	h.env.OnActivity(RunTrialActivityName, mock.Anything, mock.Anything).After(10*time.Second).
+	h.env.OnActivity(RunTrialActivityName, mock.Anything, mock.Anything).After(10 * time.Second).
 		Return(func(_ context.Context, in RunTrialInput) (RunTrialResult, error) {
 			return RunTrialResult{Outcome: RunCompleted, Samples: 1000 * math.Pow(1.5, float64(in.Trial.Number)),
 				Metrics: map[string]float64{"loss": 0.5}}, nil

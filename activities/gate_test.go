@@ -172,3 +172,34 @@ func TestRunStoppedBeforeLaunchIsABenignCancellation(t *testing.T) {
 	other := errors.New("disk full")
 	require.Same(t, other, stoppedBeforeLaunch(in, other), "other errors are the run's own")
 }
+
+// A run cancelled while it waits for its nodes lets the run queued behind
+// it go once the nodes are free: it will never have them, and the one
+// behind it would otherwise wait out the grace.
+func TestNodeGateLetsARunGoBehindOneCancelledWhileWaiting(t *testing.T) {
+	g := nodeGate{grace: time.Hour}
+	holder, _, err := g.acquire(context.Background(), gateRun{nodes: []string{"n0"}, wait: true, self: "x"}, time.Millisecond, func() {})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancelled := make(chan error, 1)
+	go func() {
+		_, _, err := g.acquire(ctx, gateRun{nodes: []string{"n0"}, wait: true, self: "a", after: "x"}, time.Millisecond, func() {})
+		cancelled <- err
+	}()
+	acquired := make(chan func(bool), 1)
+	go func() {
+		r, _, err := g.acquire(context.Background(), gateRun{nodes: []string{"n0"}, wait: true, self: "b", after: "a"}, time.Millisecond, func() {})
+		if err == nil {
+			acquired <- r
+		}
+	}()
+	cancel()
+	require.ErrorIs(t, <-cancelled, context.Canceled)
+	holder(false)
+	select {
+	case r := <-acquired:
+		r(false)
+	case <-time.After(10 * time.Second):
+		t.Fatal("b still waits for a, which was cancelled waiting")
+	}
+}

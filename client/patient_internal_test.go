@@ -36,12 +36,18 @@ func (b *busyCampaign) QueryWorkflow(ctx context.Context, _, _, _ string, _ ...a
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
+	return answerWhen(ctx, b.release, b.answer)
+}
+
+// answerWhen answers a query with v once ready is closed, unless ctx ends
+// first.
+func answerWhen(ctx context.Context, ready <-chan struct{}, v any) (converter.EncodedValue, error) {
 	select {
-	case <-b.release:
+	case <-ready:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	p, err := converter.GetDefaultDataConverter().ToPayloads(b.answer)
+	p, err := converter.GetDefaultDataConverter().ToPayloads(v)
 	if err != nil {
 		return nil, err
 	}
@@ -139,16 +145,9 @@ func (b *busyInlineCampaign) QueryWorkflow(ctx context.Context, _, _, _ string, 
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	select {
-	case <-time.After(b.answerAfter):
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	p, err := converter.GetDefaultDataConverter().ToPayloads(b.live)
-	if err != nil {
-		return nil, err
-	}
-	return tclient.NewValue(p), nil
+	ready := make(chan struct{})
+	time.AfterFunc(b.answerAfter, func() { close(ready) })
+	return answerWhen(ctx, ready, b.live)
 }
 
 func (b *busyInlineCampaign) WorkflowService() workflowservice.WorkflowServiceClient {

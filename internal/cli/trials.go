@@ -96,12 +96,6 @@ func (o *trialsOptions) run(ctx context.Context, flags *pflag.FlagSet, name stri
 		return writeJSON(stdout, trials)
 	}
 	if len(trials) == 0 {
-		if list.Busy && created > 0 {
-			// Not "no trials": the campaign has some, busy with them.
-			fmt.Fprintf(stdout, "campaign %s has %d trials, none of them listed while it is busy; try again, or see gleaner status %s\n",
-				name, created, name)
-			return nil
-		}
 		fmt.Fprintf(stdout, "campaign %s has no trials yet\n", name)
 		return nil
 	}

@@ -70,6 +70,8 @@ devserver: temporal
 	@mkdir -p $(dir $(DEVSERVER_DB))
 	$${TEMPORAL_CLI:-$$(command -v temporal || echo $(GOBIN_DIR)/temporal)} server start-dev \
 	  --db-filename $(DEVSERVER_DB) --port $(DEVSERVER_PORT) --ui-port $(DEVSERVER_UI_PORT) \
+	  --sqlite-pragma journal_mode=WAL --sqlite-pragma synchronous=NORMAL \
+	  --dynamic-config-value system.enableActivityEagerExecution=true \
 	  $(addprefix --search-attribute ,$(GLEANER_SEARCH_ATTRIBUTES))
 
 ## demo: the whole idea on this machine in one command (docs/demo.md): a

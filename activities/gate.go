@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -36,6 +37,10 @@ type nodeGate struct {
 	// maxHadKept.
 	had      map[string]bool
 	hadOrder []string
+	// firstTaken is when each node was first taken; lastFreed when a
+	// node was last released (NodeSpan).
+	firstTaken map[string]time.Time
+	lastFreed  time.Time
 	// grace replaces afterGrace when set (tests).
 	grace time.Duration
 }
@@ -83,7 +88,7 @@ func (g *nodeGate) acquire(ctx context.Context, run gateRun, interval time.Durat
 		if g.held == nil {
 			g.held, g.freed = map[string]int{}, make(chan struct{})
 			g.freedAt, g.stopped = map[string]time.Time{}, map[string]bool{}
-			g.had = map[string]bool{}
+			g.had, g.firstTaken = map[string]bool{}, map[string]time.Time{}
 		}
 		if waited && ctx.Err() != nil {
 			// Freed and cancelled at once: the select below may have
@@ -97,15 +102,19 @@ func (g *nodeGate) acquire(ctx context.Context, run gateRun, interval time.Durat
 		if !run.wait || !busy && !ahead {
 			g.remember(run)
 			var last time.Time
+			now := time.Now()
 			for _, n := range nodes {
 				g.held[n]++
+				if _, ok := g.firstTaken[n]; !ok && len(g.firstTaken) < maxHadKept {
+					g.firstTaken[n] = now
+				}
 				if t := g.freedAt[n]; t.After(last) {
 					last = t
 				}
 				afterStop = afterStop || (waited && g.stopped[n])
 			}
 			if !last.IsZero() {
-				g.noteIdle(time.Since(last).Seconds())
+				g.noteIdle(now.Sub(last).Seconds())
 			}
 			g.mu.Unlock()
 			if ticker != nil {
@@ -165,6 +174,7 @@ func (g *nodeGate) release(nodes []string, stopped bool) {
 		}
 		g.freedAt[n], g.stopped[n] = now, stopped
 	}
+	g.lastFreed = now
 	close(g.freed)
 	g.freed = make(chan struct{})
 }
@@ -186,4 +196,14 @@ func (a *Activities) NodeIdle() []float64 {
 	a.gate.mu.Lock()
 	defer a.gate.mu.Unlock()
 	return slices.Clone(a.gate.idle)
+}
+
+// NodeSpan returns when each node of this process (up to 4,096) was first
+// taken by a run and when a run last released its nodes: with the moment
+// a campaign was submitted and closed, how long it took to fill the nodes
+// and how long it ran on after its last trainer.
+func (a *Activities) NodeSpan() (firstTaken map[string]time.Time, lastFreed time.Time) {
+	a.gate.mu.Lock()
+	defer a.gate.mu.Unlock()
+	return maps.Clone(a.gate.firstTaken), a.gate.lastFreed
 }

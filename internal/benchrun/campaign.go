@@ -20,6 +20,7 @@ import (
 
 	"github.com/gleaner-hpc/gleaner"
 	gclient "github.com/gleaner-hpc/gleaner/client"
+	"github.com/gleaner-hpc/gleaner/activities"
 	"github.com/gleaner-hpc/gleaner/hpo"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
@@ -120,6 +121,9 @@ type CampaignReport struct {
 	// the next trainer's launch on it (activities NodeIdle), in seconds:
 	// the orchestration's gap between two trials on one slot.
 	NodeIdle Stats `json:"node_idle_seconds"`
+	// Ramp is how long the campaign took to fill its nodes, and ran on
+	// after its last trainer.
+	Ramp Ramp `json:"ramp"`
 	// Pipelined: the campaign queued each slot's next trial behind the
 	// one training (inline, random search; workflows/campaign_pipeline.go).
 	Pipelined bool `json:"pipelined,omitempty"`
@@ -255,6 +259,7 @@ func runCampaign(ctx context.Context, o CampaignOptions, e *env) (*CampaignRepor
 	var res workflows.CampaignResult
 	err = run.Get(ctx, &res)
 	wall := time.Since(start)
+	rep.Ramp = ramp(e.w.Activities, start, start.Add(wall))
 	rep.Probes = stopProgress()
 	server1, _ := cpuTimes(e.srv.PID())
 	worker1, trainers1 := cpuTimes(os.Getpid())
@@ -543,6 +548,10 @@ func (r *CampaignReport) WriteText(w io.Writer) error {
 		}
 		p("node idle: %s s (p50/p95/mean) from a trainer's end to the next launch on its node, %s\n", pp(r.NodeIdle), how)
 	}
+	if rm := r.Ramp; rm.Nodes > 0 {
+		p("ramp:     first trainer %.2f s after submit, on all %d nodes %.2f s; campaign closed %.2f s after its last trainer\n",
+			rm.FirstSeconds, rm.Nodes, rm.AllSeconds, rm.TailSeconds)
+	}
 	p("trial:    start→close %.2f s mean, p50 %.2f, p95 %.2f, max %.2f\n",
 		r.TrialWallSeconds.Mean, r.TrialWallSeconds.P50, r.TrialWallSeconds.P95, r.TrialWallSeconds.Max)
 	p("history:  %.1f events per trial (mean), max %.0f; peak of any run %d (%s %s), limit %d\n",
@@ -629,4 +638,31 @@ func pp(s Stats) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.3g/%.3g/%.3g", s.P50, s.P95, s.Mean)
+}
+
+// Ramp is the start and the end of a campaign on its nodes, in seconds.
+type Ramp struct {
+	// Nodes is how many nodes ran a trainer.
+	Nodes int `json:"nodes"`
+	// FirstSeconds and AllSeconds are from the submit to the first
+	// trainer's launch and to the launch that filled the last node.
+	FirstSeconds float64 `json:"first_seconds"`
+	AllSeconds   float64 `json:"all_seconds"`
+	// TailSeconds is from the last trainer's end to the campaign's close.
+	TailSeconds float64 `json:"tail_seconds"`
+}
+
+// ramp reads the worker's node span of a campaign submitted at start and
+// closed at end.
+func ramp(a *activities.Activities, start, end time.Time) Ramp {
+	first, last := a.NodeSpan()
+	if len(first) == 0 {
+		return Ramp{}
+	}
+	r := Ramp{Nodes: len(first), FirstSeconds: math.Inf(1), TailSeconds: end.Sub(last).Seconds()}
+	for _, t := range first {
+		s := t.Sub(start).Seconds()
+		r.FirstSeconds, r.AllSeconds = min(r.FirstSeconds, s), max(r.AllSeconds, s)
+	}
+	return r
 }

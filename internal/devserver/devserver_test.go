@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -71,6 +72,10 @@ func TestServerPersistsAcrossRestart(t *testing.T) {
 	}
 	if s.DBFile() != db {
 		t.Errorf("DBFile() = %q, want %q", s.DBFile(), db)
+	}
+	// Written ahead (FilePragmas): SQLite keeps the log beside the file.
+	if _, err := os.Stat(db + "-wal"); err != nil {
+		t.Errorf("the database is not written ahead (FilePragmas): %v", err)
 	}
 	c := s.Client()
 	checkSearchAttributes(ctx, t, c, s.Namespace())

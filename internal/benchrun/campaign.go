@@ -19,8 +19,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/gleaner-hpc/gleaner"
-	gclient "github.com/gleaner-hpc/gleaner/client"
 	"github.com/gleaner-hpc/gleaner/activities"
+	gclient "github.com/gleaner-hpc/gleaner/client"
 	"github.com/gleaner-hpc/gleaner/hpo"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )

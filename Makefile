@@ -72,6 +72,8 @@ devserver: temporal
 	  --db-filename $(DEVSERVER_DB) --port $(DEVSERVER_PORT) --ui-port $(DEVSERVER_UI_PORT) \
 	  --sqlite-pragma journal_mode=WAL --sqlite-pragma synchronous=NORMAL \
 	  --dynamic-config-value system.enableActivityEagerExecution=true \
+	  --dynamic-config-value matching.numTaskqueueReadPartitions=1 \
+	  --dynamic-config-value matching.numTaskqueueWritePartitions=1 \
 	  $(addprefix --search-attribute ,$(GLEANER_SEARCH_ATTRIBUTES))
 
 ## demo: the whole idea on this machine in one command (docs/demo.md): a

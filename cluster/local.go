@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -63,6 +64,13 @@ type LocalLauncher struct {
 	host    LocalHost
 	cgroups cgroupHome
 	policy  TrainerPolicy
+	// inherited caches what the policy passes of this process's
+	// environment (inheritedFrom): it changes only with os.Setenv, and
+	// matching every variable against every pattern at each launch cost
+	// more than the rest of the launch's bookkeeping.
+	envMu         sync.Mutex
+	inheritedFrom []string
+	inherited     []string
 }
 
 // NewLocalLauncher launches on host's slots. It probes once whether runs
@@ -89,7 +97,9 @@ func (l *LocalLauncher) SetPolicy(p TrainerPolicy) error {
 	if err := p.Env.Validate(); err != nil {
 		return err
 	}
-	l.policy = p
+	l.envMu.Lock()
+	l.policy, l.inheritedFrom = p, nil
+	l.envMu.Unlock()
 	return nil
 }
 
@@ -172,7 +182,7 @@ func (l *LocalLauncher) Launch(ctx context.Context, spec LaunchSpec) (Process, e
 	if spec.Rendezvous != nil {
 		vars = append(vars, spec.Rendezvous.Vars()...)
 	}
-	base := l.policy.Env.Inherited(os.Environ())
+	base := l.inheritedEnv()
 	if spec.SocketIfname != "" {
 		for _, name := range []string{EnvGlooSocketIfname, EnvNCCLSocketIfname} {
 			inEnv := slices.ContainsFunc(base, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
@@ -219,8 +229,21 @@ func (l *LocalLauncher) Launch(ctx context.Context, spec LaunchSpec) (Process, e
 		cgroup:    cgroup,
 		leftovers: leftovers,
 	}
+	liveLeaders.Store(p.pid, struct{}{})
 	go p.wait()
 	return p, nil
+}
+
+// inheritedEnv is the part of os.Environ() the launcher's EnvPolicy passes.
+// mergeEnv copies it, never appends to it.
+func (l *LocalLauncher) inheritedEnv() []string {
+	environ := os.Environ()
+	l.envMu.Lock()
+	defer l.envMu.Unlock()
+	if l.inheritedFrom == nil || !slices.Equal(environ, l.inheritedFrom) {
+		l.inheritedFrom, l.inherited = environ, slices.Clip(l.policy.Env.Inherited(environ))
+	}
+	return l.inherited
 }
 
 // start starts the trainer in a new cgroup of the run where it can, and

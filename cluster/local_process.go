@@ -104,7 +104,7 @@ func (p *LocalProcess) Stop(grace time.Duration) ExitStatus {
 // trainer's group, which the group signal did not reach; those in it get
 // one SIGTERM only.
 func (p *LocalProcess) terminateOthers() {
-	pids := scanProcs(procRoot, p.match)
+	pids := scanRunProcs(procRoot, p.match, p.pid)
 	if p.cgroup.dir != "" {
 		pids = append(pids, p.cgroup.procs()...)
 		slices.Sort(pids)
@@ -139,6 +139,7 @@ func (p *LocalProcess) wait() {
 	}
 	p.killRemains()
 	p.mu.Lock()
+	liveLeaders.Delete(p.pid) // before the pid can be reused
 	err := p.cmd.Wait()
 	p.reaped = true
 	p.mu.Unlock()
@@ -160,7 +161,7 @@ func (p *LocalProcess) killRemains() {
 		_, _ = p.cgroup.remove(deadline)
 		p.unkilled = p.cgroup.procs()
 	}
-	_, alive := sweep(func() []int { return scanProcs(procRoot, p.match) },
+	_, alive := sweep(func() []int { return scanRunProcs(procRoot, p.match, p.pid) },
 		func(pid int) bool { return environMatches(pid, p.match) }, deadline)
 	p.unkilled = append(p.unkilled, alive...)
 	slices.Sort(p.unkilled)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -107,11 +108,34 @@ func environValue(environ []byte, name string) (string, bool) {
 	return "", false
 }
 
+// liveLeaders are the trainers this process launched and has not reaped,
+// whatever the launcher: each such pid is that trainer (an unreaped
+// child's pid is never reused) and carries its own run token only, so a
+// scan for another run's token skips it unread (scanRunProcs). With one
+// trainer per node of a full host, that is a third or more of the scan.
+var liveLeaders sync.Map // pid (int) → struct{}
+
+// scanRunProcs is scanProcs for a run token's match: the processes of one
+// run, where the run's own leader is the only trainer leader that could
+// match (and, exited, is a zombie that does not).
+func scanRunProcs(root string, match envMatch, leader int) []int {
+	return scanProcsSkipping(root, match, func(pid int) bool {
+		_, live := liveLeaders.Load(pid)
+		return live && pid != leader
+	})
+}
+
 // scanProcs lists the processes under root (a procfs) whose environment
 // matches, in directory order. It skips this process and every process
 // whose environment cannot be read: gone since the listing, another
 // user's, or a kernel thread or zombie (an empty environment).
 func scanProcs(root string, match envMatch) []int {
+	return scanProcsSkipping(root, match, nil)
+}
+
+// scanProcsSkipping is scanProcs that does not read the processes skip
+// names (nil: none).
+func scanProcsSkipping(root string, match envMatch, skip func(pid int) bool) []int {
 	d, err := os.Open(root)
 	if err != nil {
 		return nil
@@ -123,7 +147,7 @@ func scanProcs(root string, match envMatch) []int {
 	var buf []byte
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
-		if err != nil || pid <= 0 || pid == self {
+		if err != nil || pid <= 0 || pid == self || skip != nil && skip(pid) {
 			continue
 		}
 		if buf, err = readFileInto(filepath.Join(root, name, "environ"), buf); err == nil && match(buf) {

@@ -184,3 +184,34 @@ func TestIsRunCgroup(t *testing.T) {
 		}
 	}
 }
+
+// A run's scan skips, unread, the trainers this process launched for other
+// runs (each carries only its own token), never its own leader, and reads
+// a pid again once its trainer is reaped (the pid may then be anyone's).
+func TestScanRunProcsSkipsOtherRunsLeaders(t *testing.T) {
+	const tok = "0123456789ab-00112233aabbccdd"
+	withTok := []string{"PATH=/bin", EnvRunToken + "=" + tok}
+	root := fakeProc(t, map[int][]string{201: withTok, 202: withTok, 203: withTok})
+	// 201 is contrived: a live leader of another run cannot carry tok, so
+	// finding it would mean it was read.
+	for _, pid := range []int{201, 202} {
+		liveLeaders.Store(pid, struct{}{})
+	}
+	t.Cleanup(func() { liveLeaders.Delete(201); liveLeaders.Delete(202) })
+	got := scanRunProcs(root, runMatch(tok), 202)
+	slices.Sort(got)
+	if want := []int{202, 203}; !slices.Equal(got, want) {
+		t.Errorf("scanRunProcs with 201 another run's leader = %v, want %v", got, want)
+	}
+	liveLeaders.Delete(201)
+	got = scanRunProcs(root, runMatch(tok), 202)
+	slices.Sort(got)
+	if want := []int{201, 202, 203}; !slices.Equal(got, want) {
+		t.Errorf("scanRunProcs once 201 is reaped = %v, want %v", got, want)
+	}
+	// Leftovers of a trial are looked for in every process, leaders too.
+	liveLeaders.Store(201, struct{}{})
+	if got := scanProcs(root, runMatch(tok)); len(got) != 3 {
+		t.Errorf("scanProcs = %v, want all three", got)
+	}
+}

@@ -89,6 +89,10 @@ type inliner struct {
 	// pipe queues the next trial behind each run (campaign_pipeline.go);
 	// nil: not pipelined.
 	pipe *pipeline
+	// at indexes InlineState.Trials by key for find, as they were when
+	// trialsGen (bumped by start and finish) was atGen.
+	at               map[string]int
+	trialsGen, atGen int
 }
 
 // newInliner makes the inliner of c, with pipe its queue (nil: not
@@ -112,6 +116,7 @@ func (x *inliner) start(ctx workflow.Context, key string, in TrialInput) {
 	b := newTrialCore(in, key)
 	b.p.State = TrialPending
 	x.st().Trials = append(x.st().Trials, InlineTrial{Key: key, Input: b.in, Progress: b.p})
+	x.trialsGen++
 }
 
 // update runs f on the trial's bookkeeping (the trial core a trial
@@ -122,8 +127,26 @@ func (t *InlineTrial) update(f func(b *trialCore)) {
 	t.Progress = b.p
 }
 
+// find is the index of the in-flight trial key in InlineState.Trials, or
+// -1. The workflow asks it for every run in every task: with 150 trials in
+// flight (50 pipelined two deep) a scan per call was most of the
+// campaign's own work.
 func (x *inliner) find(key string) int {
-	return slices.IndexFunc(x.st().Trials, func(t InlineTrial) bool { return t.Key == key })
+	trials := x.st().Trials
+	if i, ok := x.at[key]; ok && i < len(trials) && trials[i].Key == key {
+		return i
+	}
+	if x.at != nil && x.atGen == x.trialsGen {
+		return -1
+	}
+	x.at, x.atGen = make(map[string]int, len(trials)), x.trialsGen
+	for i, t := range trials {
+		x.at[t.Key] = i
+	}
+	if i, ok := x.at[key]; ok {
+		return i
+	}
+	return -1
 }
 
 // demand is the nodes the campaign could use now.

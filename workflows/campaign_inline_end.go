@@ -131,6 +131,7 @@ func (x *inliner) finish(ctx workflow.Context, key string, state TrialState, err
 	i := x.find(key)
 	t := st.Trials[i]
 	st.Trials = slices.Delete(st.Trials, i, i+1)
+	x.trialsGen++
 	if len(st.Trials) == 0 {
 		st.Trials = nil
 	}

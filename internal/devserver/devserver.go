@@ -290,6 +290,13 @@ func (s *Server) args() []string {
 		// in the answer to its workflow task (up to 3 a task): no matching,
 		// no poll. Inline trials start this way (docs/benchmarks.md).
 		"--dynamic-config-value", "system.enableActivityEagerExecution=true",
+		// One partition per task queue: tasks go out in the order they
+		// were scheduled (a campaign's first wave before the runs queued
+		// behind it; with four, the first wave took twice as long to
+		// reach its nodes), and no poll is forwarded between partitions.
+		// A queue of one worker's tens of tasks a second needs no more.
+		"--dynamic-config-value", "matching.numTaskqueueReadPartitions=1",
+		"--dynamic-config-value", "matching.numTaskqueueWritePartitions=1",
 	}
 	for _, kv := range o.DynamicConfig {
 		args = append(args, "--dynamic-config-value", kv)

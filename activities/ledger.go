@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,6 +56,9 @@ type trialLedger struct {
 	// Owner is the trial workflow chain (first run id) the directory
 	// belongs to.
 	Owner string `json:"owner,omitempty"`
+	// saved is the ledger as ledger.json holds it (JSON), nil when
+	// unknown: save writes only a ledger that differs.
+	saved []byte
 }
 
 // reject counts rejected checkpoint reports (each an error message).
@@ -104,11 +108,27 @@ func loadLedger(trialDir string) (trialLedger, error) {
 	if l.Read == nil {
 		l.Read = map[string]int64{}
 	}
+	if err == nil {
+		l.saved, _ = json.Marshal(l)
+	}
 	return l, err
 }
 
+// save writes ledger.json, unless it holds this ledger already (a run of
+// a trial whose ledger it did not change).
 func (l *trialLedger) save(trialDir string) error {
-	return writeJSONAtomic(filepath.Join(trialDir, ledgerFileName), l)
+	b, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	if l.saved != nil && bytes.Equal(b, l.saved) {
+		return nil
+	}
+	if err := writeFileAtomic(filepath.Join(trialDir, ledgerFileName), b); err != nil {
+		return err
+	}
+	l.saved = b
+	return nil
 }
 
 // catchUp reads the report lines of runs Closed+1 … run that the ledger
@@ -278,6 +298,12 @@ func writeJSONAtomic(path string, v any) error {
 	if err != nil {
 		return err
 	}
+	return writeFileAtomic(path, b)
+}
+
+// writeFileAtomic replaces path with b: written beside it, synced, then
+// renamed over it.
+func writeFileAtomic(path string, b []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err

@@ -78,3 +78,29 @@ func TestCheckCheckpoint(t *testing.T) {
 		require.Equal(t, c.want, got)
 	}
 }
+
+// A run that changes nothing in the ledger does not write ledger.json
+// again; one that does, does.
+func TestLedgerSavesOnlyChanges(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, ledgerFileName)
+	l := trialLedger{Read: map[string]int64{}, Owner: "run-1"}
+	require.NoError(t, l.save(dir))
+	first, err := os.ReadFile(path)
+	require.NoError(t, err)
+
+	l, err = loadLedger(dir)
+	require.NoError(t, err)
+	marked := append(first, '\n') // the same ledger; a write would drop the mark
+	require.NoError(t, os.WriteFile(path, marked, 0o644))
+	require.NoError(t, l.save(dir))
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, string(marked), string(got), "an unchanged ledger was written again")
+
+	l.add(reportedCheckpoint{Path: filepath.Join(dir, "c1"), Samples: 1})
+	require.NoError(t, l.save(dir))
+	again, err := loadLedger(dir)
+	require.NoError(t, err)
+	require.Len(t, again.Checkpoints, 1)
+}

@@ -177,8 +177,12 @@ type runner struct {
 	// Where the trial lives: absolute, derived from validated names.
 	trialDir, runDir, ckptDir, workDir string
 
-	ledger     trialLedger
-	runLog     runLedger
+	ledger trialLedger
+	// ledgerSavedAt is when poll last wrote the ledger; ledgerUnsaved
+	// says it has recorded checkpoints since.
+	ledgerSavedAt time.Time
+	ledgerUnsaved bool
+	runLog        runLedger
 	followFrom int64   // report offset where this attempt's trainer starts
 	logMark    logMark // where the trainer's log ended before this attempt
 	malformed  int     // malformed lines before followFrom
@@ -458,9 +462,17 @@ func (r *runner) exited(ctx context.Context, proc cluster.Process) (workflows.Ru
 	return r.result(exit, workflows.RunCompleted), nil
 }
 
+// ledgerSaveEvery is the most often a run writes ledger.json for the
+// checkpoints its trainer reports. The file only spares a later run
+// re-reading report lines (catchUp reads those after Read again, and
+// finds the same checkpoints); a trainer checkpointing every half second
+// cost a write each.
+const ledgerSaveEvery = 10 * time.Second
+
 // poll reads new report lines and folds them in. A reported checkpoint
 // becomes the resume point only once checked (checkCheckpoint); the
-// ledger records it before anything else can be lost.
+// ledger keeps it, written to ledger.json at most every ledgerSaveEvery
+// (a run after a lost worker reads the rest from the report file).
 func (r *runner) poll() {
 	reports, err := r.tail.Poll()
 	if err != nil {
@@ -476,6 +488,10 @@ func (r *runner) poll() {
 	}
 	if ledgerDirty {
 		r.ledger.Read[runDirName(r.in.Run)] = r.tail.Offset()
+		r.ledgerUnsaved = true
+	}
+	if now := r.a.now(); r.ledgerUnsaved && now.Sub(r.ledgerSavedAt) >= ledgerSaveEvery {
+		r.ledgerUnsaved, r.ledgerSavedAt = false, now
 		if err := r.ledger.save(r.trialDir); err != nil {
 			r.log.Warn("recording checkpoints", "trial", r.in.Trial.TrialID, "error", err)
 		}

@@ -183,9 +183,9 @@ type runner struct {
 	ledgerSavedAt time.Time
 	ledgerUnsaved bool
 	runLog        runLedger
-	followFrom int64   // report offset where this attempt's trainer starts
-	logMark    logMark // where the trainer's log ended before this attempt
-	malformed  int     // malformed lines before followFrom
+	followFrom    int64   // report offset where this attempt's trainer starts
+	logMark       logMark // where the trainer's log ended before this attempt
+	malformed     int     // malformed lines before followFrom
 
 	tail   *cluster.ReportTailer
 	last   trial.Report // merged: newest samples, step, metrics; checkpoint = resume point

@@ -286,6 +286,7 @@ func (r *runner) recover() (string, error) {
 	if err := r.ledger.save(r.trialDir); err != nil {
 		return "", err
 	}
+	r.ledgerSavedAt = r.a.now() // up to date: the run's first checkpoints wait
 	resume := r.ledger.resumePoint(r.ckptDir)
 	if resume == "" && r.in.ResumeFrom != "" {
 		// Reported on a worker whose data directory this is not (the

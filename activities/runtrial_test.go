@@ -143,6 +143,33 @@ func writeFile(t *testing.T, path, data string) {
 // next to its report file and exits 0.
 const recordResume = `printf '%s' "$GLEANER_RESUME_FROM" > "$(dirname "$GLEANER_REPORT_FILE")/resume-from"`
 
+// A run whose trainer checkpoints often writes ledger.json at most every
+// ledgerSaveEvery: a one-second run's checkpoints never reach it, and the
+// next run still resumes from the newest, read from the report file.
+func TestRunTrialCheckpointsReachTheLedgerFileAtMostEvery10s(t *testing.T) {
+	env, a := runTrialEnv(t, nil)
+	ckpt, _ := trialDirs(a, 1)
+	_, run2 := trialDirs(a, 2)
+	checkpointing := `d="$GLEANER_CHECKPOINT_DIR"; r="$GLEANER_REPORT_FILE"
+for i in 1 2 3; do echo w > "$d/ck-$i"; printf '{"samples":%d,"checkpoint":"%s"}\n' $((i*100)) "$d/ck-$i" >> "$r"; sleep 0.05; done`
+	v, err := env.ExecuteActivity(workflows.RunTrialActivityName, runInput(checkpointing))
+	require.NoError(t, err)
+	var res workflows.RunTrialResult
+	require.NoError(t, v.Get(&res))
+	require.Equal(t, filepath.Join(ckpt, "ck-3"), res.Checkpoint)
+	l, err := loadLedger(filepath.Dir(ckpt))
+	require.NoError(t, err)
+	require.Empty(t, l.Checkpoints, "three checkpoints in well under 10 s were written to ledger.json")
+
+	in := runInput(recordResume)
+	in.Run = 2
+	_, err = env.ExecuteActivity(workflows.RunTrialActivityName, in)
+	require.NoError(t, err)
+	got, err := os.ReadFile(filepath.Join(run2, "resume-from"))
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(ckpt, "ck-3"), string(got))
+}
+
 // The bug of issue #9: a worker killed mid-run left its last heartbeat
 // naming ck-1, while the trainer went on to write ck-2 and ck-3 and
 // deleted ck-1 and ck-2 (it keeps its newest). The retry must resume from

@@ -28,7 +28,7 @@ func TestAdvisor(t *testing.T) {
 	curves := adv.Curves(trials)
 	require.Len(t, curves, 2, "one per (group, type): a@ and b@v100")
 	assert.Equal(t, "a@", curves[0].Name)
-	assert.Equal(t, []Point{{1, 100}, {2, 180}}, curves[0].Points)
+	assert.Equal(t, []Point{{Nodes: 1, Throughput: 100}, {Nodes: 2, Throughput: 180}}, curves[0].Points)
 	assert.Equal(t, "b@v100", curves[1].Name)
 	assert.Len(t, Advisor{SiblingsPerGroup: 1}.Curves([]TrialView{trials[0], {ID: "a2", Group: "c", Observations: []Observation{{Nodes: 1, Throughput: 5}}}}), 1,
 		"capped per campaign and type")

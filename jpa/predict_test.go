@@ -266,9 +266,9 @@ func TestAllocatorCurve(t *testing.T) {
 // prediction towards the truth; without Query.Model it is one curve among
 // many.
 func TestSameModelWeightUsesTheModelsProfile(t *testing.T) {
-	truth := []Point{{1, 100}, {2, 190}, {4, 300}, {8, 330}}
-	own := PriorCurve{Name: "mine@other-batch", Model: "mine", NodeType: "gpu", Points: []Point{{1, 50}, {2, 95}, {4, 150}, {8, 165}}}
-	linear := PriorCurve{Name: "linear", Model: "other", NodeType: "gpu", Points: []Point{{1, 10}, {2, 20}, {4, 40}, {8, 80}}}
+	truth := []Point{{Nodes: 1, Throughput: 100}, {Nodes: 2, Throughput: 190}, {Nodes: 4, Throughput: 300}, {Nodes: 8, Throughput: 330}}
+	own := PriorCurve{Name: "mine@other-batch", Model: "mine", NodeType: "gpu", Points: []Point{{Nodes: 1, Throughput: 50}, {Nodes: 2, Throughput: 95}, {Nodes: 4, Throughput: 150}, {Nodes: 8, Throughput: 165}}}
+	linear := PriorCurve{Name: "linear", Model: "other", NodeType: "gpu", Points: []Point{{Nodes: 1, Throughput: 10}, {Nodes: 2, Throughput: 20}, {Nodes: 4, Throughput: 40}, {Nodes: 8, Throughput: 80}}}
 	lib, err := NewLibrary([]PriorCurve{own, linear})
 	require.NoError(t, err)
 	obs := []Observation{{Nodes: 1, NodeType: "gpu", Throughput: 100}, {Nodes: 2, NodeType: "gpu", Throughput: 190}}
@@ -423,14 +423,14 @@ func TestQueryPriorRejectsBadInput(t *testing.T) {
 		want string
 	}{
 		{Query{MinNodes: 1, MaxNodes: 2, PriorSigma: 0.1}, "PriorSigma is 0.1 without a Prior"},
-		{Query{MinNodes: 1, MaxNodes: 2, Prior: []Point{{1, 5}}, PriorSigma: -1}, "PriorSigma is -1"},
-		{Query{MinNodes: 1, MaxNodes: 2, Prior: []Point{{2, 5}, {1, 6}}}, "Prior: prior curve \"prior\": Points[1].Nodes is 1, not above 2"},
-		{Query{MinNodes: 1, MaxNodes: 2, Prior: []Point{{1, math.NaN()}}}, "Points[0].Throughput is NaN"},
+		{Query{MinNodes: 1, MaxNodes: 2, Prior: []Point{{Nodes: 1, Throughput: 5}}, PriorSigma: -1}, "PriorSigma is -1"},
+		{Query{MinNodes: 1, MaxNodes: 2, Prior: []Point{{Nodes: 2, Throughput: 5}, {Nodes: 1, Throughput: 6}}}, "Prior: prior curve \"prior\": Points[1].Nodes is 1, not above 2"},
+		{Query{MinNodes: 1, MaxNodes: 2, Prior: []Point{{Nodes: 1, Throughput: math.NaN()}}}, "Points[0].Throughput is NaN"},
 	} {
 		_, err := Predict(nil, nil, tc.q, nil)
 		require.ErrorIs(t, err, ErrInvalidQuery, tc.want)
 		assert.Contains(t, err.Error(), tc.want)
 	}
-	_, err := Predict(nil, nil, Query{MinNodes: 1, MaxNodes: 1, Prior: []Point{{1, 5}}}, &Settings{PriorWeight: -1})
+	_, err := Predict(nil, nil, Query{MinNodes: 1, MaxNodes: 1, Prior: []Point{{Nodes: 1, Throughput: 5}}}, &Settings{PriorWeight: -1})
 	assert.ErrorIs(t, err, ErrInvalidSettings)
 }

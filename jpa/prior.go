@@ -10,11 +10,9 @@ import (
 	"github.com/gleaner-hpc/gleaner/internal/stats"
 )
 
-// Point is a throughput at one node count.
-type Point struct {
-	Nodes      int
-	Throughput float64 // samples per second
-}
+// Point is a throughput at one node count: the curve package's point, one
+// shape from the trainer's profile to the allocator.
+type Point = curve.Point
 
 // PriorCurve is a fully measured throughput curve that predictions for
 // other trials may borrow the shape of: a profiled model from a benchmark

@@ -305,7 +305,7 @@ func (c Connection) ClientOptions() (tclient.Options, error) {
 	opts := tclient.Options{
 		HostPort:  c.HostPort,
 		Namespace: c.Namespace,
-		Logger:    c.Logger,
+		Logger:    SDKLogger(c.Logger),
 	}
 	dc, err := c.DataConverter()
 	if err != nil {

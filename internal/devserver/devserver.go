@@ -21,6 +21,8 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
+
+	gclient "github.com/gleaner-hpc/gleaner/client"
 )
 
 // PinnedVersion is the `temporal` CLI version Gleaner is tested with; `make
@@ -386,7 +388,7 @@ func (s *Server) probe(ctx context.Context) (client.Client, error) {
 	c, err := client.DialContext(ctx, client.Options{
 		HostPort:  s.Address(),
 		Namespace: s.opts.Namespace,
-		Logger:    s.opts.Logger,
+		Logger:    gclient.SDKLogger(s.opts.Logger),
 	})
 	if err != nil {
 		return nil, err

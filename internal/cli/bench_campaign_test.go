@@ -119,7 +119,11 @@ func TestBenchCampaignInlineTiny(t *testing.T) {
 	var r benchrun.CampaignReport
 	obj := runJSON(t, &r, "bench", "campaign", "--inline", "--trials", "6", "--concurrent", "3", "--nodes", "3",
 		"--trial-seconds", "0.5", "--progress-every", "2s", "--json")
-	requireKeys(t, obj, "trainer_cpu_seconds", "node_idle_seconds", "server_cpu_seconds", "worker_cpu_seconds")
+	requireKeys(t, obj, "trainer_cpu_seconds", "node_idle_seconds", "server_cpu_seconds", "worker_cpu_seconds", "ramp")
+	if rm := r.Ramp; rm.Nodes != 3 || !(rm.FirstSeconds > 0) || rm.AllSeconds < rm.FirstSeconds ||
+		rm.AllSeconds > r.WallSeconds || rm.TailSeconds < 0 || rm.TailSeconds > r.WallSeconds {
+		t.Errorf("ramp %+v over %.2f s: want 3 nodes, 0 < first ≤ all ≤ wall, 0 ≤ tail ≤ wall", rm, r.WallSeconds)
+	}
 	if r.State != "completed" || r.Completed != 6 || r.Failed != 0 {
 		t.Errorf("campaign %s: %d completed, %d failed; want 6 completed", r.State, r.Completed, r.Failed)
 	}

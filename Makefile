@@ -68,12 +68,13 @@ GLEANER_SEARCH_ATTRIBUTES := GleanerCampaign=Keyword GleanerKind=Keyword Gleaner
 	GleanerBestScore=Double GleanerTrialsDone=Int GleanerTrialsRunning=Int GleanerTrial=Keyword GleanerPool=Keyword
 devserver: temporal
 	@mkdir -p $(dir $(DEVSERVER_DB))
+	@[ -e $(DEVSERVER_DB) ] || touch $(DEVSERVER_DB).one-partition
 	$${TEMPORAL_CLI:-$$(command -v temporal || echo $(GOBIN_DIR)/temporal)} server start-dev \
 	  --db-filename $(DEVSERVER_DB) --port $(DEVSERVER_PORT) --ui-port $(DEVSERVER_UI_PORT) \
 	  --sqlite-pragma journal_mode=WAL --sqlite-pragma synchronous=NORMAL \
 	  --dynamic-config-value system.enableActivityEagerExecution=true \
-	  --dynamic-config-value matching.numTaskqueueReadPartitions=1 \
-	  --dynamic-config-value matching.numTaskqueueWritePartitions=1 \
+	  $$([ -e $(DEVSERVER_DB).one-partition ] && echo --dynamic-config-value matching.numTaskqueueReadPartitions=1 \
+	    --dynamic-config-value matching.numTaskqueueWritePartitions=1) \
 	  $(addprefix --search-attribute ,$(GLEANER_SEARCH_ATTRIBUTES))
 
 ## demo: the whole idea on this machine in one command (docs/demo.md): a

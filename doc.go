@@ -20,7 +20,8 @@
 // says what each does):
 //
 //   - Public surface, what a program that submits campaigns or a trainer
-//     imports, cgo-free: gleaner, client, hpo, trial (and python/), codec.
+//     imports, cgo-free: gleaner, client, hpo, trial (and python/), codec,
+//     internal/sdklog.
 //   - Pure core, decisions and models without I/O or Temporal: hpo, nas,
 //     allocator, curve, jpa, sim and sim/simplot, internal/specdecode,
 //     internal/searchproto, internal/stats, internal/idleevents,

@@ -178,8 +178,8 @@ type runner struct {
 	trialDir, runDir, ckptDir, workDir string
 
 	ledger trialLedger
-	// ledgerSavedAt is when poll last wrote the ledger; ledgerUnsaved
-	// says it has recorded checkpoints since.
+	// ledgerSavedAt is when the ledger was last written (recover, then
+	// poll); ledgerUnsaved says it has recorded checkpoints since.
 	ledgerSavedAt time.Time
 	ledgerUnsaved bool
 	runLog        runLedger

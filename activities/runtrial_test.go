@@ -146,7 +146,7 @@ const recordResume = `printf '%s' "$GLEANER_RESUME_FROM" > "$(dirname "$GLEANER_
 // A run whose trainer checkpoints often writes ledger.json at most every
 // ledgerSaveEvery: a one-second run's checkpoints never reach it, and the
 // next run still resumes from the newest, read from the report file.
-func TestRunTrialCheckpointsReachTheLedgerFileAtMostEvery10s(t *testing.T) {
+func TestRunTrialCheckpointsReachTheLedgerFileAtMostEverySaveInterval(t *testing.T) {
 	env, a := runTrialEnv(t, nil)
 	ckpt, _ := trialDirs(a, 1)
 	_, run2 := trialDirs(a, 2)

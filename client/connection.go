@@ -18,6 +18,7 @@ import (
 
 	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/codec"
+	"github.com/gleaner-hpc/gleaner/internal/sdklog"
 )
 
 // Environment variables that a Connection reads (LoadEnv). The TEMPORAL_*
@@ -305,7 +306,7 @@ func (c Connection) ClientOptions() (tclient.Options, error) {
 	opts := tclient.Options{
 		HostPort:  c.HostPort,
 		Namespace: c.Namespace,
-		Logger:    SDKLogger(c.Logger),
+		Logger:    sdklog.Logger(c.Logger),
 	}
 	dc, err := c.DataConverter()
 	if err != nil {

@@ -23,8 +23,8 @@
 // Its results are the root package's view types (gleaner.CampaignStatus,
 // gleaner.TrialStatus, gleaner.PoolStatus, …), and it finds workflows by
 // the root package's names (gleaner.CampaignWorkflowID, the SearchAttr
-// and Query constants). It imports gleaner, hpo, codec and the Temporal
-// SDK client, and builds without cgo: it must not import workflows,
+// and Query constants). It imports gleaner, hpo, codec, internal/sdklog
+// (the SDK's logger) and the Temporal SDK client, and builds without cgo: it must not import workflows,
 // worker, activities, jpa, allocator or the embedded reference data (data,
 // internal/dataset) — it steers workers, it is not one; `make
 // check-surface` checks it. The worker imports it, for Connection.

@@ -65,9 +65,10 @@ type LocalLauncher struct {
 	cgroups cgroupHome
 	policy  TrainerPolicy
 	// inherited caches what the policy passes of this process's
-	// environment (inheritedFrom): it changes only with os.Setenv, and
-	// matching every variable against every pattern at each launch cost
-	// more than the rest of the launch's bookkeeping.
+	// environment (inheritedFrom): it changes only with os.Setenv,
+	// Unsetenv, Clearenv or SetPolicy, and matching every variable against
+	// every pattern at each launch cost more than the rest of the launch's
+	// bookkeeping.
 	envMu         sync.Mutex
 	inheritedFrom []string
 	inherited     []string

@@ -130,7 +130,8 @@ func (t *InlineTrial) update(f func(b *trialCore)) {
 // find is the index of the in-flight trial key in InlineState.Trials, or
 // -1. The workflow asks it for every run in every task: with 150 trials in
 // flight (50 pipelined two deep) a scan per call was most of the
-// campaign's own work.
+// campaign's own work. Keys are unique (TrialSegmentWorkflowID), so the
+// index finds what a scan from the front would.
 func (x *inliner) find(key string) int {
 	trials := x.st().Trials
 	if i, ok := x.at[key]; ok && i < len(trials) && trials[i].Key == key {

@@ -659,7 +659,10 @@ func ramp(a *activities.Activities, start, end time.Time) Ramp {
 	if len(first) == 0 {
 		return Ramp{}
 	}
-	r := Ramp{Nodes: len(first), FirstSeconds: math.Inf(1), TailSeconds: end.Sub(last).Seconds()}
+	r := Ramp{Nodes: len(first), FirstSeconds: math.Inf(1)}
+	if !last.IsZero() {
+		r.TailSeconds = end.Sub(last).Seconds()
+	}
 	for _, t := range first {
 		s := t.Sub(start).Seconds()
 		r.FirstSeconds, r.AllSeconds = min(r.FirstSeconds, s), max(r.AllSeconds, s)

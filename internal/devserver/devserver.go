@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,7 +21,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
-	gclient "github.com/gleaner-hpc/gleaner/client"
+	"github.com/gleaner-hpc/gleaner/internal/sdklog"
 )
 
 // PinnedVersion is the `temporal` CLI version Gleaner is tested with; `make
@@ -149,6 +148,9 @@ type Server struct {
 	attrs map[string]enumspb.IndexedValueType
 	out   *tail
 
+	// onePartition: new tasks go to one partition (onePartition, args.go).
+	onePartition bool
+
 	mu      sync.Mutex
 	cmd     *exec.Cmd
 	done    chan struct{} // closed when cmd has exited
@@ -167,6 +169,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	for attempt := 0; attempt < 3; attempt++ {
 		var s *Server
 		if s, err = prepare(opts); err != nil {
+			return nil, err
+		}
+		if s.onePartition, err = onePartition(s.opts.DBFile); err != nil {
 			return nil, err
 		}
 		if err = s.launch(); err != nil {
@@ -268,63 +273,6 @@ func parseSearchAttributes(in map[string]string) (map[string]enumspb.IndexedValu
 	return out, nil
 }
 
-// FilePragmas are the SQLite pragmas of a server persisting to a file.
-// SQLite's defaults (a rollback journal, synchronous=FULL) sync the disk
-// twice a commit, and the server commits for every activity started and
-// completed: on a 2-core machine those syncs cost a campaign of one-second
-// inline trials a sixth of its throughput (docs/benchmarks.md). Written
-// ahead with synchronous=NORMAL, a commit is an append to the log, synced
-// at checkpoints; the database stays consistent and every commit survives
-// the process's death.
-var FilePragmas = []string{"journal_mode=WAL", "synchronous=NORMAL"}
-
-// args is the `temporal` command line.
-func (s *Server) args() []string {
-	o := s.opts
-	args := []string{
-		"server", "start-dev",
-		"--ip", o.IP,
-		"--port", strconv.Itoa(o.Port),
-		"--namespace", o.Namespace,
-		"--log-level", o.LogLevel,
-		"--dynamic-config-value", "frontend.enableServerVersionCheck=false",
-		// A worker that schedules an activity on its own task queue gets it
-		// in the answer to its workflow task (up to 3 a task): no matching,
-		// no poll. Inline trials start this way (docs/benchmarks.md).
-		"--dynamic-config-value", "system.enableActivityEagerExecution=true",
-		// One partition per task queue: tasks go out in the order they
-		// were scheduled (a campaign's first wave before the runs queued
-		// behind it; with four, the first wave took twice as long to
-		// reach its nodes), and no poll is forwarded between partitions.
-		// A queue of one worker's tens of tasks a second needs no more.
-		"--dynamic-config-value", "matching.numTaskqueueReadPartitions=1",
-		"--dynamic-config-value", "matching.numTaskqueueWritePartitions=1",
-	}
-	for _, kv := range o.DynamicConfig {
-		args = append(args, "--dynamic-config-value", kv)
-	}
-	if o.DBFile != "" {
-		args = append(args, "--db-filename", o.DBFile)
-		for _, p := range FilePragmas {
-			args = append(args, "--sqlite-pragma", p)
-		}
-	}
-	if o.UI {
-		args = append(args, "--ui-port", strconv.Itoa(o.UIPort))
-	} else {
-		args = append(args, "--headless")
-	}
-	names := make([]string, 0, len(s.attrs))
-	for name := range s.attrs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		args = append(args, "--search-attribute", name+"="+s.opts.SearchAttributes[name])
-	}
-	return args
-}
-
 // launch starts the server process; s.mu is held or s is not shared yet.
 func (s *Server) launch() error {
 	cmd := exec.Command(s.opts.CLIPath, s.args()...)
@@ -388,7 +336,7 @@ func (s *Server) probe(ctx context.Context) (client.Client, error) {
 	c, err := client.DialContext(ctx, client.Options{
 		HostPort:  s.Address(),
 		Namespace: s.opts.Namespace,
-		Logger:    gclient.SDKLogger(s.opts.Logger),
+		Logger:    sdklog.Logger(s.opts.Logger),
 	})
 	if err != nil {
 		return nil, err

@@ -263,8 +263,18 @@ func (b *browser) text() string {
 func (b *browser) waitText(ctx context.Context, want ...string) string {
 	b.t.Helper()
 	var txt string
+	blankSince := time.Now()
 	for {
 		txt = b.text()
+		if strings.TrimSpace(txt) != "" {
+			blankSince = time.Now()
+		} else if time.Since(blankSince) > blankReload {
+			// Still nothing rendered (a script that failed to load on a
+			// loaded machine): load the page again, as a user would.
+			b.t.Logf("the page is still blank after %s: reloading it", blankReload)
+			b.call("Page.reload", map[string]any{}, nil)
+			blankSince = time.Now()
+		}
 		missing := ""
 		for _, w := range want {
 			if !strings.Contains(txt, w) {
@@ -284,6 +294,10 @@ func (b *browser) waitText(ctx context.Context, want ...string) string {
 	time.Sleep(time.Second) // fonts, icons and the last rows render
 	return b.text()
 }
+
+// blankReload is how long waitText lets a page stay blank before it loads
+// it again.
+const blankReload = 20 * time.Second
 
 // screenshot returns a PNG of the viewport.
 func (b *browser) screenshot() []byte {

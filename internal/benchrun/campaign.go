@@ -552,8 +552,10 @@ func (r *CampaignReport) WriteText(w io.Writer) error {
 		p("ramp:     first trainer %.2f s after submit, on all %d nodes %.2f s; campaign closed %.2f s after its last trainer\n",
 			rm.FirstSeconds, rm.Nodes, rm.AllSeconds, rm.TailSeconds)
 	}
-	p("trial:    start→close %.2f s mean, p50 %.2f, p95 %.2f, max %.2f\n",
-		r.TrialWallSeconds.Mean, r.TrialWallSeconds.P50, r.TrialWallSeconds.P95, r.TrialWallSeconds.Max)
+	if r.TrialWallSeconds.N > 0 { // trial workflows (inline trials have none)
+		p("trial:    start→close %.2f s mean, p50 %.2f, p95 %.2f, max %.2f\n",
+			r.TrialWallSeconds.Mean, r.TrialWallSeconds.P50, r.TrialWallSeconds.P95, r.TrialWallSeconds.Max)
+	}
 	p("history:  %.1f events per trial (mean), max %.0f; peak of any run %d (%s %s), limit %d\n",
 		r.EventsPerTrial.Mean, r.EventsPerTrial.Max, r.PeakHistory, r.PeakHistoryRun.WorkflowID, r.PeakHistoryRun.Status, r.HistoryLimit)
 	p("runs:     campaign %d (%d continued-as-new), pool %d (%d continued-as-new)\n",

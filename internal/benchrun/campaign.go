@@ -57,6 +57,11 @@ type CampaignOptions struct {
 	// (scripts/campaign_optuna.py with Python, default /usr/bin/python3).
 	VsOptuna bool
 	Python   string
+	// VsFloor runs the same trials at Temporal's floor afterwards (on a
+	// dev server of its own, floor.go): what an activity per trial
+	// (Inline) or a workflow per trial costs on this machine with nothing
+	// of Gleaner's.
+	VsFloor bool
 }
 
 // CampaignReport is RunCampaign's result; its JSON keys are a stable
@@ -136,6 +141,10 @@ type CampaignReport struct {
 	// after (--vs-optuna); VsOptuna is TrialsPerSecond / Optuna's.
 	Optuna   *OptunaFigure `json:"optuna,omitempty"`
 	VsOptuna float64       `json:"vs_optuna,omitempty"`
+	// Floor is the same trials at Temporal's floor (--vs-floor); VsFloor
+	// is TrialsPerSecond / the floor's.
+	Floor   *FloorFigure `json:"floor,omitempty"`
+	VsFloor float64      `json:"vs_floor,omitempty"`
 }
 
 // ReadBack is `gleaner trials --limit 0` after the campaign: how long it
@@ -291,6 +300,13 @@ func runCampaign(ctx context.Context, o CampaignOptions, e *env) (*CampaignRepor
 		if _, ok := t.Metrics[spec.Objective.Metric]; t.State == workflows.TrialCompleted && ok {
 			rep.ReadBack.WithObjective++
 		}
+	}
+	if o.VsFloor {
+		e.stop()
+		if rep.Floor, err = runFloor(ctx, o, e.dir, e.trainer, stepMS); err != nil {
+			return nil, err
+		}
+		rep.VsFloor = rep.TrialsPerSecond / rep.Floor.TrialsPerSecond
 	}
 	if o.VsOptuna {
 		// Optuna runs on the same machine with Gleaner's server and worker
@@ -629,6 +645,17 @@ func (r *CampaignReport) WriteText(w io.Writer) error {
 				1000*(r.ServerCPUSeconds+r.WorkerCPUSeconds)/n, 1000*r.ServerCPUSeconds/n, 1000*r.WorkerCPUSeconds/n,
 				1000*o.CPUSeconds/on, 1000*r.TrainerCPUSeconds/n, 1000*o.TrainerCPUSeconds/on)
 		}
+	}
+	if f := r.Floor; f != nil && f.Completed > 0 {
+		n := float64(f.Completed)
+		p("Temporal's floor, same trainer, parameters and concurrency, this machine, nothing of Gleaner's (%s): %d trials in %.1f s = %.2f trials/s; cpu per trial (ms): server %.1f + worker %.1f, trainers %.1f\n",
+			f.describe(), f.Completed, f.WallSeconds, f.TrialsPerSecond,
+			1000*f.ServerCPUSeconds/n, 1000*f.WorkerCPUSeconds/n, 1000*f.TrainerCPUSeconds/n)
+		p("vs floor: %.2f× the floor's trials/s (%.2f vs %.2f)", r.VsFloor, r.TrialsPerSecond, f.TrialsPerSecond)
+		if o := r.Optuna; o != nil {
+			p("; the floor is %.2f× Optuna's", f.TrialsPerSecond/o.TrialsPerSecond)
+		}
+		p("\n")
 	}
 	return nil
 }

@@ -41,6 +41,12 @@ published 10,000 one-second trials in 715 s on 16 CPUs. --vs-optuna then
 runs the same campaign through Optuna and prints both side by side, CPU
 per trial included (Optuna's process and its trainers, counted the same
 way: getrusage of the process and of its waited-for children).
+--vs-floor runs the same trials at Temporal's floor, on a dev server of
+its own: a plain workflow that runs an activity per trial (--inline) or
+starts a child workflow per trial that runs one activity, each launching
+the trainer as the Optuna script does, with nothing of Gleaner's (no
+pool, searcher, records, ledger or sweep) — what a Temporal call per
+trial costs on this machine, whatever is built on it.
 
 Run it from the gleaner checkout (it builds ./examples/go-mlp there; the
 checkout is found with ` + "`go list -m`" + `, or give --repo). Progress goes to
@@ -80,6 +86,7 @@ stderr; --json prints one object on stdout.`,
 	f.StringVar(&o.ServerLog, "server-log", "", "append the dev server's output to this file (it is discarded otherwise)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write this process's CPU profile (the worker's, the benchmark's) to FILE (go tool pprof)")
 	f.BoolVar(&o.VsOptuna, "vs-optuna", false, "then run the same campaign through Optuna (scripts/campaign_optuna.py, Debian's python3-optuna) and compare")
+	f.BoolVar(&o.VsFloor, "vs-floor", false, "then run the same trials at Temporal's floor (a plain workflow: an activity per trial with --inline, else a child workflow per trial) and compare")
 	f.StringVar(&o.Python, "python", "", "the Python with optuna for --vs-optuna (default /usr/bin/python3)")
 	f.BoolVar(&o.Inline, "inline", false, "run the trials inline (trial.inline: activities of the campaign, not workflows)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")

@@ -96,19 +96,26 @@ func (t *trial) report(ctx workflow.Context, final bool) TrialReport {
 	return t.core.report(t.owner(ctx), final)
 }
 
-func (t *trial) reportToCampaign(ctx workflow.Context, final bool) {
+// reportToCampaign sends the trial's report to its campaign; the future
+// is nil when there is no campaign.
+func (t *trial) reportToCampaign(ctx workflow.Context, final bool) workflow.Future {
 	t.reportDirty = false
 	t.lastReport = workflow.Now(ctx)
 	workflow.SetCurrentDetails(ctx, t.details())
 	if t.in.CampaignWorkflowID == "" {
+		return nil
+	}
+	return workflow.SignalExternalWorkflow(ctx, t.in.CampaignWorkflowID, "", SignalTrialReport, t.report(ctx, final))
+}
+
+// awaitFinalReport waits until the server has taken the final report:
+// the campaign counts the trial in flight until it arrives.
+func (t *trial) awaitFinalReport(ctx workflow.Context, f workflow.Future) {
+	if f == nil {
 		return
 	}
-	f := workflow.SignalExternalWorkflow(ctx, t.in.CampaignWorkflowID, "", SignalTrialReport, t.report(ctx, final))
-	if final {
-		// The campaign counts the trial in flight until this arrives.
-		if err := f.Get(ctx, nil); err != nil {
-			workflow.GetLogger(ctx).Warn("final report to campaign failed", "campaign", t.in.CampaignWorkflowID, "error", err)
-		}
+	if err := f.Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Warn("final report to campaign failed", "campaign", t.in.CampaignWorkflowID, "error", err)
 	}
 }
 
@@ -117,9 +124,36 @@ func (t *trial) finish(ctx workflow.Context) TrialReport {
 	if err := t.out.drain(ctx); err != nil {
 		workflow.GetLogger(ctx).Warn("a signal to the pool was not delivered", "pool", t.in.Pool, "error", err)
 	}
+	if t.finishesTogether(ctx) {
+		// The signals still going out to the pool (a profile) have been
+		// taken first, so the pool learns from them before it forgets the
+		// trial; the deregistration and the final report then go out
+		// together, and the trial waits for both at once.
+		var dereg workflow.Future
+		if t.registered {
+			dereg = t.sendDeregister(ctx)
+		}
+		final := t.reportToCampaign(ctx, true)
+		if dereg != nil {
+			if err := dereg.Get(ctx, nil); err != nil {
+				workflow.GetLogger(ctx).Warn("deregistering from pool failed", "pool", t.in.Pool, "error", err)
+			}
+		}
+		t.awaitFinalReport(ctx, final)
+		return t.report(ctx, true)
+	}
 	if t.registered {
 		t.deregister(ctx)
 	}
-	t.reportToCampaign(ctx, true)
+	t.awaitFinalReport(ctx, t.reportToCampaign(ctx, true))
 	return t.report(ctx, true)
+}
+
+// finishesTogether says whether this run of the trial ends by sending
+// its deregistration and final report together (with no release of the
+// last run's nodes before them). A trial ended by an earlier build sent
+// the release, then the deregistration, then the report, each awaited: a
+// round trip through the server apiece.
+func (t *trial) finishesTogether(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, "trial-finish-together", workflow.DefaultVersion, 1) == 1
 }

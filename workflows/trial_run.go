@@ -48,12 +48,17 @@ func (t *trial) register(ctx workflow.Context) error {
 // deregister gives the trial's nodes back to the pool for good (until it
 // registers again); assignments sent before are void.
 func (t *trial) deregister(ctx workflow.Context) {
-	t.registered = false
-	t.assigned, t.assignedType = nil, ""
-	f := workflow.SignalExternalWorkflow(ctx, PoolWorkflowID(t.in.Pool), "", SignalDeregisterTrial, DeregisterTrial{TrialID: t.wfID})
-	if err := f.Get(ctx, nil); err != nil {
+	if err := t.sendDeregister(ctx).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("deregistering from pool failed", "pool", t.in.Pool, "error", err)
 	}
+}
+
+// sendDeregister is deregister without the wait: the future is the
+// server's taking the signal.
+func (t *trial) sendDeregister(ctx workflow.Context) workflow.Future {
+	t.registered = false
+	t.assigned, t.assignedType = nil, ""
+	return workflow.SignalExternalWorkflow(ctx, PoolWorkflowID(t.in.Pool), "", SignalDeregisterTrial, DeregisterTrial{TrialID: t.wfID})
 }
 
 func (t *trial) launch(ctx workflow.Context) {
@@ -187,7 +192,13 @@ func (t *trial) sendProfile(ctx workflow.Context, n int) {
 
 func (t *trial) onRunEnded(ctx workflow.Context, run *activeRun, f workflow.Future) {
 	t.active = nil
-	defer t.released(ctx)
+	defer func() {
+		// A run that ended the trial needs no release of its own: finish
+		// deregisters the trial, which frees its nodes.
+		if !(t.core.p.State.Terminal() && t.registered && t.finishesTogether(ctx)) {
+			t.released(ctx)
+		}
+	}()
 	var res RunTrialResult
 	err := f.Get(ctx, &res)
 	var canceled *temporal.CanceledError

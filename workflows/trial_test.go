@@ -166,6 +166,20 @@ func TestTrialRunsOnAssignmentAndCompletes(t *testing.T) {
 	require.True(t, e.reports[len(e.reports)-1].Final)
 }
 
+// A run that ends its trial sends no release of its own: the trial's
+// deregistration, sent with its final report, frees the nodes (one
+// signal and one round trip through the server fewer per trial).
+func TestAFinishedTrialReleasesItsNodesByDeregistering(t *testing.T) {
+	e := newTrialEnv(t, completes(1000))
+	e.assign(time.Second, 1, "n1")
+	e.ExecuteWorkflow(TrialWorkflowName, trialInput())
+
+	require.Equal(t, TrialCompleted, e.result(t).State)
+	// The one release confirms the first assignment, before the launch.
+	require.Equal(t, []string{SignalReleased, SignalDeregisterTrial}, e.poolSigs)
+	require.True(t, e.reports[len(e.reports)-1].Final)
+}
+
 // A NAS trial tells the pool its architecture (its ArchParam's value),
 // from which a worker's throughput model predicts its curve; a trial of a
 // campaign without one tells none.

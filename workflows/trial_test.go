@@ -168,16 +168,39 @@ func TestTrialRunsOnAssignmentAndCompletes(t *testing.T) {
 
 // A run that ends its trial sends no release of its own: the trial's
 // deregistration, sent with its final report, frees the nodes (one
-// signal and one round trip through the server fewer per trial).
+// signal and one round trip through the server fewer per trial); nor
+// does a trial's first assignment before its first run.
 func TestAFinishedTrialReleasesItsNodesByDeregistering(t *testing.T) {
 	e := newTrialEnv(t, completes(1000))
 	e.assign(time.Second, 1, "n1")
 	e.ExecuteWorkflow(TrialWorkflowName, trialInput())
 
 	require.Equal(t, TrialCompleted, e.result(t).State)
-	// The one release confirms the first assignment, before the launch.
-	require.Equal(t, []string{SignalReleased, SignalDeregisterTrial}, e.poolSigs)
+	// Nor is the first assignment of a trial that never ran confirmed:
+	// the pool waits for no node of it.
+	require.Equal(t, []string{SignalDeregisterTrial}, e.poolSigs)
 	require.True(t, e.reports[len(e.reports)-1].Final)
+}
+
+// A trial that has run confirms every later assignment that finds it
+// stopped: the pool may be waiting for the nodes it ran on.
+func TestATrialThatRanConfirmsAssignmentsWhileStopped(t *testing.T) {
+	e := newTrialEnv(t, func(in RunTrialInput, attempt int) (RunTrialResult, error, bool) {
+		if in.Run == 1 {
+			return RunTrialResult{}, nil, true // trains until preempted
+		}
+		return RunTrialResult{Outcome: RunCompleted, Samples: 1000, Metrics: map[string]float64{"loss": 0.25}, Attempt: attempt}, nil, false
+	})
+	e.assign(time.Second, 1, "n1")
+	e.assign(3*time.Second, 2) // preempted to 0 nodes
+	e.assign(5*time.Second, 3, "n1")
+	e.ExecuteWorkflow(TrialWorkflowName, trialInput())
+
+	require.Equal(t, TrialCompleted, e.result(t).State)
+	require.Len(t, e.trainer.calls(), 2)
+	// The preempted run's end, then the assignment that found it stopped;
+	// the last run's end is the deregistration.
+	require.Equal(t, []string{SignalReleased, SignalReleased, SignalDeregisterTrial}, e.poolSigs)
 }
 
 // A NAS trial tells the pool its architecture (its ArchParam's value),

@@ -263,17 +263,24 @@ func (b *browser) text() string {
 func (b *browser) waitText(ctx context.Context, want ...string) string {
 	b.t.Helper()
 	var txt string
-	blankSince := time.Now()
+	stuckSince := time.Now()
 	for {
 		txt = b.text()
-		if strings.TrimSpace(txt) != "" {
-			blankSince = time.Now()
-		} else if time.Since(blankSince) > blankReload {
+		blank, failed := strings.TrimSpace(txt) == "", strings.Contains(txt, uiErrorPage)
+		if !blank && !failed {
+			stuckSince = time.Now()
+		} else if time.Since(stuckSince) > stuckReload {
 			// Still nothing rendered (a script that failed to load on a
-			// loaded machine): load the page again, as a user would.
-			b.t.Logf("the page is still blank after %s: reloading it", blankReload)
+			// loaded machine), or the UI's error page (a request of its
+			// own to the server failed, and the app does not retry it):
+			// load the page again, as a user would.
+			what := "blank"
+			if failed {
+				what = "the web UI's error page"
+			}
+			b.t.Logf("the page is still %s after %s: reloading it", what, stuckReload)
 			b.call("Page.reload", map[string]any{}, nil)
-			blankSince = time.Now()
+			stuckSince = time.Now()
 		}
 		missing := ""
 		for _, w := range want {
@@ -295,9 +302,14 @@ func (b *browser) waitText(ctx context.Context, want ...string) string {
 	return b.text()
 }
 
-// blankReload is how long waitText lets a page stay blank before it loads
-// it again.
-const blankReload = 20 * time.Second
+// stuckReload is how long waitText lets a page stay blank, or on the web
+// UI's error page, before it loads it again.
+const stuckReload = 20 * time.Second
+
+// uiErrorPage is what the Temporal web UI shows when one of its requests
+// to the server failed ("500 … Internal Error"): CI saw it stay for the
+// whole 4 minutes on a loaded machine; a reload shows the page.
+const uiErrorPage = "Uh oh. There's an error."
 
 // screenshot returns a PNG of the viewport.
 func (b *browser) screenshot() []byte {

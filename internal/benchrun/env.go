@@ -30,7 +30,7 @@ type envOptions struct {
 	// Log receives progress lines and the SDK's warnings.
 	Log io.Writer
 	// ServerConfig are dynamic config values (KEY=VALUE) for the dev
-	// server, e.g. history.timerProcessorMaxTimeShift=10ms.
+	// server, the value in JSON, e.g. history.timerProcessorMaxTimeShift="10ms".
 	ServerConfig []string
 	// ServerLog, when set, receives the dev server's output (appended),
 	// so that a server that dies mid-run leaves its last words.

@@ -82,7 +82,7 @@ stderr; --json prints one object on stdout.`,
 	f.IntVar(&o.Nodes, "nodes", 50, "CPU slots of the worker's static node source")
 	f.DurationVar(&o.ProgressEvery, "progress-every", 0, "how often progress goes to stderr (default 5s)")
 	f.StringVar(&o.RepoDir, "repo", "", "the gleaner checkout to build go-mlp from (default: go list -m)")
-	f.StringArrayVar(&o.ServerConfig, "server-config", nil, "dev server dynamic config KEY=VALUE (repeatable), e.g. history.timerProcessorMaxTimeShift=10ms")
+	f.StringArrayVar(&o.ServerConfig, "server-config", nil, "dev server dynamic config KEY=VALUE, the value in JSON (repeatable), e.g. matching.numTaskqueueReadPartitions=4 or 'history.timerProcessorMaxTimeShift=\"10ms\"'")
 	f.StringVar(&o.ServerLog, "server-log", "", "append the dev server's output to this file (it is discarded otherwise)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write this process's CPU profile (the worker's, the benchmark's) to FILE (go tool pprof)")
 	f.BoolVar(&o.VsOptuna, "vs-optuna", false, "then run the same campaign through Optuna (scripts/campaign_optuna.py, Debian's python3-optuna) and compare")
@@ -132,7 +132,7 @@ stderr; --json prints one object on stdout.`,
 	f.Float64Var(&o.StepMS, "step-ms", 10, "the trainer's step length in milliseconds (it reports every step)")
 	f.DurationVar(&o.Timeout, "timeout", 0, "how long to wait for each rescale (default 2m)")
 	f.StringVar(&o.RepoDir, "repo", "", "the gleaner checkout to build go-mlp from (default: go list -m)")
-	f.StringArrayVar(&o.ServerConfig, "server-config", nil, "dev server dynamic config KEY=VALUE (repeatable), e.g. history.timerProcessorMaxTimeShift=10ms")
+	f.StringArrayVar(&o.ServerConfig, "server-config", nil, "dev server dynamic config KEY=VALUE, the value in JSON (repeatable), e.g. matching.numTaskqueueReadPartitions=4 or 'history.timerProcessorMaxTimeShift=\"10ms\"'")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
 }

@@ -128,7 +128,7 @@ type Options struct {
 	// LogLevel of the server: debug, info, warn (default), error.
 	LogLevel string
 	// DynamicConfig are dynamic config values (KEY=VALUE) of the server,
-	// e.g. history.timerProcessorMaxTimeShift=10ms.
+	// the value in JSON, e.g. history.timerProcessorMaxTimeShift="10ms".
 	DynamicConfig []string
 	// Output receives the server's stdout and stderr (default: discarded;
 	// the last few KiB are kept for error messages, see Server.OutputTail).

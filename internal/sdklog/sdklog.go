@@ -3,6 +3,7 @@
 package sdklog
 
 import (
+	"context"
 	"errors"
 
 	"go.temporal.io/sdk/log"
@@ -18,8 +19,12 @@ const heartbeatError = "RecordActivityHeartbeat with error"
 // answered "cancelled" is logged at debug level instead. A worker cancels
 // runs on purpose — a rescale, a preemption, the queued runs of an inline
 // campaign when it continues as new — and a warning for each was noise in
-// every worker's log (62 in a 20,000-trial campaign). Any other heartbeat
-// error stays a warning. The logger's own With and caller depth are kept.
+// every worker's log (62 in a 20,000-trial campaign). So is the warning
+// for a heartbeat that fails with context.Canceled: the SDK sends the one
+// it held back (its throttle) as the activity ends, with the activity's
+// context already cancelled (0–9 in each 200-trial campaign of trial
+// workflows, every trial completed). Any other heartbeat error stays a
+// warning. The logger's own With and caller depth are kept.
 func Logger(l log.Logger) log.Logger {
 	if l == nil {
 		return nil
@@ -50,11 +55,12 @@ func (d demoting) With(keyvals ...any) log.Logger { return demoting{log.With(d.L
 
 func (d demoting) WithCallerSkip(depth int) log.Logger { return demoting{log.Skip(d.Logger, depth)} }
 
-// cancellation reports whether keyvals hold a cancellation error.
+// cancellation reports whether keyvals hold a cancellation error: the
+// server's answer, or the activity's own context's.
 func cancellation(keyvals []any) bool {
 	for _, v := range keyvals {
 		var canceled *temporal.CanceledError
-		if err, ok := v.(error); ok && errors.As(err, &canceled) {
+		if err, ok := v.(error); ok && (errors.As(err, &canceled) || errors.Is(err, context.Canceled)) {
 			return true
 		}
 	}

@@ -2,6 +2,7 @@ package sdklog
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,12 +30,16 @@ func TestLoggerDemotesHeartbeatCancellations(t *testing.T) {
 	l := Logger(recorder{&lines})
 	l.Warn(heartbeatError, "ActivityID", "7", "Error", temporal.NewCanceledError())
 	l.Warn(heartbeatError, "Error", fmt.Errorf("wrapped: %w", temporal.NewCanceledError("details")))
+	l.Warn(heartbeatError, "Error", context.Canceled) // the held-back one, sent as the activity ends
 	l.Warn(heartbeatError, "Error", errors.New("connection refused"))
+	l.Warn(heartbeatError, "Error", context.DeadlineExceeded)
 	l.Warn("Activity error.", "Error", temporal.NewCanceledError())
 	l.Info("started")
 	require.Equal(t, []string{
 		"DEBUG " + heartbeatError,
 		"DEBUG " + heartbeatError,
+		"DEBUG " + heartbeatError,
+		"WARN " + heartbeatError,
 		"WARN " + heartbeatError,
 		"WARN Activity error.",
 		"INFO started",

@@ -585,6 +585,9 @@ func (r *CampaignReport) WriteText(w io.Writer) error {
 	ph := r.TrialPhases
 	p("trial phases (s, p50/p95/mean): register %s · wait for assignment %s · assignment→run started %s · run %s · run done→closed %s\n",
 		pp(ph.Register), pp(ph.Assignment), pp(ph.Launch), pp(ph.Run), pp(ph.Finish))
+	if ph.Trials > 0 {
+		p("          %d of %d trials launched their trainer more than once (a rescale, a move, a preemption)\n", ph.Relaunched, ph.Trials)
+	}
 	if r.Pipelined {
 		p("          (pipelined: a run is scheduled and started while the one before it trains, and waits on the worker for its node: its run phase includes that wait; node idle is the gap)\n")
 	}

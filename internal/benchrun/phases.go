@@ -20,6 +20,11 @@ type TrialPhases struct {
 	Launch     Stats `json:"assignment_to_run_started_s"`
 	Run        Stats `json:"run_s"`
 	Finish     Stats `json:"run_completed_to_closed_s"`
+	// Relaunched counts the trials that ran their trainer more than once
+	// (a RunTrial scheduled again: a rescale, a move to other nodes, a
+	// preemption and resume); Trials is how many trial workflows were read.
+	Relaunched int `json:"relaunched"`
+	Trials     int `json:"trials"`
 }
 
 // WorkflowTaskLatency is how long one workflow's tasks wait in the queue
@@ -34,7 +39,10 @@ type WorkflowTaskLatency struct {
 	Tasks int `json:"tasks"`
 }
 
-type phaseSamples struct{ reg, assign, launch, run, finish []float64 }
+type phaseSamples struct {
+	reg, assign, launch, run, finish []float64
+	trials, relaunched               int
+}
 
 // addTrial folds one trial's history into s.
 func (s *phaseSamples) addTrial(evs []*historypb.HistoryEvent) {
@@ -83,11 +91,15 @@ func (s *phaseSamples) addTrial(evs []*historypb.HistoryEvent) {
 	add(&s.launch, assigned, runStarted)
 	add(&s.run, runStarted, runDone)
 	add(&s.finish, runDone, closed)
+	s.trials++
+	if len(runIDs) > 1 {
+		s.relaunched++
+	}
 }
 
 func (s *phaseSamples) stats() TrialPhases {
 	return TrialPhases{Register: summarize(s.reg), Assignment: summarize(s.assign), Launch: summarize(s.launch),
-		Run: summarize(s.run), Finish: summarize(s.finish)}
+		Run: summarize(s.run), Finish: summarize(s.finish), Relaunched: s.relaunched, Trials: s.trials}
 }
 
 // taskLatency measures the workflow tasks of the given runs.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 )
@@ -56,11 +57,17 @@ func (d demoting) With(keyvals ...any) log.Logger { return demoting{log.With(d.L
 func (d demoting) WithCallerSkip(depth int) log.Logger { return demoting{log.Skip(d.Logger, depth)} }
 
 // cancellation reports whether keyvals hold a cancellation error: the
-// server's answer, or the activity's own context's.
+// server's answer, or the call's own context cancelled (the gRPC call
+// returns it as a serviceerror.Canceled, "context canceled").
 func cancellation(keyvals []any) bool {
 	for _, v := range keyvals {
+		err, ok := v.(error)
+		if !ok {
+			continue
+		}
 		var canceled *temporal.CanceledError
-		if err, ok := v.(error); ok && (errors.As(err, &canceled) || errors.Is(err, context.Canceled)) {
+		var callCanceled *serviceerror.Canceled
+		if errors.As(err, &canceled) || errors.As(err, &callCanceled) || errors.Is(err, context.Canceled) {
 			return true
 		}
 	}

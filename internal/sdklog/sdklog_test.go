@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 )
@@ -30,12 +31,16 @@ func TestLoggerDemotesHeartbeatCancellations(t *testing.T) {
 	l := Logger(recorder{&lines})
 	l.Warn(heartbeatError, "ActivityID", "7", "Error", temporal.NewCanceledError())
 	l.Warn(heartbeatError, "Error", fmt.Errorf("wrapped: %w", temporal.NewCanceledError("details")))
-	l.Warn(heartbeatError, "Error", context.Canceled) // the held-back one, sent as the activity ends
+	// The held-back one, sent as the activity ends: the gRPC call's error,
+	// and the context's.
+	l.Warn(heartbeatError, "Error", serviceerror.NewCanceled("context canceled"))
+	l.Warn(heartbeatError, "Error", context.Canceled)
 	l.Warn(heartbeatError, "Error", errors.New("connection refused"))
 	l.Warn(heartbeatError, "Error", context.DeadlineExceeded)
 	l.Warn("Activity error.", "Error", temporal.NewCanceledError())
 	l.Info("started")
 	require.Equal(t, []string{
+		"DEBUG " + heartbeatError,
 		"DEBUG " + heartbeatError,
 		"DEBUG " + heartbeatError,
 		"DEBUG " + heartbeatError,

@@ -144,6 +144,11 @@ type Assignment struct {
 	// when every node is the pool worker's own (a one-host source), and
 	// the trial's run then goes to the pool's task queue as before.
 	Hosts []HostNodes `json:"hosts,omitempty"`
+	// NoReleaseAwaited: when the pool sent this, it was waiting for no
+	// node of the trial's to be released (no Releasing entry of it), so a
+	// trial that runs nothing need not confirm the assignment. Pools of
+	// earlier builds leave it false: confirm.
+	NoReleaseAwaited bool `json:"no_release_awaited,omitempty"`
 }
 
 // HostNodes are the nodes of one assignment held by one agent.

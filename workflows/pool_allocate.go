@@ -140,8 +140,10 @@ func (p *pool) allocate(ctx workflow.Context) error {
 // registered again (only right after an allocation, so the epoch is new).
 func (p *pool) flush(ctx workflow.Context, withResend bool) {
 	held := map[string]string{}
+	awaited := map[string]bool{} // trials whose release the pool waits for
 	for _, r := range p.st.Releasing {
 		held[r.Node] = r.TrialID
+		awaited[r.TrialID] = true
 	}
 	holder := p.nodeAgents()
 	// Nodes gone since the allocation (an agent left) are not sent; the
@@ -172,7 +174,7 @@ func (p *pool) flush(ctx workflow.Context, withResend bool) {
 		delete(p.resend, id)
 		p.out.send(ctx, id, SignalAssignment, Assignment{
 			Epoch: p.st.Epoch, Nodes: t.Nodes, NodeType: t.NodeType, Reason: t.Reason,
-			Hosts: p.placement(t.Nodes, holder),
+			Hosts: p.placement(t.Nodes, holder), NoReleaseAwaited: !awaited[id],
 		})
 	}
 }

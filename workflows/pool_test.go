@@ -267,11 +267,13 @@ func TestPoolHandsNodesOverOnRelease(t *testing.T) {
 	e.at(time.Second, func() { e.SignalWorkflow(wf.SignalRegisterTrial, reg("old", 1, 2)) })
 	e.at(3*time.Second, func() {
 		assert.Len(t, e.last("old").Nodes, 2)
+		assert.True(t, e.last("old").NoReleaseAwaited, "nothing taken from old yet")
 		// A second trial arrives: the allocator gives it one of old's nodes.
 		e.SignalWorkflow(wf.SignalRegisterTrial, reg("new", 1, 2))
 	})
 	e.at(5*time.Second, func() {
 		assert.Len(t, e.last("old").Nodes, 1, "the shrink goes at once")
+		assert.False(t, e.last("old").NoReleaseAwaited, "the shrink waits for old to confirm")
 		assert.Empty(t, e.last("new").Nodes, "the grant waits for old to leave the node")
 		e.SignalWorkflow(wf.SignalReleased, wf.Released{TrialID: "old", Epoch: e.last("old").Epoch})
 	})

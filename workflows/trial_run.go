@@ -106,7 +106,6 @@ func (t *trial) onAssignment(ctx workflow.Context, a Assignment) {
 	if a.Epoch <= t.epoch || !t.registered {
 		return // stale, or sent before the trial released its nodes
 	}
-	first := t.epoch == 0
 	t.epoch = a.Epoch
 	if !slices.Equal(t.assigned, a.Nodes) {
 		// Failures on several hosts are counted per assignment, like a
@@ -118,11 +117,8 @@ func (t *trial) onAssignment(ctx workflow.Context, a Assignment) {
 	t.assignedHosts = slices.Clone(a.Hosts)
 	t.reason = a.Reason
 	if t.active == nil {
-		if first && t.core.p.Runs == 0 && workflow.GetVersion(ctx, "first-assignment-unconfirmed", workflow.DefaultVersion, 1) == 1 {
-			// The trial has never run and never heard of nodes before:
-			// the pool can be waiting for no node of it (it waits only
-			// for nodes it told the trial of, and told it in order).
-			return
+		if a.NoReleaseAwaited && workflow.GetVersion(ctx, "assignment-confirmed-if-awaited", workflow.DefaultVersion, 1) == 1 {
+			return // the pool waits for no node of the trial's: nothing to confirm
 		}
 		t.released(ctx) // nothing runs: no node outside the assignment is used
 	}

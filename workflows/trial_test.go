@@ -168,39 +168,60 @@ func TestTrialRunsOnAssignmentAndCompletes(t *testing.T) {
 
 // A run that ends its trial sends no release of its own: the trial's
 // deregistration, sent with its final report, frees the nodes (one
-// signal and one round trip through the server fewer per trial); nor
-// does a trial's first assignment before its first run.
+// signal and one round trip through the server fewer per trial). Nor is
+// an assignment that finds nothing running confirmed when the pool says
+// it waits for no node of the trial's; one from a pool that does not say
+// so (an earlier build's, or one waiting) is.
 func TestAFinishedTrialReleasesItsNodesByDeregistering(t *testing.T) {
-	e := newTrialEnv(t, completes(1000))
-	e.assign(time.Second, 1, "n1")
-	e.ExecuteWorkflow(TrialWorkflowName, trialInput())
+	for _, tc := range []struct {
+		noneAwaited bool
+		want        []string
+	}{
+		{true, []string{SignalDeregisterTrial}},
+		{false, []string{SignalReleased, SignalDeregisterTrial}},
+	} {
+		e := newTrialEnv(t, completes(1000))
+		e.RegisterDelayedCallback(func() {
+			e.SignalWorkflow(SignalAssignment, Assignment{Epoch: 1, Nodes: []string{"n1"}, NoReleaseAwaited: tc.noneAwaited})
+		}, time.Second)
+		e.ExecuteWorkflow(TrialWorkflowName, trialInput())
 
-	require.Equal(t, TrialCompleted, e.result(t).State)
-	// Nor is the first assignment of a trial that never ran confirmed:
-	// the pool waits for no node of it.
-	require.Equal(t, []string{SignalDeregisterTrial}, e.poolSigs)
-	require.True(t, e.reports[len(e.reports)-1].Final)
+		require.Equal(t, TrialCompleted, e.result(t).State)
+		require.Equal(t, tc.want, e.poolSigs, "none awaited: %v", tc.noneAwaited)
+		require.True(t, e.reports[len(e.reports)-1].Final)
+	}
 }
 
-// A trial that has run confirms every later assignment that finds it
-// stopped: the pool may be waiting for the nodes it ran on.
+// A trial whose run was stopped confirms it left the nodes when the run
+// ends, and confirms a later assignment that finds it stopped unless the
+// pool waits for nothing of it.
 func TestATrialThatRanConfirmsAssignmentsWhileStopped(t *testing.T) {
-	e := newTrialEnv(t, func(in RunTrialInput, attempt int) (RunTrialResult, error, bool) {
-		if in.Run == 1 {
-			return RunTrialResult{}, nil, true // trains until preempted
+	for _, noneAwaited := range []bool{false, true} {
+		e := newTrialEnv(t, func(in RunTrialInput, attempt int) (RunTrialResult, error, bool) {
+			if in.Run == 1 {
+				return RunTrialResult{}, nil, true // trains until preempted
+			}
+			return RunTrialResult{Outcome: RunCompleted, Samples: 1000, Metrics: map[string]float64{"loss": 0.25}, Attempt: attempt}, nil, false
+		})
+		at := func(after time.Duration, a Assignment) {
+			e.RegisterDelayedCallback(func() { e.SignalWorkflow(SignalAssignment, a) }, after)
 		}
-		return RunTrialResult{Outcome: RunCompleted, Samples: 1000, Metrics: map[string]float64{"loss": 0.25}, Attempt: attempt}, nil, false
-	})
-	e.assign(time.Second, 1, "n1")
-	e.assign(3*time.Second, 2) // preempted to 0 nodes
-	e.assign(5*time.Second, 3, "n1")
-	e.ExecuteWorkflow(TrialWorkflowName, trialInput())
+		at(time.Second, Assignment{Epoch: 1, Nodes: []string{"n1"}, NoReleaseAwaited: true})
+		at(3*time.Second, Assignment{Epoch: 2}) // preempted to 0 nodes
+		at(5*time.Second, Assignment{Epoch: 3, Nodes: []string{"n1"}, NoReleaseAwaited: noneAwaited})
+		e.ExecuteWorkflow(TrialWorkflowName, trialInput())
 
-	require.Equal(t, TrialCompleted, e.result(t).State)
-	require.Len(t, e.trainer.calls(), 2)
-	// The preempted run's end, then the assignment that found it stopped;
-	// the last run's end is the deregistration.
-	require.Equal(t, []string{SignalReleased, SignalReleased, SignalDeregisterTrial}, e.poolSigs)
+		require.Equal(t, TrialCompleted, e.result(t).State)
+		require.Len(t, e.trainer.calls(), 2)
+		// The preempted run's end; the assignment that found it stopped
+		// unless nothing was awaited; the last run's end is the
+		// deregistration.
+		want := []string{SignalReleased, SignalReleased, SignalDeregisterTrial}
+		if noneAwaited {
+			want = []string{SignalReleased, SignalDeregisterTrial}
+		}
+		require.Equal(t, want, e.poolSigs, "none awaited: %v", noneAwaited)
+	}
 }
 
 // A NAS trial tells the pool its architecture (its ArchParam's value),

@@ -198,6 +198,8 @@ func (o *CampaignOptions) validate() error {
 		return fmt.Errorf("--nodes: %d must be at least 1", o.Nodes)
 	case !(o.Seconds > 0) || o.Seconds > 600:
 		return fmt.Errorf("--trial-seconds: %v must be in (0, 600]", o.Seconds)
+	case o.VsFloor && o.Trials > FloorMaxTrials:
+		return fmt.Errorf("--vs-floor: --trials %d is over %d (the floor is one workflow, without continue-as-new)", o.Trials, FloorMaxTrials)
 	}
 	if o.Steps <= 0 {
 		o.Steps = 20
@@ -303,10 +305,19 @@ func runCampaign(ctx context.Context, o CampaignOptions, e *env) (*CampaignRepor
 	}
 	if o.VsFloor {
 		e.stop()
-		if rep.Floor, err = runFloor(ctx, o, e.dir, e.trainer, stepMS); err != nil {
-			return nil, err
+		f, err := runFloor(ctx, o, e.dir, e.trainer, stepMS)
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case err != nil:
+			// What was measured of Gleaner's campaign stays.
+			fmt.Fprintf(o.Log, "bench: the floor failed, left out of the report: %v\n", err)
+		default:
+			rep.Floor = f
+			if f.TrialsPerSecond > 0 {
+				rep.VsFloor = rep.TrialsPerSecond / f.TrialsPerSecond
+			}
 		}
-		rep.VsFloor = rep.TrialsPerSecond / rep.Floor.TrialsPerSecond
 	}
 	if o.VsOptuna {
 		// Optuna runs on the same machine with Gleaner's server and worker
@@ -649,10 +660,10 @@ func (r *CampaignReport) WriteText(w io.Writer) error {
 				1000*o.CPUSeconds/on, 1000*r.TrainerCPUSeconds/n, 1000*o.TrainerCPUSeconds/on)
 		}
 	}
-	if f := r.Floor; f != nil && f.Completed > 0 {
-		n := float64(f.Completed)
-		p("Temporal's floor, same trainer, parameters and concurrency, this machine, nothing of Gleaner's (%s): %d trials in %.1f s = %.2f trials/s; cpu per trial (ms): server %.1f + worker %.1f, trainers %.1f\n",
-			f.describe(), f.Completed, f.WallSeconds, f.TrialsPerSecond,
+	if f := r.Floor; f != nil && f.Trials > 0 {
+		n := float64(f.Trials)
+		p("Temporal's floor, same trainer, parameters and concurrency, this machine, nothing of Gleaner's (%s): %d trials (%d failed) in %.1f s = %.2f trials/s; cpu per trial (ms): server %.1f + worker %.1f, trainers %.1f\n",
+			f.describe(), f.Trials, f.Failed, f.WallSeconds, f.TrialsPerSecond,
 			1000*f.ServerCPUSeconds/n, 1000*f.WorkerCPUSeconds/n, 1000*f.TrainerCPUSeconds/n)
 		p("vs floor: %.2f× the floor's trials/s (%.2f vs %.2f)", r.VsFloor, r.TrialsPerSecond, f.TrialsPerSecond)
 		if o := r.Optuna; o != nil {

@@ -36,9 +36,12 @@ type FloorFigure struct {
 	// workflow runs an activity per trial, as an inline campaign does) or
 	// "workflow" (it starts a child workflow per trial, which runs one
 	// activity).
-	Mode              string  `json:"mode"`
-	Trials            int     `json:"trials"`
-	Completed         int     `json:"completed"`
+	Mode      string `json:"mode"`
+	Trials    int    `json:"trials"`
+	Completed int    `json:"completed"`
+	// Failed counts the trials whose trainer failed or reported no
+	// val_loss (the Optuna script counts them the same way).
+	Failed            int     `json:"failed"`
 	WallSeconds       float64 `json:"wall_seconds"`
 	TrialsPerSecond   float64 `json:"trials_per_second"`
 	ServerCPUSeconds  float64 `json:"server_cpu_seconds"`
@@ -53,6 +56,11 @@ func (f FloorFigure) describe() string {
 	}
 	return "one workflow running an activity per trial, the next queued on the worker behind each"
 }
+
+// FloorMaxTrials bounds --vs-floor: the floor is one workflow without
+// continue-as-new (5 to 9 history events a trial, under Temporal's limit
+// of 51,200).
+const FloorMaxTrials = 5000
 
 const (
 	floorActivity = "activity"
@@ -72,7 +80,7 @@ type floorInput struct {
 }
 
 // floorCampaign keeps Concurrent trials training until Trials have
-// ended. Activities are pipelined as Gleaner's inline campaigns are: as
+// ended, and returns how many completed (the others failed). Activities are pipelined as Gleaner's inline campaigns are: as
 // many again are queued on the worker, each waiting for a slot
 // (floorRunner.slots), so that the next trainer starts the moment one
 // ends, without a round trip through the server. Child workflows are not
@@ -82,7 +90,6 @@ type floorInput struct {
 func floorCampaign(ctx workflow.Context, in floorInput) (int, error) {
 	ctx = workflow.WithActivityOptions(ctx, floorActivityOptions)
 	sel := workflow.NewSelector(ctx)
-	var firstErr error
 	started, inFlight, completed := 0, 0, 0
 	limit := 2 * in.Concurrent
 	if in.Children {
@@ -101,23 +108,18 @@ func floorCampaign(ctx workflow.Context, in floorInput) (int, error) {
 			inFlight++
 			sel.AddFuture(f, func(f workflow.Future) {
 				inFlight--
-				if err := f.Get(ctx, nil); err != nil {
-					firstErr = err
-					return
+				if f.Get(ctx, nil) == nil {
+					completed++
 				}
-				completed++
 			})
 		}
 		sel.Select(ctx)
-		if firstErr != nil {
-			return completed, firstErr
-		}
 	}
 	return completed, nil
 }
 
 var floorActivityOptions = workflow.ActivityOptions{
-	StartToCloseTimeout: 10 * time.Minute,
+	StartToCloseTimeout: 24 * time.Hour, // a queued run waits for a slot first
 	RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
 }
 
@@ -253,8 +255,9 @@ func runFloor(ctx context.Context, o CampaignOptions, dir, trainer string, stepM
 	if err != nil {
 		return nil, fmt.Errorf("the floor's workflow: %w", err)
 	}
+	f.Failed = f.Trials - f.Completed
 	f.WallSeconds = wall.Seconds()
-	f.TrialsPerSecond = float64(f.Completed) / f.WallSeconds
+	f.TrialsPerSecond = float64(f.Trials) / f.WallSeconds // ended, as Gleaner and Optuna count
 	f.ServerCPUSeconds, f.WorkerCPUSeconds, f.TrainerCPUSeconds = server1-server0, worker1-worker0, trainers1-trainers0
 	return f, nil
 }

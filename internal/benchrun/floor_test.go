@@ -39,7 +39,7 @@ func TestRunFloorRunsEveryTrialInBothModes(t *testing.T) {
 			t.Fatalf("inline %v: %v", inline, err)
 		}
 		wantMode := map[bool]string{true: floorActivity, false: floorWorkflow}[inline]
-		if f.Mode != wantMode || f.Trials != 5 || f.Completed != 5 || !(f.TrialsPerSecond > 0) || !(f.ServerCPUSeconds > 0) {
+		if f.Mode != wantMode || f.Trials != 5 || f.Completed != 5 || f.Failed != 0 || !(f.TrialsPerSecond > 0) || !(f.ServerCPUSeconds > 0) {
 			t.Errorf("inline %v: %+v", inline, f)
 		}
 		var b strings.Builder
@@ -53,6 +53,32 @@ func TestRunFloorRunsEveryTrialInBothModes(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "floor")); !os.IsNotExist(err) {
 		t.Errorf("the floor's directory is left behind: %v", err)
+	}
+
+	// A trainer that fails fails its trial, not the floor: the others run.
+	failing := filepath.Join(dir, "fails")
+	if err := os.WriteFile(failing, []byte("#!/bin/sh\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o := CampaignOptions{Trials: 3, Concurrent: 2, Seconds: 0.04, Nodes: 2, Inline: true}
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := runFloor(ctx, o, dir, failing, 2)
+	if err != nil || f.Completed != 0 || f.Failed != 3 {
+		t.Errorf("a failing trainer: %+v, %v; want 3 failed", f, err)
+	}
+}
+
+// --vs-floor refuses more trials than one workflow's history holds.
+func TestVsFloorBoundsTrials(t *testing.T) {
+	o := CampaignOptions{Trials: FloorMaxTrials + 1, Concurrent: 2, Seconds: 1, Nodes: 2, VsFloor: true}
+	if err := o.validate(); err == nil || !strings.Contains(err.Error(), "--vs-floor") {
+		t.Errorf("err = %v, want a --vs-floor error", err)
+	}
+	o.Trials = FloorMaxTrials
+	if err := o.validate(); err != nil {
+		t.Error(err)
 	}
 }
 

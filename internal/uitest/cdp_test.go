@@ -289,11 +289,14 @@ func (b *browser) waitText(ctx context.Context, want ...string) string {
 				break
 			}
 		}
-		if missing == "" {
+		if missing == "" && !failed { // the error page may name what is wanted
 			break
 		}
 		select {
 		case <-ctx.Done():
+			if missing == "" {
+				b.t.Fatalf("the page never got past the web UI's error page; it shows:\n%s", txt)
+			}
 			b.t.Fatalf("the page never showed %q; it shows:\n%s", missing, txt)
 		case <-time.After(250 * time.Millisecond):
 		}

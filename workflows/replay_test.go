@@ -34,6 +34,8 @@ func TestReplayRecordedHistories(t *testing.T) {
 		// A trial that trained long enough on 2 then 1 node to send the
 		// pool profiles (TestRecordProfiledTrial).
 		"trial-profiled.json": TrialWorkflowID(CampaignWorkflowID("profiled"), 1),
+		// A trial of the versions of its end (TestRecordEndedTrial).
+		"trial-ended.json": TrialWorkflowID(CampaignWorkflowID("ended"), 1),
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {

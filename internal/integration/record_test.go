@@ -83,6 +83,38 @@ func TestRecordProfiledTrial(t *testing.T) {
 	}
 }
 
+// TestRecordEndedTrial records a trial of the current code that ran and
+// completed, as workflows/testdata/histories/trial-ended.json: it holds
+// the versions of a trial's end (trial-finish-together) and of an
+// assignment that finds it running nothing (assignment-confirmed-if-
+// awaited), which the histories of earlier builds do not.
+// GLEANER_RECORD_HISTORIES=1 only.
+func TestRecordEndedTrial(t *testing.T) {
+	srv, _ := startRecording(t, "record-ended")
+	spec := testenv.MLPSpec(t, "ended", 1, 1, 60, 20)
+	spec.Resources.MaxNodes = 1
+	run := startCampaign(t, srv.Client(), "record-ended", spec)
+	campaignResult(t, run, 3*time.Minute)
+	trial := workflows.TrialWorkflowID(run.GetID(), 1)
+	writeHistory(t, srv.Client(), trial, filepath.Join("..", "..", "workflows", "testdata", "histories", "trial-ended.json"))
+	changes := map[string]bool{}
+	it := srv.Client().GetWorkflowHistory(testContext(t, time.Minute), trial, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range e.GetMarkerRecordedEventAttributes().GetDetails()["change-id"].GetPayloads() {
+			changes[strings.Trim(string(p.GetData()), `"`)] = true
+		}
+	}
+	for _, want := range []string{"trial-finish-together", "assignment-confirmed-if-awaited"} {
+		if !changes[want] {
+			t.Errorf("the recorded trial has no %s marker (it has %v)", want, changes)
+		}
+	}
+}
+
 // startRecording skips unless GLEANER_RECORD_HISTORIES=1, else starts a
 // dev server and a worker on queue with two nodes that the test sets.
 func startRecording(t *testing.T, queue string) (*devserver.Server, *nodeSet) {

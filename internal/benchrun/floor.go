@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -25,6 +24,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/gleaner-hpc/gleaner/hpo"
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
 )
 
@@ -80,10 +80,11 @@ type floorInput struct {
 }
 
 // floorCampaign keeps Concurrent trials training until Trials have
-// ended, and returns how many completed (the others failed). Activities are pipelined as Gleaner's inline campaigns are: as
-// many again are queued on the worker, each waiting for a slot
-// (floorRunner.slots), so that the next trainer starts the moment one
-// ends, without a round trip through the server. Child workflows are not
+// ended, and returns how many completed (the others failed). Activities
+// are pipelined as Gleaner's inline campaigns are: as many again are
+// queued on the worker, each waiting for a slot (floorRunner.slots), so
+// that the next trainer starts the moment one ends, without a round trip
+// through the server. Child workflows are not
 // (as Gleaner's trial workflows are not): fifty children queued besides
 // cost the server more than the round trip (16.1 against 18.5 trials/s
 // here).
@@ -130,12 +131,12 @@ func floorTrial(ctx workflow.Context, i int) error {
 }
 
 // floorRunner runs trial i's trainer as scripts/campaign_optuna.py's
-// run_trial does: the same files, environment and parameters, and the
-// trial's directory removed after; at most cap(slots) trainers at once.
+// run_trial does: the same files and environment, parameters drawn from
+// the benchmark campaign's own space, and the trial's directory removed
+// after; at most cap(slots) trainers at once.
 type floorRunner struct {
 	trainer, work string
-	steps         int
-	stepMS        float64
+	space         hpo.Space
 	slots         chan struct{}
 }
 
@@ -146,11 +147,7 @@ func (r floorRunner) run(ctx context.Context, i int) error {
 		return err
 	}
 	defer os.RemoveAll(d)
-	rng := rand.New(rand.NewPCG(uint64(i), 1))
-	params, err := json.Marshal(map[string]any{
-		"batch": "32", "steps": fmt.Sprint(r.steps), "step_ms": fmt.Sprint(r.stepMS), "report_every": "5", "checkpoint_every": "10",
-		"lr": math.Exp(math.Log(0.01) + rng.Float64()*(math.Log(0.5)-math.Log(0.01))), "hidden": 4 + rng.IntN(29),
-	})
+	params, err := json.Marshal(r.space.Sample(rand.New(rand.NewPCG(uint64(i), 1))))
 	if err != nil {
 		return err
 	}
@@ -233,7 +230,7 @@ func runFloor(ctx context.Context, o CampaignOptions, dir, trainer string, stepM
 	w := worker.New(srv.Client(), floorQueue, worker.Options{})
 	w.RegisterWorkflowWithOptions(floorCampaign, workflow.RegisterOptions{Name: floorWorkflowName})
 	w.RegisterWorkflowWithOptions(floorTrial, workflow.RegisterOptions{Name: floorTrialName})
-	r := floorRunner{trainer: trainer, work: work, steps: o.Steps, stepMS: stepMS, slots: make(chan struct{}, o.Concurrent)}
+	r := floorRunner{trainer: trainer, work: work, space: campaignSpec(trainer, o, stepMS).Space, slots: make(chan struct{}, o.Concurrent)}
 	w.RegisterActivityWithOptions(r.run, activity.RegisterOptions{Name: floorRunName})
 	if err := w.Start(); err != nil {
 		return nil, err

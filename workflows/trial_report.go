@@ -121,31 +121,27 @@ func (t *trial) awaitFinalReport(ctx workflow.Context, f workflow.Future) {
 
 // finish releases the trial's nodes and sends its final report.
 func (t *trial) finish(ctx workflow.Context) TrialReport {
+	// The signals still going out to the pool (a profile) are taken
+	// first, so the pool learns from them before it forgets the trial.
 	if err := t.out.drain(ctx); err != nil {
 		workflow.GetLogger(ctx).Warn("a signal to the pool was not delivered", "pool", t.in.Pool, "error", err)
 	}
-	if t.finishesTogether(ctx) {
-		// The signals still going out to the pool (a profile) have been
-		// taken first, so the pool learns from them before it forgets the
-		// trial; the deregistration and the final report then go out
-		// together, and the trial waits for both at once.
-		var dereg workflow.Future
-		if t.registered {
-			dereg = t.sendDeregister(ctx)
-		}
-		final := t.reportToCampaign(ctx, true)
-		if dereg != nil {
-			if err := dereg.Get(ctx, nil); err != nil {
-				workflow.GetLogger(ctx).Warn("deregistering from pool failed", "pool", t.in.Pool, "error", err)
-			}
-		}
-		t.awaitFinalReport(ctx, final)
-		return t.report(ctx, true)
-	}
+	// The deregistration and the final report go out together, and the
+	// trial waits for both at once.
+	together := t.finishesTogether(ctx)
+	var dereg workflow.Future
 	if t.registered {
-		t.deregister(ctx)
+		dereg = t.sendDeregister(ctx)
+		if !together {
+			t.awaitDeregister(ctx, dereg)
+			dereg = nil
+		}
 	}
-	t.awaitFinalReport(ctx, t.reportToCampaign(ctx, true))
+	final := t.reportToCampaign(ctx, true)
+	if dereg != nil {
+		t.awaitDeregister(ctx, dereg)
+	}
+	t.awaitFinalReport(ctx, final)
 	return t.report(ctx, true)
 }
 

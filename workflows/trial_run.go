@@ -47,8 +47,11 @@ func (t *trial) register(ctx workflow.Context) error {
 
 // deregister gives the trial's nodes back to the pool for good (until it
 // registers again); assignments sent before are void.
-func (t *trial) deregister(ctx workflow.Context) {
-	if err := t.sendDeregister(ctx).Get(ctx, nil); err != nil {
+func (t *trial) deregister(ctx workflow.Context) { t.awaitDeregister(ctx, t.sendDeregister(ctx)) }
+
+// awaitDeregister waits until the server has taken a deregistration.
+func (t *trial) awaitDeregister(ctx workflow.Context, f workflow.Future) {
+	if err := f.Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("deregistering from pool failed", "pool", t.in.Pool, "error", err)
 	}
 }

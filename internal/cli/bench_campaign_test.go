@@ -113,13 +113,16 @@ func TestBenchRescaleTiny(t *testing.T) {
 
 // An inline campaign of random search is pipelined: the report says so,
 // measures the nodes' idle time between trainers, and counts the
-// trainers' CPU.
+// trainers' CPU; --vs-floor adds the same trials at Temporal's floor.
 func TestBenchCampaignInlineTiny(t *testing.T) {
 	testenv.SkipIfNoCLI(t)
 	var r benchrun.CampaignReport
 	obj := runJSON(t, &r, "bench", "campaign", "--inline", "--trials", "6", "--concurrent", "3", "--nodes", "3",
-		"--trial-seconds", "0.5", "--progress-every", "2s", "--json")
-	requireKeys(t, obj, "trainer_cpu_seconds", "node_idle_seconds", "server_cpu_seconds", "worker_cpu_seconds", "ramp")
+		"--trial-seconds", "0.5", "--progress-every", "2s", "--vs-floor", "--json")
+	requireKeys(t, obj, "trainer_cpu_seconds", "node_idle_seconds", "server_cpu_seconds", "worker_cpu_seconds", "ramp", "floor", "vs_floor")
+	if f := r.Floor; f == nil || f.Mode != "activity" || f.Trials != 6 || f.Completed != 6 || !(r.VsFloor > 0) {
+		t.Errorf("floor %+v, vs floor %v: want 6 trials completed, an activity each", f, r.VsFloor)
+	}
 	if rm := r.Ramp; rm.Nodes != 3 || !(rm.FirstSeconds > 0) || rm.AllSeconds < rm.FirstSeconds ||
 		rm.AllSeconds > r.WallSeconds || rm.TailSeconds < 0 || rm.TailSeconds > r.WallSeconds {
 		t.Errorf("ramp %+v over %.2f s: want 3 nodes, 0 < first ≤ all ≤ wall, 0 ≤ tail ≤ wall", rm, r.WallSeconds)

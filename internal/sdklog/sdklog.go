@@ -21,11 +21,12 @@ const heartbeatError = "RecordActivityHeartbeat with error"
 // runs on purpose — a rescale, a preemption, the queued runs of an inline
 // campaign when it continues as new — and a warning for each was noise in
 // every worker's log (62 in a 20,000-trial campaign). So is the warning
-// for a heartbeat that fails with context.Canceled: the SDK sends the one
-// it held back (its throttle) as the activity ends, with the activity's
-// context already cancelled (0–9 in each 200-trial campaign of trial
-// workflows, every trial completed). Any other heartbeat error stays a
-// warning. The logger's own With and caller depth are kept.
+// for a heartbeat whose call was cancelled ("context canceled"): the SDK
+// sends the one it held back (its throttle) as the activity ends, with
+// the activity's context already cancelled (0 to 10 or more in each
+// 200-trial campaign of trial workflows, every trial completed, none
+// relaunched). Any other heartbeat error stays a warning. The logger's
+// own With and caller depth are kept.
 func Logger(l log.Logger) log.Logger {
 	if l == nil {
 		return nil

@@ -62,7 +62,9 @@ func TestFreePortIsBindable(t *testing.T) {
 // port and database, and the original client keeps working.
 func TestServerPersistsAcrossRestart(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "temporal.db")
-	s := testenv.DevServer(t, devserver.Options{DBFile: db})
+	// A dynamic config value as `bench --server-config` documents it (the
+	// value in JSON: an unquoted 10ms makes the server exit).
+	s := testenv.DevServer(t, devserver.Options{DBFile: db, DynamicConfig: []string{`history.timerProcessorMaxTimeShift="10ms"`}})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 

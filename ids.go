@@ -22,6 +22,9 @@ const (
 	// TrialRecordsWorkflowName keeps a chunk of an inline campaign's ended
 	// trials: its input and result are the records (TrialRecords).
 	TrialRecordsWorkflowName = "gleaner.TrialRecords"
+	// PoolRecordsWorkflowName keeps a chunk of a pool's log: its input
+	// and result are the records (PoolRecords).
+	PoolRecordsWorkflowName = "gleaner.PoolRecords"
 )
 
 // CampaignWorkflowID is the workflow id of campaign name.
@@ -50,6 +53,12 @@ func TrialRecordsWorkflowID(campaignWorkflowID string, n int) string {
 // PoolWorkflowID is the workflow id of pool name.
 func PoolWorkflowID(pool string) string { return "gleaner-pool-" + pool }
 
+// PoolRecordsWorkflowID is the workflow id of chunk n (from 0) of the log
+// of the pool whose workflow id is poolWorkflowID.
+func PoolRecordsWorkflowID(poolWorkflowID string, n int) string {
+	return fmt.Sprintf("%s-log-%05d", poolWorkflowID, n)
+}
+
 // Queries.
 const (
 	// QueryStatus returns CampaignStatus, TrialStatus or PoolStatus.
@@ -65,6 +74,9 @@ const (
 	// campaign's in-flight trials and the ended ones not yet in a
 	// TrialRecords workflow.
 	QueryTrials = "gleaner.trials"
+	// QueryPoolLog (PoolWorkflow) returns PoolLog: the pool's log
+	// entries not yet kept in a PoolRecords chunk.
+	QueryPoolLog = "gleaner.pool-log"
 )
 
 // Updates (CampaignWorkflow and TrialWorkflow); their argument is
@@ -113,6 +125,8 @@ const (
 	WorkflowKindPool     = "pool"
 	// WorkflowKindRecords marks a chunk of an inline campaign's ended trials.
 	WorkflowKindRecords = "records"
+	// WorkflowKindPoolRecords marks a chunk of a pool's log (PoolRecords).
+	WorkflowKindPoolRecords = "pool-records"
 )
 
 // MemoSnapshot is the memo key of an inline campaign's CampaignSnapshot.

@@ -39,6 +39,14 @@ type PoolState struct {
 	// later trials from it (workflows.AllocateInput.Library). QueryStatus leaves it
 	// out (LibraryCurves counts it); QueryLibrary answers it.
 	Library []LearnedCurve `json:"library,omitempty"`
+	// Log are the pool's log entries not yet kept in a chunk
+	// (PoolRecords), from LogStart; LogChunks chunks were kept before
+	// them, and LogBytes is their size as JSON. QueryStatus leaves the
+	// log out; QueryPoolLog answers it (PoolLog).
+	Log       []PoolEvent  `json:"log,omitempty"`
+	LogStart  PoolSnapshot `json:"log_start,omitzero"`
+	LogChunks int          `json:"log_chunks,omitempty"`
+	LogBytes  int          `json:"log_bytes,omitempty"`
 }
 
 // PoolAgent is a live agent as the pool knows it.
@@ -74,6 +82,13 @@ type PoolTrial struct {
 	// measured (the registration's priors are used then).
 	RescaleUpCost   float64 `json:"rescale_up_s,omitempty"`
 	RescaleDownCost float64 `json:"rescale_down_s,omitempty"`
+	// Predicted is the JPA's prediction the last allocation used for the
+	// trial (workflows.TrialAssignment.Predicted): at most 16 counts over
+	// [min_nodes, max_nodes], the count it was given among them.
+	Predicted []PredictedThroughput `json:"predicted,omitempty"`
+	// Held says the trial has held nodes since it registered: its next
+	// start is a resume (NodeChangeResume).
+	Held bool `json:"held,omitempty"`
 }
 
 // ProfilePoint is a measured throughput of a trial.

@@ -55,13 +55,106 @@ func (a *Activities) Allocate(ctx context.Context, in workflows.AllocateInput) (
 		Trials:      len(p.Trials),
 		Nodes:       len(p.Nodes),
 	}}
-	for _, al := range res.Allocations {
+	points := min(workflows.MaxPredicted, max(4, predictedBudget/max(len(p.Trials), 1)))
+	for i, al := range res.Allocations { // in p.Trials order
 		out.Summary.NodesUsed += al.Count
+		pred := predicted(in.Trials[i], p.Trials[i], al, types, points)
+		if slices.Equal(pred, in.Trials[i].Predicted) {
+			pred = nil // unchanged: the pool keeps it
+		}
 		out.Assignments = append(out.Assignments, workflows.TrialAssignment{
 			TrialID: al.TrialID, Nodes: al.Nodes, NodeType: al.NodeType, Reason: string(al.Reason),
+			Predicted: pred,
 		})
 	}
 	return out, nil
+}
+
+// predictedBudget bounds the predicted points of one allocation's
+// result (about 34 bytes each, recorded in the pool's history): past
+// predictedBudget/MaxPredicted trials, each gets fewer (at least 4).
+const predictedBudget = 8192
+
+// predicted is the curve the allocator used for a trial (tr, given al)
+// at up to k counts spread over [min_nodes, max_nodes], the count given
+// among them; on the type of the nodes given, else the first the trial
+// may use. The JPA's curve for the allocator carries no uncertainty:
+// Sigma stays 0. Throughputs are rounded to 4 significant digits: the
+// allocation's result is recorded in the pool's history at every solve,
+// and a prediction that did not change is left out of it.
+func predicted(t workflows.PoolTrial, tr allocator.Trial, al allocator.Allocation, types []string, k int) []workflows.PredictedThroughput {
+	c, typ := tr.Curve, al.NodeType
+	if tr.CurvesByType != nil {
+		if _, ok := tr.CurvesByType[typ]; !ok {
+			switch {
+			case t.Registration.NodeType != "":
+				typ = t.Registration.NodeType
+			case len(types) > 0:
+				typ = types[0]
+			}
+		}
+		c = tr.CurvesByType[typ]
+	}
+	if len(c) == 0 {
+		return nil
+	}
+	lo := max(tr.MinNodes, 1)
+	hi := max(tr.MaxNodes, lo)
+	counts := spread(lo, hi, k)
+	if n := len(al.Nodes); n >= lo && n <= hi && !slices.Contains(counts, n) {
+		// Only when the counts are spread out (hi−lo+1 > k): n replaces
+		// the nearest inner one, both ends stay.
+		j := 1
+		for i := 1; i < len(counts)-1; i++ {
+			if abs(counts[i]-n) < abs(counts[j]-n) {
+				j = i
+			}
+		}
+		counts[j] = n
+		slices.Sort(counts)
+	}
+	measured := map[int]bool{}
+	for _, pt := range t.Profile {
+		if pt.NodeType == typ {
+			measured[pt.Nodes] = true
+		}
+	}
+	out := make([]workflows.PredictedThroughput, 0, len(counts))
+	for _, n := range counts {
+		out = append(out, workflows.PredictedThroughput{Nodes: n, Throughput: round4(c.At(n)), Measured: measured[n]})
+	}
+	return out
+}
+
+// spread is at most k counts over [lo, hi], both ends among them, evenly
+// spaced.
+func spread(lo, hi, k int) []int {
+	if hi-lo+1 <= k {
+		out := make([]int, 0, hi-lo+1)
+		for n := lo; n <= hi; n++ {
+			out = append(out, n)
+		}
+		return out
+	}
+	out := make([]int, 0, k)
+	for i := range k {
+		n := lo + int(math.Round(float64(i)*float64(hi-lo)/float64(k-1)))
+		if len(out) == 0 || n > out[len(out)-1] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func abs(x int) int { return max(x, -x) }
+
+// round4 rounds x to 4 significant digits.
+func round4(x float64) float64 {
+	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	p := math.Pow(10, 3-math.Floor(math.Log10(math.Abs(x))))
+	return math.Round(x*p) / p
 }
 
 func nodeTypes(in workflows.AllocateInput) []string {

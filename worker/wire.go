@@ -227,6 +227,7 @@ func components(res Setup) (Components, func(), error) {
 		TrialWorkflow:    workflows.TrialWorkflow,
 		PoolWorkflow:     workflows.PoolWorkflow,
 		TrialRecords:     workflows.TrialRecordsWorkflow,
+		PoolRecords:      workflows.PoolRecordsWorkflow,
 		RunTrial:         acts.RunTrial,
 		Allocate:         acts.Allocate,
 		PollNodes:        acts.PollNodes,

@@ -25,6 +25,7 @@ type Components struct {
 	TrialWorkflow    any // workflows.TrialWorkflowName
 	PoolWorkflow     any // workflows.PoolWorkflowName
 	TrialRecords     any // workflows.TrialRecordsWorkflowName
+	PoolRecords      any // workflows.PoolRecordsWorkflowName
 
 	RunTrial      any // workflows.RunTrialActivityName
 	Allocate      any // workflows.AllocateActivityName
@@ -50,6 +51,7 @@ func (c Components) list() []component {
 		{"TrialWorkflow", workflows.TrialWorkflowName, true, c.TrialWorkflow},
 		{"PoolWorkflow", workflows.PoolWorkflowName, true, c.PoolWorkflow},
 		{"TrialRecords", workflows.TrialRecordsWorkflowName, true, c.TrialRecords},
+		{"PoolRecords", workflows.PoolRecordsWorkflowName, true, c.PoolRecords},
 		{"RunTrial", workflows.RunTrialActivityName, false, c.RunTrial},
 		{"Allocate", workflows.AllocateActivityName, false, c.Allocate},
 		{"PollNodes", workflows.PollNodesActivityName, false, c.PollNodes},

@@ -30,14 +30,15 @@ func otherActivity(context.Context, int) error { return nil }
 
 func TestRegisterUsesTheNamesOfTheAPI(t *testing.T) {
 	comps := worker.Components{
-		CampaignWorkflow: fakeWorkflow, TrialWorkflow: fakeWorkflow, PoolWorkflow: fakeWorkflow, TrialRecords: fakeWorkflow,
+		CampaignWorkflow: fakeWorkflow, TrialWorkflow: fakeWorkflow, PoolWorkflow: fakeWorkflow, TrialRecords: fakeWorkflow, PoolRecords: fakeWorkflow,
 		RunTrial: fakeActivity, Allocate: otherActivity, PollNodes: fakeActivity, RegisterTrial: otherActivity, WarmStart: fakeActivity,
 	}
 	var r recorder
 	if err := worker.Register(&r, comps); err != nil {
 		t.Fatal(err)
 	}
-	wantWF := []string{workflows.CampaignWorkflowName, workflows.TrialWorkflowName, workflows.PoolWorkflowName, workflows.TrialRecordsWorkflowName}
+	wantWF := []string{workflows.CampaignWorkflowName, workflows.TrialWorkflowName, workflows.PoolWorkflowName, workflows.TrialRecordsWorkflowName,
+		workflows.PoolRecordsWorkflowName}
 	wantAct := []string{workflows.RunTrialActivityName, workflows.AllocateActivityName, workflows.PollNodesActivityName, workflows.RegisterTrialActivityName, workflows.WarmStartActivityName}
 	if !slices.Equal(r.workflows, wantWF) || !slices.Equal(r.activities, wantAct) {
 		t.Errorf("registered workflows %v activities %v; want %v and %v", r.workflows, r.activities, wantWF, wantAct)
@@ -60,7 +61,7 @@ func TestRegisterSkipsUnsetAndRejectsNonFunctions(t *testing.T) {
 		t.Errorf("registered %v / %v, want only the pool workflow", r.workflows, r.activities)
 	}
 	missing := worker.Components{PoolWorkflow: fakeWorkflow}.Missing()
-	want := []string{workflows.CampaignWorkflowName, workflows.TrialWorkflowName, workflows.TrialRecordsWorkflowName,
+	want := []string{workflows.CampaignWorkflowName, workflows.TrialWorkflowName, workflows.TrialRecordsWorkflowName, workflows.PoolRecordsWorkflowName,
 		workflows.RunTrialActivityName, workflows.AllocateActivityName, workflows.PollNodesActivityName, workflows.RegisterTrialActivityName,
 		workflows.WarmStartActivityName}
 	if !slices.Equal(missing, want) {

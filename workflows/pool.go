@@ -10,6 +10,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/gleaner-hpc/gleaner"
 )
 
 // Pool defaults; PoolInput fields left at zero take these.
@@ -61,6 +63,10 @@ type PoolInput struct {
 	// a lost host) keeps its nodes: its lease's heartbeat timeout, also
 	// the time an agent has to pick its lease up.
 	AgentTimeout time.Duration `json:"agent_timeout,omitempty"`
+	// LogChunk is how many log entries the pool keeps pending at most
+	// before it keeps them in a PoolRecords chunk (0: gleaner.PoolLogChunk);
+	// it keeps them sooner past gleaner.PoolLogBytes of JSON.
+	LogChunk int `json:"log_chunk,omitempty"`
 	// State is the pool's state carried over continue-as-new.
 	State *PoolState `json:"state,omitempty"`
 }
@@ -79,6 +85,9 @@ func (in PoolInput) withDefaults() PoolInput {
 	set(&in.AgentTimeout, DefaultAgentTimeout)
 	if in.HistoryThreshold <= 0 {
 		in.HistoryThreshold = DefaultPoolHistoryThreshold
+	}
+	if in.LogChunk <= 0 {
+		in.LogChunk = gleaner.PoolLogChunk
 	}
 	return in
 }
@@ -119,6 +128,7 @@ func PoolWorkflow(ctx workflow.Context, in PoolInput) error {
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (PoolStatus, error) {
 		st := p.st
 		st.Library = nil
+		st.Log, st.LogStart = nil, PoolSnapshot{}
 		return PoolStatus{Name: in.Name, PoolState: st, LibraryCurves: len(p.st.Library)}, nil
 	}); err != nil {
 		return err
@@ -128,21 +138,31 @@ func PoolWorkflow(ctx workflow.Context, in PoolInput) error {
 	}); err != nil {
 		return err
 	}
+	if err := workflow.SetQueryHandler(ctx, QueryPoolLog, func() (PoolLog, error) {
+		return p.poolLog(), nil
+	}); err != nil {
+		return err
+	}
 	if err := workflow.SetQueryHandler(ctx, QueryDemand, func() (PoolDemand, error) {
 		return p.st.Demand(), nil
 	}); err != nil {
 		return err
 	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx, GleanerKind.ValueSet(WorkflowKindPool), GleanerPool.ValueSet(in.Name))
+	if p.st.LogStart.At.IsZero() {
+		p.st.LogStart = p.snapshot(workflow.Now(ctx)) // a new pool, or one from before its log
+	}
 	return p.loop(ctx)
 }
 
 type pool struct {
 	in PoolInput
 	st PoolState
-	// dirty: an event happened since the last allocation; resend: trials
-	// that registered again and must hear their assignment again.
+	// dirty: an event happened since the last allocation, why: what
+	// happened (gleaner.PoolTrigger values); resend: trials that
+	// registered again and must hear their assignment again.
 	dirty     bool
+	why       map[string]bool
 	resend    map[string]bool
 	lastAlloc time.Time
 	// awake is the workflow time the loop last finished handling events;
@@ -151,6 +171,10 @@ type pool struct {
 	out   outbox
 	// leases are the running lease activities, by agent.
 	leases map[string]*lease
+	// logVersion caches logKept; pendingStarts counts log chunks whose
+	// records workflow has not started yet.
+	logVersion    *bool
+	pendingStarts int
 }
 
 type lease struct {
@@ -182,7 +206,9 @@ func (p *pool) loop(ctx workflow.Context) error {
 		p.resend[id] = true
 	}
 	p.st.Resend = nil
-	p.dirty = len(p.resend) > 0
+	if len(p.resend) > 0 {
+		p.changed(gleaner.PoolTriggerRegister)
+	}
 
 	if err := p.poll(ctx); err != nil {
 		return err
@@ -195,7 +221,7 @@ func (p *pool) loop(ctx workflow.Context) error {
 		sel.AddReceive(regCh, func(c workflow.ReceiveChannel, _ bool) {
 			var r RegisterTrial
 			c.Receive(ctx, &r)
-			p.register(r)
+			p.register(workflow.Now(ctx), r)
 		})
 		sel.AddReceive(deregCh, func(c workflow.ReceiveChannel, _ bool) {
 			var d DeregisterTrial
@@ -230,7 +256,7 @@ func (p *pool) loop(ctx workflow.Context) error {
 		sel.AddReceive(idleCh, func(c workflow.ReceiveChannel, _ bool) {
 			var e IdleEstimates
 			c.Receive(ctx, &e)
-			p.idleEstimates(e)
+			p.idleEstimates(workflow.Now(ctx), e)
 		})
 		for _, ag := range p.st.Agents { // sorted: a deterministic order
 			if l := p.leases[ag.Agent]; l != nil {
@@ -281,6 +307,9 @@ func (p *pool) loop(ctx workflow.Context) error {
 		}
 		if debounceDue || periodDue || (p.dirty && debounce == nil) {
 			debounce = nil
+			if periodDue {
+				p.note(gleaner.PoolTriggerPeriod)
+			}
 			if err := p.allocate(ctx); err != nil {
 				return err
 			}
@@ -289,6 +318,7 @@ func (p *pool) loop(ctx workflow.Context) error {
 				periodTimer = workflow.NewTimer(ctx, p.in.AllocatePeriod)
 			}
 		}
+		p.flushLog(ctx)
 		p.awake = workflow.Now(ctx)
 		info := workflow.GetInfo(ctx)
 		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > p.in.HistoryThreshold {
@@ -344,16 +374,16 @@ func (p *pool) continueAsNew(ctx workflow.Context, regCh, deregCh, profCh, pollC
 		case relCh.ReceiveAsync(&rel):
 			p.released(ctx, rel)
 		case regCh.ReceiveAsync(&r):
-			p.register(r)
+			p.register(workflow.Now(ctx), r)
 		case deregCh.ReceiveAsync(&d):
 			p.deregister(d.TrialID, workflow.Now(ctx))
 		case profCh.ReceiveAsync(&pr):
 			p.profile(pr)
 		case idleCh.ReceiveAsync(&e):
-			p.idleEstimates(e)
+			p.idleEstimates(workflow.Now(ctx), e)
 		case pollCh.ReceiveAsync(nil):
 		default:
-			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+			if err := workflow.Await(ctx, func() bool { return p.pendingStarts == 0 && workflow.AllHandlersFinished(ctx) }); err != nil {
 				return err
 			}
 			// Assignments still in flight would be lost with this run.

@@ -96,7 +96,7 @@ func (p *pool) join(ctx workflow.Context, j AgentJoin) {
 			// The same start announcing itself again: keep its lease.
 			ag.Since = p.st.Agents[i].Since
 			p.st.Agents[i] = ag
-			p.setNodes()
+			p.setNodes(workflow.Now(ctx), gleaner.PoolTriggerAgent)
 			return
 		}
 		p.endLease(j.Agent)
@@ -108,7 +108,7 @@ func (p *pool) join(ctx workflow.Context, j AgentJoin) {
 				return slices.ContainsFunc(j.Nodes, func(x gleaner.Node) bool { return x.ID == n })
 			}) {
 				p.resend[t.Registration.TrialID] = true
-				p.dirty = true
+				p.changed(gleaner.PoolTriggerAgent)
 			}
 		}
 	} else {
@@ -116,7 +116,7 @@ func (p *pool) join(ctx workflow.Context, j AgentJoin) {
 	}
 	logger.Info("agent joined", "pool", p.in.Name, "agent", j.Agent, "nodes", len(j.Nodes), "task_queue", j.TaskQueue)
 	p.startLease(ctx, j)
-	p.setNodes()
+	p.setNodes(workflow.Now(ctx), gleaner.PoolTriggerAgent)
 }
 
 // leave takes an agent out at once.
@@ -126,10 +126,10 @@ func (p *pool) leave(ctx workflow.Context, l AgentLeave) {
 		return
 	}
 	workflow.GetLogger(ctx).Info("agent left", "pool", p.in.Name, "agent", l.Agent, "reason", l.Reason)
-	p.remove(i)
+	p.remove(workflow.Now(ctx), i)
 }
 
-func (p *pool) remove(i int) {
+func (p *pool) remove(now time.Time, i int) {
 	// Its nodes are gone: nothing waits for them to be released.
 	gone := map[string]bool{}
 	for _, n := range p.st.Agents[i].Nodes {
@@ -138,7 +138,7 @@ func (p *pool) remove(i int) {
 	p.st.Releasing = slices.DeleteFunc(p.st.Releasing, func(r Releasing) bool { return gone[r.Node] })
 	p.endLease(p.st.Agents[i].Agent)
 	p.st.Agents = slices.Delete(p.st.Agents, i, i+1)
-	p.setNodes()
+	p.setNodes(now, gleaner.PoolTriggerAgent)
 }
 
 func (p *pool) leaseOptions(ctx workflow.Context, j AgentJoin) workflow.Context {
@@ -200,7 +200,7 @@ func (p *pool) leaseEnded(ctx workflow.Context, agent string, l *lease, f workfl
 	} else {
 		logger.Info("agent ended its lease", "pool", p.in.Name, "agent", agent)
 	}
-	p.remove(i)
+	p.remove(workflow.Now(ctx), i)
 }
 
 // nodeAgents maps every agent node to its agent's index in Agents.

@@ -3,6 +3,7 @@ package workflows
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gleaner-hpc/gleaner"
 )
@@ -12,7 +13,7 @@ func agentPool(agents ...AgentJoin) *pool {
 	for _, j := range agents {
 		p.st.Agents = append(p.st.Agents, PoolAgent{AgentJoin: j})
 	}
-	p.setNodes()
+	p.setNodes(time.Time{}, gleaner.PoolTriggerAgent)
 	return p
 }
 
@@ -81,7 +82,7 @@ func TestPoolNodesAreTheUnionOfLocalAndAgents(t *testing.T) {
 	p := agentPool(join("b", "s", "b/0"), join("a", "s", "a/1", "a/0"))
 	p.st.Local = []gleaner.Node{{ID: "local-0"}}
 	p.dirty = false
-	p.setNodes()
+	p.setNodes(time.Time{}, gleaner.PoolTriggerAgent)
 	var ids []string
 	for _, n := range p.st.Nodes {
 		ids = append(ids, n.ID)
@@ -90,7 +91,7 @@ func TestPoolNodesAreTheUnionOfLocalAndAgents(t *testing.T) {
 		t.Errorf("nodes %s (dirty %v), want a/0,a/1,b/0,local-0 and an event", got, p.dirty)
 	}
 	p.dirty = false
-	p.setNodes()
+	p.setNodes(time.Time{}, gleaner.PoolTriggerAgent)
 	if p.dirty {
 		t.Error("the same nodes again made an event")
 	}

@@ -34,7 +34,16 @@ type TrialAssignment struct {
 	Nodes    []string `json:"nodes"`
 	NodeType string   `json:"node_type,omitempty"`
 	Reason   string   `json:"reason,omitempty"`
+	// Predicted is the JPA's prediction the allocator used for the trial:
+	// at most MaxPredicted counts spread over [min_nodes, max_nodes], the
+	// count given among them (the pool keeps it: PoolTrial.Predicted).
+	// Empty when it is the one the trial's AllocateInput entry carried:
+	// the pool keeps that.
+	Predicted []PredictedThroughput `json:"predicted,omitempty"`
 }
+
+// MaxPredicted bounds TrialAssignment.Predicted.
+const MaxPredicted = 16
 
 // AllocateResult is the Allocate activity's output.
 type AllocateResult struct {
@@ -60,13 +69,13 @@ func (p *pool) poll(ctx workflow.Context) error {
 		return nil
 	}
 	p.st.Local = nodes
-	p.setNodes()
+	p.setNodes(workflow.Now(ctx), gleaner.PoolTriggerNodes)
 	return nil
 }
 
 // setNodes makes Nodes the union of Local and the agents' nodes; a
-// change is an event.
-func (p *pool) setNodes() {
+// change is an event (trigger says whose), and logged.
+func (p *pool) setNodes(now time.Time, trigger string) {
 	nodes := slices.Clone(p.st.Local)
 	for _, ag := range p.st.Agents {
 		for _, n := range ag.Nodes {
@@ -78,8 +87,10 @@ func (p *pool) setNodes() {
 	}
 	sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
 	if !sameNodes(nodes, p.st.Nodes) {
+		before := p.st.Nodes
 		p.st.Nodes = nodes
-		p.dirty = true
+		p.changed(trigger)
+		p.logNodes(now, before)
 	}
 }
 
@@ -92,6 +103,7 @@ func sameNodes(a, b []gleaner.Node) bool {
 // allocate runs the allocator and tells every trial whose nodes changed.
 func (p *pool) allocate(ctx workflow.Context) error {
 	p.dirty = false
+	trigger := p.trigger()
 	if len(p.st.Trials) == 0 {
 		return nil
 	}
@@ -106,6 +118,7 @@ func (p *pool) allocate(ctx workflow.Context) error {
 	p.st.Solves++
 	now := workflow.Now(ctx)
 	changed := 0
+	var changes []NodeChange
 	for _, a := range res.Assignments {
 		i, found := p.trial(a.TrialID)
 		if !found {
@@ -113,9 +126,17 @@ func (p *pool) allocate(ctx workflow.Context) error {
 		}
 		t := &p.st.Trials[i]
 		t.Reason = a.Reason
+		if len(a.Predicted) > 0 {
+			t.Predicted = a.Predicted
+		}
 		if !slices.Equal(t.Nodes, a.Nodes) {
 			changed++
+			if c := gleaner.ClassifyNodeChange(t.Nodes, a.Nodes, t.Held); c != "" {
+				changes = append(changes, NodeChange{Trial: a.TrialID, Campaign: t.Registration.CampaignID,
+					Nodes: append([]string{}, a.Nodes...), Before: slices.Clone(t.Nodes), NodeType: a.NodeType, Reason: a.Reason, Change: c})
+			}
 		}
+		t.Held = t.Held || len(t.Nodes) > 0 || len(a.Nodes) > 0
 		// Nodes the trial was told to use and now loses: its trainer may
 		// still run there until it confirms.
 		for _, n := range t.Sent {
@@ -129,6 +150,8 @@ func (p *pool) allocate(ctx workflow.Context) error {
 	p.flush(ctx, true)
 	res.Summary.Changed = changed
 	p.st.Last = res.Summary
+	summary := res.Summary
+	p.logEvent(now, PoolEvent{Kind: gleaner.PoolEventSolve, Trigger: trigger, Solve: &summary, Changes: changes})
 	workflow.SetCurrentDetails(ctx, p.details(workflow.Now(ctx)))
 	return nil
 }

@@ -3,6 +3,8 @@ package workflows
 import (
 	"maps"
 	"time"
+
+	"github.com/gleaner-hpc/gleaner"
 )
 
 // IdleEstimates are a batch-scheduler source's estimates of when each of
@@ -12,7 +14,7 @@ type IdleEstimates struct {
 }
 
 // idleEstimates replaces the estimates; a change is an event.
-func (p *pool) idleEstimates(e IdleEstimates) {
+func (p *pool) idleEstimates(now time.Time, e IdleEstimates) {
 	if maps.EqualFunc(e.IdleUntil, p.st.IdleUntil, time.Time.Equal) {
 		return
 	}
@@ -20,5 +22,5 @@ func (p *pool) idleEstimates(e IdleEstimates) {
 	if len(e.IdleUntil) > 0 {
 		p.st.IdleUntil = maps.Clone(e.IdleUntil)
 	}
-	p.setNodes()
+	p.setNodes(now, gleaner.PoolTriggerIdleEstimates)
 }

@@ -30,16 +30,16 @@ func TestIdleEstimatesOverrideAgentsNodes(t *testing.T) {
 	p := agentPool(join("g1", "s", "g1"), join("g2", "s", "g2"))
 	p.dirty = false
 	until := time.Date(2026, 11, 23, 13, 0, 0, 0, time.UTC)
-	p.idleEstimates(IdleEstimates{IdleUntil: map[string]time.Time{"g2": until, "gone": until}})
+	p.idleEstimates(time.Time{}, IdleEstimates{IdleUntil: map[string]time.Time{"g2": until, "gone": until}})
 	if !p.dirty || !p.st.Nodes[1].IdleUntil.Equal(until) || !p.st.Nodes[0].IdleUntil.IsZero() {
 		t.Errorf("nodes %+v (dirty %v), want g2 idle until %v, g1 unknown, an event", p.st.Nodes, p.dirty, until)
 	}
 	p.dirty = false
-	p.idleEstimates(IdleEstimates{IdleUntil: map[string]time.Time{"g2": until, "gone": until}})
+	p.idleEstimates(time.Time{}, IdleEstimates{IdleUntil: map[string]time.Time{"g2": until, "gone": until}})
 	if p.dirty {
 		t.Error("the same estimates again made an event")
 	}
-	p.idleEstimates(IdleEstimates{})
+	p.idleEstimates(time.Time{}, IdleEstimates{})
 	if !p.dirty || !p.st.Nodes[1].IdleUntil.IsZero() || p.st.IdleUntil != nil {
 		t.Errorf("estimates withdrawn: nodes %+v, state %v", p.st.Nodes, p.st.IdleUntil)
 	}

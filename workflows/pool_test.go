@@ -50,6 +50,7 @@ type poolEnv struct {
 	nodes *nodeSet
 	mu    sync.Mutex
 	got   map[string][]wf.Assignment // by trial workflow id
+	log   *chunkRecorder             // the chunks of the pool's log
 }
 
 func newPoolEnv(t *testing.T, trials ...string) *poolEnv {
@@ -59,6 +60,8 @@ func newPoolEnv(t *testing.T, trials ...string) *poolEnv {
 	e.RegisterWorkflowWithOptions(wf.PoolWorkflow, workflow.RegisterOptions{Name: wf.PoolWorkflowName})
 	e.RegisterActivityWithOptions(acts.PollNodes, activity.RegisterOptions{Name: wf.PollNodesActivityName})
 	e.RegisterActivityWithOptions(acts.Allocate, activity.RegisterOptions{Name: wf.AllocateActivityName})
+	e.log = &chunkRecorder{}
+	e.log.register(e)
 	for _, id := range trials {
 		e.OnSignalExternalWorkflow(mock.Anything, id, "", wf.SignalAssignment, mock.Anything).Return(
 			func(_, id, _, _ string, arg interface{}) error {

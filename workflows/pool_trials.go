@@ -6,9 +6,11 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/gleaner-hpc/gleaner"
 )
 
-func (p *pool) register(r RegisterTrial) {
+func (p *pool) register(now time.Time, r RegisterTrial) {
 	i, found := p.trial(r.TrialID)
 	if found {
 		// Registered again (the trial continued as new, or resumed after a
@@ -18,17 +20,20 @@ func (p *pool) register(r RegisterTrial) {
 	} else {
 		p.st.Trials = slices.Insert(p.st.Trials, i, PoolTrial{Registration: r})
 	}
-	p.dirty = true
+	p.changed(gleaner.PoolTriggerRegister)
+	p.logEvent(now, PoolEvent{Kind: gleaner.PoolEventRegister, Trial: r.TrialID, Campaign: r.CampaignID})
 }
 
 // deregister takes a trial out of the pool; what it measured stays in
 // the library.
 func (p *pool) deregister(id string, now time.Time) {
 	if i, found := p.trial(id); found {
+		campaign := p.st.Trials[i].Registration.CampaignID
 		p.st.Library = Learn(p.st.Library, LearnedCurves(p.st.Trials[i], now)...)
 		p.st.Trials = slices.Delete(p.st.Trials, i, i+1)
 		delete(p.resend, id)
-		p.dirty = true
+		p.changed(gleaner.PoolTriggerDeregister)
+		p.logEvent(now, PoolEvent{Kind: gleaner.PoolEventDeregister, Trial: id, Campaign: campaign})
 	}
 	// A trial deregisters once its trainer has stopped.
 	p.st.Releasing = slices.DeleteFunc(p.st.Releasing, func(r Releasing) bool { return r.TrialID == id })
@@ -105,4 +110,5 @@ func (p *pool) profile(r ThroughputProfile) {
 	}
 	// New measurements are used at the next periodic allocation: reacting
 	// to each would make trials chase noise.
+	p.note(gleaner.PoolTriggerProfile)
 }

@@ -15,12 +15,14 @@ const (
 	TrialWorkflowName        = gleaner.TrialWorkflowName
 	PoolWorkflowName         = gleaner.PoolWorkflowName
 	TrialRecordsWorkflowName = gleaner.TrialRecordsWorkflowName
+	PoolRecordsWorkflowName  = gleaner.PoolRecordsWorkflowName
 
 	QueryStatus      = gleaner.QueryStatus
 	QueryLeaderboard = gleaner.QueryLeaderboard
 	QueryDemand      = gleaner.QueryDemand
 	QueryLibrary     = gleaner.QueryLibrary
 	QueryTrials      = gleaner.QueryTrials
+	QueryPoolLog     = gleaner.QueryPoolLog
 
 	UpdatePause  = gleaner.UpdatePause
 	UpdateResume = gleaner.UpdateResume
@@ -30,6 +32,8 @@ const (
 	WorkflowKindTrial    = gleaner.WorkflowKindTrial
 	WorkflowKindPool     = gleaner.WorkflowKindPool
 	WorkflowKindRecords  = gleaner.WorkflowKindRecords
+
+	WorkflowKindPoolRecords = gleaner.WorkflowKindPoolRecords
 
 	MemoSnapshot       = gleaner.MemoSnapshot
 	InlineCountsEvery  = gleaner.InlineCountsEvery
@@ -57,6 +61,11 @@ func TrialRecordsWorkflowID(campaignWorkflowID string, n int) string {
 
 // PoolWorkflowID is gleaner.PoolWorkflowID.
 func PoolWorkflowID(pool string) string { return gleaner.PoolWorkflowID(pool) }
+
+// PoolRecordsWorkflowID is gleaner.PoolRecordsWorkflowID.
+func PoolRecordsWorkflowID(poolWorkflowID string, n int) string {
+	return gleaner.PoolRecordsWorkflowID(poolWorkflowID, n)
+}
 
 // FailedTrialReport is gleaner.FailedTrialReport.
 func FailedTrialReport(err error) (TrialReport, bool) { return gleaner.FailedTrialReport(err) }
@@ -123,4 +132,19 @@ type (
 	CurvePoint    = gleaner.CurvePoint
 	AgentJoin     = gleaner.AgentJoin
 	RegisterTrial = gleaner.RegisterTrial
+
+	PoolEvent           = gleaner.PoolEvent
+	PoolEventKind       = gleaner.PoolEventKind
+	NodeChange          = gleaner.NodeChange
+	PoolSnapshot        = gleaner.PoolSnapshot
+	PoolRecords         = gleaner.PoolRecords
+	PoolLog             = gleaner.PoolLog
+	PredictedThroughput = gleaner.PredictedThroughput
+)
+
+const (
+	PoolEventNodes      = gleaner.PoolEventNodes
+	PoolEventSolve      = gleaner.PoolEventSolve
+	PoolEventRegister   = gleaner.PoolEventRegister
+	PoolEventDeregister = gleaner.PoolEventDeregister
 )

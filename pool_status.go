@@ -47,6 +47,11 @@ type PoolState struct {
 	LogStart  PoolSnapshot `json:"log_start,omitzero"`
 	LogChunks int          `json:"log_chunks,omitempty"`
 	LogBytes  int          `json:"log_bytes,omitempty"`
+	// Departed are trials that held nodes and left the pool (paused,
+	// or ended), newest last, at most workflows.DepartedMax: one that
+	// registers again resumes (NodeChangeResume) rather than starts.
+	// QueryStatus leaves them out.
+	Departed []string `json:"departed,omitempty"`
 }
 
 // PoolAgent is a live agent as the pool knows it.

@@ -128,7 +128,7 @@ func PoolWorkflow(ctx workflow.Context, in PoolInput) error {
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (PoolStatus, error) {
 		st := p.st
 		st.Library = nil
-		st.Log, st.LogStart = nil, PoolSnapshot{}
+		st.Log, st.LogStart, st.Departed = nil, PoolSnapshot{}, nil
 		return PoolStatus{Name: in.Name, PoolState: st, LibraryCurves: len(p.st.Library)}, nil
 	}); err != nil {
 		return err

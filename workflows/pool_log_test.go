@@ -37,7 +37,8 @@ func kinds(events []wf.PoolEvent) string {
 // registration, the solve with the trial's start); a node taken back
 // while the trial holds it is a nodes event with Removed, and the next
 // solve shrinks the trial, with its measured throughput; the status
-// query leaves the log out and shows the prediction the allocator used.
+// query leaves the log out and shows the prediction the allocator used;
+// a trial that left and registers again resumes.
 func TestPoolLogsRegistrationsNodesAndSolves(t *testing.T) {
 	e := newPoolEnv(t, "a")
 	e.nodes.set("n1", "n2", "n3")
@@ -129,12 +130,24 @@ func TestPoolLogsRegistrationsNodesAndSolves(t *testing.T) {
 			}
 		}
 		assert.Len(t, held, 3)
+		// Back from a pause: its start is a resume.
+		e.SignalWorkflow(wf.SignalRegisterTrial, reg("a", 1, 3))
 	})
-	e.endAt(9 * time.Second)
+	e.at(9500*time.Millisecond, func() {
+		l := e.poolLog(t)
+		require.Equal(t, "nodes,register,solve,nodes,solve,deregister,register,solve", kinds(l.Events))
+		s := l.Events[7]
+		require.Len(t, s.Changes, 1)
+		assert.Equal(t, gleaner.NodeChangeResume, s.Changes[0].Change)
+		assert.Equal(t, gleaner.PoolTriggerRegister, s.Trigger)
+	})
+	e.endAt(11 * time.Second)
 	e.ExecuteWorkflow(wf.PoolWorkflowName, poolInput())
 	next := e.carried(t)
-	require.Equal(t, "nodes,register,solve,nodes,solve,deregister", kinds(next.State.Log), "the log is carried")
+	require.True(t, strings.HasPrefix(kinds(next.State.Log), "nodes,register,solve,nodes,solve,deregister,register,solve"),
+		"the log is carried: %s", kinds(next.State.Log))
 	require.Positive(t, next.State.LogBytes)
+	require.Empty(t, next.State.Departed, "a is back")
 }
 
 // chunkRecorder is a PoolRecords workflow that records the chunks, with

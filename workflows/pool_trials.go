@@ -18,17 +18,33 @@ func (p *pool) register(now time.Time, r RegisterTrial) {
 		p.st.Trials[i].Registration = r
 		p.resend[r.TrialID] = true
 	} else {
-		p.st.Trials = slices.Insert(p.st.Trials, i, PoolTrial{Registration: r})
+		t := PoolTrial{Registration: r}
+		if j := slices.Index(p.st.Departed, r.TrialID); j >= 0 {
+			t.Held = true // back from a pause: its next start resumes it
+			p.st.Departed = slices.Delete(p.st.Departed, j, j+1)
+		}
+		p.st.Trials = slices.Insert(p.st.Trials, i, t)
 	}
 	p.changed(gleaner.PoolTriggerRegister)
 	p.logEvent(now, PoolEvent{Kind: gleaner.PoolEventRegister, Trial: r.TrialID, Campaign: r.CampaignID})
 }
+
+// DepartedMax bounds PoolState.Departed: the trials that held nodes and
+// left the pool that it remembers, so that a trial back from a pause is
+// logged as resumed.
+const DepartedMax = 1024
 
 // deregister takes a trial out of the pool; what it measured stays in
 // the library.
 func (p *pool) deregister(id string, now time.Time) {
 	if i, found := p.trial(id); found {
 		campaign := p.st.Trials[i].Registration.CampaignID
+		if t := p.st.Trials[i]; t.Held || len(t.Nodes) > 0 {
+			p.st.Departed = append(p.st.Departed, id)
+			if n := len(p.st.Departed) - DepartedMax; n > 0 {
+				p.st.Departed = slices.Delete(p.st.Departed, 0, n)
+			}
+		}
 		p.st.Library = Learn(p.st.Library, LearnedCurves(p.st.Trials[i], now)...)
 		p.st.Trials = slices.Delete(p.st.Trials, i, i+1)
 		delete(p.resend, id)

@@ -1,11 +1,14 @@
 package workflows
 
 import (
+	"encoding/json"
 	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/gleaner-hpc/gleaner"
 )
 
 // Inline trials (spec trial.inline): each trial is one RunTrial activity
@@ -53,6 +56,36 @@ type InlineTrial struct {
 	Stop bool `json:"stop,omitempty"`
 }
 
+// MarshalJSON writes the trial's spans as a gleaner.TrialTimeline (a
+// tenth of their size as objects): an inline campaign carries its whole
+// window of trials across continue-as-new.
+func (t InlineTrial) MarshalJSON() ([]byte, error) {
+	w := inlineTrialJSON{inlineTrialFields: inlineTrialFields(t), Timeline: t.Progress.Spans}
+	w.Progress.Spans = nil
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (t *InlineTrial) UnmarshalJSON(data []byte) error {
+	var w inlineTrialJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*t = InlineTrial(w.inlineTrialFields)
+	if w.Timeline != nil {
+		t.Progress.Spans = w.Timeline
+	}
+	return nil
+}
+
+type inlineTrialJSON struct {
+	inlineTrialFields
+	Timeline gleaner.TrialTimeline `json:"timeline,omitempty"`
+}
+
+// inlineTrialFields is InlineTrial without its JSON methods.
+type inlineTrialFields InlineTrial
+
 // inlineRun is one running RunTrial of an inline trial.
 type inlineRun struct {
 	key      string
@@ -84,8 +117,10 @@ type inliner struct {
 	// profAt is when a profile last went to the pool (profileDue).
 	profAt time.Time
 	// core: whether this run keeps the trials' books with the trial core
-	// (withCore); nil until asked.
-	core *bool
+	// (withCore); spans: whether its records carry the trials' timelines
+	// (recordsSpans); nil until asked.
+	core  *bool
+	spans *bool
 	// pipe queues the next trial behind each run (campaign_pipeline.go);
 	// nil: not pipelined.
 	pipe *pipeline
@@ -115,6 +150,8 @@ func (x *inliner) start(ctx workflow.Context, key string, in TrialInput) {
 	}
 	b := newTrialCore(in, key)
 	b.p.State = TrialPending
+	b.begin(workflow.Now(ctx))
+	b.p.State = b.waiting() // (a parked trial's next segment waits paused, as in a trial workflow)
 	x.st().Trials = append(x.st().Trials, InlineTrial{Key: key, Input: b.in, Progress: b.p})
 	x.trialsGen++
 }
@@ -215,6 +252,22 @@ func (x *inliner) step(ctx workflow.Context) {
 	}
 	if x.pipe != nil {
 		x.queue(ctx)
+		x.markQueued(ctx)
+	}
+}
+
+// markQueued brings the timelines of pipelined trials in line with the
+// states their queue gave them (queue moves a queued run's trial to
+// pending, and to running once the run before it ended).
+func (x *inliner) markQueued(ctx workflow.Context) {
+	st := x.st()
+	for i := range st.Trials {
+		t := &st.Trials[i]
+		if spans := t.Progress.Spans; len(spans) > 0 && spans[len(spans)-1].State == t.Progress.State &&
+			spans[len(spans)-1].Nodes == len(t.Progress.Nodes) {
+			continue
+		}
+		t.update(func(b *trialCore) { b.mark(workflow.Now(ctx), false, false) })
 	}
 }
 
@@ -276,8 +329,7 @@ func (x *inliner) launchAfter(ctx workflow.Context, key string, nodes []string, 
 	t.update(func(b *trialCore) {
 		// A relaunch (after the pool took the nodes) waited at 0 nodes:
 		// a start, not a rescale.
-		run = b.launched(nodes, false)
-		b.p.State = TrialRunning
+		run = b.launched(workflow.Now(ctx), nodes, false, false)
 	})
 	in := RunTrialInput{Trial: t.Input, Run: run, Nodes: nodes, NodeType: st.NodeType,
 		ResumeFrom: t.Progress.Checkpoint, Owner: t.Input.Owner, Quiet: true, After: after}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
@@ -29,8 +30,6 @@ func (x *inliner) ended(ctx workflow.Context, r *inlineRun, res RunTrialResult, 
 		return
 	}
 	t := &x.st().Trials[i]
-	t.Progress.Nodes = nil
-	t.Progress.State = TrialPending
 	var canceled *temporal.CanceledError
 	switch {
 	case err == nil:
@@ -55,6 +54,14 @@ func (x *inliner) ended(ctx workflow.Context, r *inlineRun, res RunTrialResult, 
 	}
 	if x.c.st.Stopping || t.Stop {
 		x.finish(ctx, r.key, TrialStopped, "")
+		return
+	}
+	// Stopped on purpose: it waits for nodes again, as a trial workflow
+	// does (pending until it first ran, then paused). A queued run
+	// stopped before its turn leaves its trial waiting in line, pending
+	// (campaign_pipeline.go).
+	if t.Progress.State == TrialRunning {
+		t.update(func(b *trialCore) { b.wait(workflow.Now(ctx), x.c.st.Paused) })
 	}
 }
 
@@ -92,6 +99,16 @@ func (x *inliner) withCore(ctx workflow.Context) bool {
 		x.core = &v
 	}
 	return *x.core
+}
+
+// recordsSpans reports whether this run of the campaign keeps its ended
+// trials' timelines in their records.
+func (x *inliner) recordsSpans(ctx workflow.Context) bool {
+	if x.spans == nil {
+		v := workflow.GetVersion(ctx, "inline-record-spans", workflow.DefaultVersion, 1) == 1
+		x.spans = &v
+	}
+	return *x.spans
 }
 
 // measure tells the pool's JPA what a run that ended trained: the
@@ -138,9 +155,14 @@ func (x *inliner) finish(ctx workflow.Context, key string, state TrialState, err
 	var rep TrialReport
 	var rec TrialStatus
 	t.update(func(b *trialCore) {
-		b.end(state, errMsg)
+		b.end(workflow.Now(ctx), state, errMsg)
 		rep, rec = b.report(t.Input.Owner, true), b.status()
 	})
+	if !x.recordsSpans(ctx) {
+		// Records are cut by size: a run that began before they carried
+		// the timeline keeps them as they were, so that it replays.
+		rec.Started, rec.Ended, rec.Spans, rec.SpansDropped = time.Time{}, time.Time{}, nil, 0
+	}
 	st.Records = append(st.Records, rec)
 	st.RecordBytes += jsonSize(rec)
 	x.c.endTrial(ctx, key, rep)

@@ -428,13 +428,14 @@ func TestInlineCampaignContinuesAsNewWithItsTrials(t *testing.T) {
 	require.Equal(t, nodeNames(2), st.Nodes)
 	require.Equal(t, len(next.State.InFlight), len(st.Trials))
 	require.Zero(t, h.deregs, "a run that continues as new keeps its nodes")
-	// The stopped trials wait in the next run, and resume there.
+	// The stopped trials wait in the next run, and resume there: they ran,
+	// so they wait paused at 0 nodes, as a trial workflow does.
 	require.Len(t, h.launches, 5)
 	for _, l := range h.launches[3:] {
 		i := slices.IndexFunc(st.Trials, func(x InlineTrial) bool { return x.Input.TrialID == l.Trial.TrialID })
 		require.GreaterOrEqual(t, i, 0, "trial %s stopped for continue-as-new is carried", l.Trial.TrialID)
 		require.Equal(t, 1, st.Trials[i].Progress.Runs)
-		require.Equal(t, TrialPending, st.Trials[i].Progress.State)
+		require.Equal(t, TrialPaused, st.Trials[i].Progress.State)
 	}
 }
 

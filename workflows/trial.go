@@ -173,6 +173,7 @@ func newTrial(ctx workflow.Context, in TrialInput) (*trial, error) {
 	}
 	t.paused = in.Paused
 	t.in.State, t.in.Paused = nil, false
+	t.core.begin(workflow.Now(ctx))
 	return t, nil
 }
 
@@ -321,10 +322,8 @@ func (t *trial) step(ctx workflow.Context) error {
 	case len(t.assigned) >= t.in.MinNodes:
 		t.waitEpoch = 0
 		t.launch(ctx)
-	case t.core.p.Runs > 0 || t.core.p.Samples > 0:
-		t.setState(ctx, TrialPaused) // preempted to 0 nodes
 	default:
-		t.setState(ctx, TrialPending)
+		t.setState(ctx, t.core.waiting()) // pending, or paused: preempted to 0 nodes
 	}
 	return nil
 }

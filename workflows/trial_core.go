@@ -2,6 +2,8 @@ package workflows
 
 import (
 	"math"
+	"slices"
+	"time"
 
 	"github.com/gleaner-hpc/gleaner"
 )
@@ -27,7 +29,10 @@ import (
 //     is a finished segment the campaign counts (EndedWithoutObjective).
 //   - Resume, on the final report of a trial that completed its budget,
 //     carries everything its next segment continues: samples, step, epoch,
-//     checkpoint, runs, restarts and rescales.
+//     checkpoint, runs, restarts and rescales, and its timeline (Started,
+//     its newest spans).
+//   - The timeline (Started, Ended, Spans) follows the trial's state and
+//     node count (trial_spans.go).
 type trialCore struct {
 	in  TrialInput
 	key string // the trial's workflow id (an inline trial's segment key)
@@ -134,20 +139,23 @@ func (b *trialCore) noteBadCheckpoints(n int, last string) {
 	}
 }
 
-// launched counts a new run of the trainer on nodes (a rescale when it
-// moves a running trial to other nodes) and returns its number.
-func (b *trialCore) launched(nodes []string, rescale bool) int {
+// launched counts a new run of the trainer on nodes, now (a rescale when
+// it moves a running trial to other nodes; restart: it follows a
+// failure), puts the trial in TrialRunning and returns the run's number.
+func (b *trialCore) launched(now time.Time, nodes []string, rescale, restart bool) int {
 	b.p.Runs++
 	if rescale {
 		b.p.Rescales++
 	}
 	b.p.Nodes = nodes
+	b.p.State = TrialRunning
+	b.mark(now, false, restart)
 	return b.p.Runs
 }
 
-// end sets the trial's final state; errMsg is a failure's reason.
-func (b *trialCore) end(state TrialState, errMsg string) {
-	b.p.State, b.p.Nodes = state, nil
+// end sets the trial's final state, now; errMsg is a failure's reason.
+func (b *trialCore) end(now time.Time, state TrialState, errMsg string) {
+	b.setState(now, state, false)
 	if errMsg != "" {
 		b.p.Error = errMsg
 	}
@@ -201,9 +209,15 @@ func (b *trialCore) report(owner string, final bool) TrialReport {
 
 		ObjectiveMissing: final && p.State != TrialFailed && !p.ObjectiveSeen,
 	}
-	if final && p.State == TrialCompleted && b.in.Budget > 0 {
+	if !final {
+		return r // (reports while it runs are frequent: they carry no timeline)
+	}
+	r.Started, r.Ended, r.Spans, r.SpansDropped = p.Started, p.Ended, slices.Clone(p.Spans), p.SpansDropped
+	if p.State == TrialCompleted && b.in.Budget > 0 {
 		r.Resume = &TrialResume{Owner: owner, Samples: p.Samples, Step: p.Step, Epoch: p.Epoch,
-			Checkpoint: p.Checkpoint, Runs: p.Runs, Restarts: p.Restarts, Rescales: p.Rescales, Seen: p.ObjectiveSeen}
+			Checkpoint: p.Checkpoint, Runs: p.Runs, Restarts: p.Restarts, Rescales: p.Rescales, Seen: p.ObjectiveSeen,
+			Started: p.Started}
+		r.Resume.Spans, r.Resume.SpansDropped = resumeSpans(p)
 	}
 	return r
 }

@@ -3,6 +3,7 @@ package workflows
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -151,10 +152,11 @@ func TestTrialCoreCarriesItsState(t *testing.T) {
 	require.True(t, b.p.ObjectiveSeen)
 	require.Nil(t, b.p.Nodes)
 	require.Nil(t, b.in.State)
-	require.Equal(t, 1, b.launched([]string{"n2"}, false))
-	require.Equal(t, 2, b.launched([]string{"n2", "n3"}, true))
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	require.Equal(t, 1, b.launched(now, []string{"n2"}, false, false))
+	require.Equal(t, 2, b.launched(now.Add(time.Second), []string{"n2", "n3"}, true, false))
 	require.Equal(t, 1, b.p.Rescales)
-	b.end(TrialFailed, "boom")
+	b.end(now.Add(2*time.Second), TrialFailed, "boom")
 	require.Equal(t, TrialFailed, b.p.State)
 	require.Equal(t, "boom", b.p.Error)
 	require.Nil(t, b.p.Nodes)

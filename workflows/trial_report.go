@@ -13,7 +13,7 @@ import (
 // end ends the trial in state s (errMsg: a failure's reason).
 func (t *trial) end(ctx workflow.Context, s TrialState, errMsg string) {
 	changed := t.core.p.State != s
-	t.core.end(s, errMsg)
+	t.core.end(workflow.Now(ctx), s, errMsg)
 	if changed {
 		t.announceState(ctx)
 	}
@@ -23,7 +23,7 @@ func (t *trial) setState(ctx workflow.Context, s TrialState) {
 	if t.core.p.State == s {
 		return
 	}
-	t.core.p.State = s
+	t.core.setState(workflow.Now(ctx), s, t.paused)
 	t.announceState(ctx)
 }
 

@@ -66,7 +66,8 @@ func (t *trial) sendDeregister(ctx workflow.Context) workflow.Future {
 
 func (t *trial) launch(ctx workflow.Context) {
 	nodes := slices.Clone(t.assigned)
-	run := t.core.launched(nodes, !t.atZero && !t.relaunch)
+	wasRunning := t.core.p.State == TrialRunning
+	run := t.core.launched(workflow.Now(ctx), nodes, !t.atZero && !t.relaunch, t.relaunch)
 	t.relaunch = false
 	actx, cancel := workflow.WithCancel(ctx)
 	actx = workflow.WithActivityOptions(actx, runTrialOptions(t.in.MaxRestarts))
@@ -92,7 +93,9 @@ func (t *trial) launch(ctx workflow.Context) {
 		queues:     hostQueues(in.Hosts),
 	}
 	t.atZero = false
-	t.setState(ctx, TrialRunning)
+	if !wasRunning { // (the core put it in TrialRunning)
+		t.announceState(ctx)
+	}
 }
 
 // hostQueues are the task queues of a placement (an agent that restarted

@@ -128,11 +128,13 @@ compose-check:
 	docker-compose -f docker-compose.yml config -q
 	$(GO) test -count=1 -run 'Compose' ./internal/uitest
 
-## ui-test: the Temporal web UI in headless Chromium (Debian's chromium): a real
-## campaign on a dev server, found by its search attribute, shows its summary.
-## UI_SCREENSHOT=1 also refreshes docs/ui-campaign.png and docs/ui-campaign-list.png.
+## ui-test: the Temporal web UI and Gleaner's dashboard in headless Chromium
+## (Debian's chromium): a real campaign on a dev server, found by its search
+## attribute, shows its summary; every view of the dashboard on the demo holds
+## the demo's data. UI_SCREENSHOT=1 also refreshes docs/ui-*.png and
+## docs/dashboard-*.png.
 ui-test: temporal
-	GLEANER_UI_SCREENSHOT=$(UI_SCREENSHOT) $(GO) test -count=1 -v -run 'TestTemporalUI' ./internal/uitest
+	GLEANER_UI_SCREENSHOT=$(UI_SCREENSHOT) $(GO) test -count=1 -v -run 'TestTemporalUI|TestDashboard' ./internal/uitest
 
 ## netns-check: the network-namespace "hosts" of the multi-host tests
 ## (scripts/netns-hosts.sh, internal/nethosts). Needs root; fails, not skips,

@@ -206,7 +206,7 @@ func (c *Client) trialFromResult(ctx context.Context, workflowID string) (gleane
 	// (and nothing for trials older than that flag): seen unless it was.
 	return gleaner.TrialStatus{TrialID: r.TrialID, Params: r.Params, TrialProgress: gleaner.TrialProgress{
 		State: r.State, Samples: r.Samples, Metrics: r.Metrics, Restarts: r.Restarts, Rescales: r.Rescales, Error: r.Error,
-		ObjectiveSeen: !r.ObjectiveMissing,
+		ObjectiveSeen: !r.ObjectiveMissing, Started: r.Started, Ended: r.Ended, Spans: r.Spans, SpansDropped: r.SpansDropped,
 	}}, nil
 }
 

@@ -245,37 +245,31 @@ func (c *Client) trialWorkflows(ctx context.Context, name string, sel trialSelec
 	if sel.limit > 0 && len(all) > sel.limit {
 		all = all[len(all)-sel.limit:]
 	}
-	out := make([]gleaner.TrialStatus, len(all))
-	errs := make([]error, len(all))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	for i, id := range all {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if sel.failed {
-				out[i], errs[i] = c.trialFromResult(ctx, id)
-				return
-			}
-			err := c.query(ctx, id, "trial "+id, gleaner.QueryStatus, &out[i])
-			if err != nil && !open[id] {
-				out[i], err = c.trialFromResult(ctx, id)
-			}
-			errs[i] = err
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
+	out, err := readAll(ctx, all, func(ctx context.Context, id string) (gleaner.TrialStatus, error) {
+		if sel.failed {
+			return c.trialFromResult(ctx, id)
 		}
+		return c.trialStatus(ctx, id, open[id])
+	})
+	if err != nil {
+		return nil, err
 	}
 	if sel.failed {
 		out = slices.DeleteFunc(out, func(t gleaner.TrialStatus) bool { return t.State != gleaner.TrialFailed })
 	}
 	slices.SortFunc(out, byTrialID)
 	return out, nil
+}
+
+// trialStatus asks a trial workflow for its status; a closed one that
+// does not answer (no worker) is read from its result.
+func (c *Client) trialStatus(ctx context.Context, id string, open bool) (gleaner.TrialStatus, error) {
+	var t gleaner.TrialStatus
+	err := c.query(ctx, id, "trial "+id, gleaner.QueryStatus, &t)
+	if err != nil && !open {
+		return c.trialFromResult(ctx, id)
+	}
+	return t, err
 }
 
 // listIDs lists the workflow ids a visibility query matches, each once.

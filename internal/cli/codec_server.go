@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gleaner-hpc/gleaner/client"
 	"github.com/gleaner-hpc/gleaner/codec"
@@ -110,20 +111,8 @@ func (o *codecServerOptions) config(cmd *cobra.Command) (*codec.Codec, codec.HTT
 	if v := getenv(EnvCodecCORSOrigins); v != "" && !flags.Changed("cors-origin") {
 		hopts.Origins = strings.Split(v, ",")
 	}
-	tokenFile := o.tokenFile
-	if v := getenv(EnvCodecAuthTokenFile); v != "" && !flags.Changed("auth-token-file") {
-		tokenFile = v
-	}
-	hopts.Token = getenv(EnvCodecAuthToken)
-	if tokenFile != "" {
-		b, err := os.ReadFile(tokenFile)
-		if err != nil {
-			return nil, hopts, "", withCode(ExitUsage, fmt.Errorf("--auth-token-file %s: %w", tokenFile, err))
-		}
-		hopts.Token = strings.TrimSpace(string(b))
-		if hopts.Token == "" {
-			return nil, hopts, "", withCode(ExitUsage, fmt.Errorf("--auth-token-file %s: empty", tokenFile))
-		}
+	if hopts.Token, err = bearerToken(flags, getenv, o.tokenFile, EnvCodecAuthTokenFile, EnvCodecAuthToken); err != nil {
+		return nil, hopts, "", err
 	}
 	if _, _, err := net.SplitHostPort(listen); err != nil {
 		return nil, hopts, "", withCode(ExitUsage, fmt.Errorf("--listen %q: %v", listen, err))
@@ -168,4 +157,25 @@ func (o *codecServerOptions) run(ctx context.Context, cmd *cobra.Command, stdout
 	_ = srv.Shutdown(sctx)
 	fmt.Fprintln(stdout, "gleaner codec-server: stopped")
 	return nil
+}
+
+// bearerToken is the token a server requires: the one in --auth-token-file
+// (file), else in the file envFile names, else envToken's value ("" for
+// none).
+func bearerToken(flags *pflag.FlagSet, getenv func(string) string, file, envFile, envToken string) (string, error) {
+	if v := getenv(envFile); v != "" && !flags.Changed("auth-token-file") {
+		file = v
+	}
+	if file == "" {
+		return getenv(envToken), nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", withCode(ExitUsage, fmt.Errorf("--auth-token-file %s: %w", file, err))
+	}
+	token := strings.TrimSpace(string(b))
+	if token == "" {
+		return "", withCode(ExitUsage, fmt.Errorf("--auth-token-file %s: empty", file))
+	}
+	return token, nil
 }

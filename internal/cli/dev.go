@@ -38,15 +38,17 @@ const (
 type devOptions struct {
 	ip           string
 	port, uiPort int
-	db           string
-	dataDir      string
-	nodes        string
-	campaign     string
-	exitWhenDone bool
-	interval     time.Duration
-	stopTimeout  time.Duration
-	logLevel     string
-	logFile      string // dev_log.go
+	// dashboardPort is gleaner dashboard's (0 picks a free one, -1 none).
+	dashboardPort int
+	db            string
+	dataDir       string
+	nodes         string
+	campaign      string
+	exitWhenDone  bool
+	interval      time.Duration
+	stopTimeout   time.Duration
+	logLevel      string
+	logFile       string // dev_log.go
 }
 
 func newDevCmd() *cobra.Command {
@@ -63,11 +65,14 @@ from a checkout or from an installed binary alone:
   2. a worker with the local launcher and, by default, the idle-node trace
      of OLCF Summit built into this binary, replayed 300× faster onto 8
      local slots, so nodes come and go;
-  3. the example HPO campaign (--campaign; default examples/go-mlp/
+  3. the dashboard (gleaner dashboard; http://localhost:8234, --dashboard-port):
+     the campaign's optimisation history, learning curves, importance and
+     trials, and which trial held which node when;
+  4. the example HPO campaign (--campaign; default examples/go-mlp/
      campaign.yaml, or its copy built into this binary outside a
      checkout), under a name unique to this run; its trainer, bin/go-mlp,
      is the Go example trainer built into this binary;
-  4. its progress every --interval, then its leaderboard and where to look
+  5. its progress every --interval, then its leaderboard and where to look
      in the web UI.
 
 The server, its UI and the worker then stay up until Ctrl-C (or exit at
@@ -104,6 +109,7 @@ GOPATH)/bin; install it with
 	f.StringVar(&o.ip, "ip", "127.0.0.1", "address the dev server and its web UI listen on")
 	f.IntVar(&o.port, "port", 7233, "dev server (frontend gRPC) port; 0 picks a free one")
 	f.IntVar(&o.uiPort, "ui-port", 8233, "web UI port; 0 picks a free one")
+	f.IntVar(&o.dashboardPort, "dashboard-port", 8234, "Gleaner dashboard port; 0 picks a free one, -1 serves none")
 	f.StringVar(&o.db, "db", "", `SQLite file keeping the server's state across restarts ("" keeps it in memory; default STATE/`+stateDevSubdir+"/"+devDBFile+`, STATE is `+stateDirHint+`)`)
 	f.StringVar(&o.dataDir, "data-dir", "", "directory for the trials' checkpoints and run directories (default STATE/"+stateDataSubdir+", as gleaner worker's)")
 	f.StringVar(&o.nodes, "nodes", devDefaultReplay, "node source: static:N or replay:FILE,slots=K,factor=F,offset=S (see gleaner worker --help)")
@@ -159,7 +165,9 @@ type devRun struct {
 	// needs to reach this run's server (devConnectionHint); both set once
 	// the server is up.
 	ui, conn string
-	slots    int // local slots the node source drives (0: not local)
+	// dashboard is the dashboard's URL ("" without one).
+	dashboard string
+	slots     int // local slots the node source drives (0: not local)
 }
 
 func newDevRun(o *devOptions, stdout, stderr io.Writer) *devRun {
@@ -234,6 +242,9 @@ func (d *devRun) run(parent context.Context, nodesGiven bool) (err error) {
 	defer stopWorker()
 
 	c := client.New(srv.Client(), client.Options{TaskQueue: taskQueue, UIBase: d.ui, Namespace: srv.Namespace()})
+	if err := d.startDashboard(ctx, c); err != nil {
+		return err
+	}
 	d.noteEarlierCampaigns(ctx, srv)
 	submitted, err := d.submit(ctx, c, camp)
 	if err != nil {
@@ -273,6 +284,12 @@ func (o *devOptions) check() (slog.Level, error) {
 	}
 	if o.port != 0 && o.port == o.uiPort {
 		return level, fmt.Errorf("--port and --ui-port are both %d: they must differ", o.port)
+	}
+	if o.dashboardPort < -1 || o.dashboardPort > 65535 {
+		return level, fmt.Errorf("--dashboard-port %d: want a port in 0..65535 (0 picks a free one), or -1 for no dashboard", o.dashboardPort)
+	}
+	if o.dashboardPort > 0 && (o.dashboardPort == o.port || o.dashboardPort == o.uiPort) {
+		return level, fmt.Errorf("--dashboard-port %d: taken by --port or --ui-port", o.dashboardPort)
 	}
 	return level, nil
 }

@@ -169,6 +169,10 @@ func (d *devRun) follow(ctx context.Context, c *client.Client, camp client.Campa
 	}
 	devWriteLeaderboard(d.stdout, res.Leaderboard, spec.WithDefaults().Objective)
 	devWriteUI(d.stdout, d.ui, namespace, camp)
+	if d.dashboard != "" {
+		fmt.Fprintf(d.stdout, "\nGleaner dashboard: %s\n  the campaign:    %s#/c/%s\n  its pool:        %s#/p/%s\n",
+			d.dashboard, d.dashboard, url.PathEscape(camp.Name), d.dashboard, url.PathEscape(spec.WithDefaults().Pool))
+	}
 	if waitErr != nil && !d.o.exitWhenDone {
 		d.warn("%v", waitErr)
 		return nil

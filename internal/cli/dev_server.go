@@ -74,7 +74,7 @@ func (d *devRun) portsFree() error {
 	for _, p := range []struct {
 		flag, what string
 		port       int
-	}{{"port", "the dev server", o.port}, {"ui-port", "the web UI", o.uiPort}} {
+	}{{"port", "the dev server", o.port}, {"ui-port", "the web UI", o.uiPort}, {"dashboard-port", "the dashboard", max(o.dashboardPort, 0)}} {
 		if p.port != 0 && !devPortFree(o.ip, p.port) {
 			taken = append(taken, fmt.Sprintf("--%s %d (%s)", p.flag, p.port, p.what))
 		}
@@ -82,11 +82,11 @@ func (d *devRun) portsFree() error {
 	if len(taken) == 0 {
 		return nil
 	}
-	hint := "--port 0 --ui-port 0 (free ports)"
+	hint := "--port 0 --ui-port 0 --dashboard-port 0 (free ports)"
 	for off := 10; off <= 500; off += 10 {
-		p, u := o.port+off, o.uiPort+off
-		if p <= 65535 && u <= 65535 && p != u && devPortFree(o.ip, p) && devPortFree(o.ip, u) {
-			hint = fmt.Sprintf("--port %d --ui-port %d", p, u)
+		p, u, b := o.port+off, o.uiPort+off, o.dashboardPort+off
+		if p <= 65535 && u <= 65535 && b <= 65535 && p != u && b != p && b != u && devPortFree(o.ip, p) && devPortFree(o.ip, u) && devPortFree(o.ip, b) {
+			hint = fmt.Sprintf("--port %d --ui-port %d --dashboard-port %d", p, u, b)
 			break
 		}
 	}

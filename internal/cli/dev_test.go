@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,6 +87,9 @@ type devProc struct {
 func startDev(t *testing.T, bin, dir, cli string, args ...string) *devProc {
 	t.Helper()
 	p := &devProc{lines: make(chan string, 1024), done: make(chan error, 1)}
+	if !slices.Contains(args, "--dashboard-port") {
+		args = append(args, "--dashboard-port", "0") // tests run side by side
+	}
 	p.cmd = exec.Command(bin, append([]string{"dev"}, args...)...)
 	p.cmd.Dir = dir
 	p.cmd.Env = append(os.Environ(), devserver.EnvCLI+"="+cli)

@@ -71,6 +71,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newSimCmd())
 	root.AddCommand(newSlurmDemoCmd())
 	root.AddCommand(newCodecServerCmd())
+	root.AddCommand(newDashboardCmd())
 	root.AddCommand(newTrainerCmd())
 	root.AddCommand(newExampleTrainerCmd())
 	return root

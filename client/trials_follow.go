@@ -1,0 +1,205 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/gleaner-hpc/gleaner"
+)
+
+// TrialFollower reads a campaign's trials again and again, as a page
+// that shows them live does, at a cost that does not grow with the
+// campaign's size: what cannot change any more is read once. An inline
+// campaign's records chunks never change, nor does a trial workflow once
+// closed; each Read asks the server for the list of chunks (or trial
+// workflows), the campaign's status and its in-flight trials, and reads
+// only the chunks and closed trials it has not read before.
+//
+// A TrialFollower is safe for one Read at a time.
+type TrialFollower struct {
+	c    *Client
+	name string
+	spec *gleaner.CampaignSpec
+	// chunks are an inline campaign's records, by workflow id.
+	chunks map[string][]gleaner.TrialStatus
+	// closed are the trials whose workflow has closed, by workflow id.
+	closed map[string]gleaner.TrialStatus
+}
+
+// FollowTrials returns a TrialFollower of campaign name.
+func (c *Client) FollowTrials(name string) *TrialFollower {
+	return &TrialFollower{c: c, name: name, chunks: map[string][]gleaner.TrialStatus{}, closed: map[string]gleaner.TrialStatus{}}
+}
+
+// FollowStats are the server calls one Read made.
+type FollowStats struct {
+	// Lists are visibility list calls (pages), Queries workflow queries,
+	// Results reads of closed workflows' results.
+	Lists, Queries, Results int
+}
+
+// Calls is every call the Read made.
+func (s FollowStats) Calls() int { return s.Lists + s.Queries + s.Results }
+
+// Read is every trial of the campaign, by trial id, each in the state its
+// campaign classifies it (as TrialsView), with the campaign's status and
+// spec, and the calls it took.
+func (f *TrialFollower) Read(ctx context.Context) (TrialList, FollowStats, error) {
+	var st FollowStats
+	if f.spec == nil {
+		spec, err := f.c.Spec(ctx, f.name)
+		if err != nil {
+			return TrialList{}, st, err
+		}
+		f.spec = &spec
+		st.Results++
+	}
+	status, err := f.c.Status(ctx, f.name)
+	st.Queries++
+	if err != nil {
+		return TrialList{}, st, err
+	}
+	var trials []gleaner.TrialStatus
+	if f.spec.Trial.Inline {
+		trials, err = f.readInline(ctx, &st)
+	} else {
+		trials, err = f.readWorkflows(ctx, status, &st)
+	}
+	if err != nil {
+		return TrialList{}, st, err
+	}
+	slices.SortFunc(trials, byTrialID)
+	ClassifyTrials(trials, status)
+	return TrialList{Trials: trials, Spec: *f.spec, Status: &status}, st, nil
+}
+
+func (f *TrialFollower) readInline(ctx context.Context, st *FollowStats) ([]gleaner.TrialStatus, error) {
+	ids, err := f.c.listIDs(ctx, fmt.Sprintf("%s = %q AND %s = %q",
+		gleaner.SearchAttrCampaign, f.name, gleaner.SearchAttrKind, gleaner.WorkflowKindRecords))
+	st.Lists++
+	if err != nil {
+		return nil, fmt.Errorf("listing the trial records of campaign %q: %w", f.name, err)
+	}
+	// The campaign is asked after the list: a chunk it flushed since is
+	// then listed too, or its trials are still in its answer.
+	var live []gleaner.TrialStatus
+	err = f.c.query(ctx, gleaner.CampaignWorkflowID(f.name), "campaign "+f.name, gleaner.QueryTrials, &live)
+	st.Queries++
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, id := range ids {
+		if _, ok := f.chunks[id]; !ok {
+			missing = append(missing, id)
+		}
+	}
+	got, err := readAll(ctx, missing, func(ctx context.Context, id string) ([]gleaner.TrialStatus, error) {
+		var r gleaner.TrialRecords
+		if err := f.c.tc.GetWorkflow(ctx, id, "").Get(ctx, &r); err != nil {
+			return nil, fmt.Errorf("reading trial records %s: %w", id, err)
+		}
+		return r.Trials, nil
+	})
+	st.Results += len(missing)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range missing {
+		f.chunks[id] = got[i]
+	}
+	// A trial continued by its searcher ends again later: the campaign's
+	// answer, then the newest chunk, wins.
+	slices.Sort(ids)
+	seen := map[string]bool{}
+	var out []gleaner.TrialStatus
+	add := func(ts []gleaner.TrialStatus) {
+		for i := len(ts) - 1; i >= 0; i-- {
+			if !seen[ts[i].TrialID] {
+				seen[ts[i].TrialID] = true
+				out = append(out, ts[i])
+			}
+		}
+	}
+	add(live)
+	for i := len(ids) - 1; i >= 0; i-- {
+		add(f.chunks[ids[i]])
+	}
+	return out, nil
+}
+
+func (f *TrialFollower) readWorkflows(ctx context.Context, status gleaner.CampaignStatus, st *FollowStats) ([]gleaner.TrialStatus, error) {
+	all, open, err := f.c.listWorkflows(ctx, fmt.Sprintf("%s = %q AND %s = %q",
+		gleaner.SearchAttrCampaign, f.name, gleaner.SearchAttrKind, gleaner.WorkflowKindTrial))
+	st.Lists++
+	if err != nil {
+		return nil, fmt.Errorf("listing the trials of campaign %q: %w", f.name, err)
+	}
+	all = latestSegments(all)
+	// In-flight trials the server's search does not list yet.
+	listed := map[string]bool{}
+	for _, id := range all {
+		listed[id] = true
+	}
+	for _, b := range status.Trials {
+		if b.WorkflowID != "" && !listed[b.WorkflowID] {
+			all = append(all, b.WorkflowID)
+			open[b.WorkflowID] = true
+		}
+	}
+	var ask []string
+	for _, id := range all {
+		if _, ok := f.closed[id]; !ok {
+			ask = append(ask, id)
+		}
+	}
+	got, err := readAll(ctx, ask, func(ctx context.Context, id string) (gleaner.TrialStatus, error) {
+		return f.c.trialStatus(ctx, id, open[id])
+	})
+	st.Queries += len(ask)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range ask {
+		if !open[id] {
+			f.closed[id] = got[i]
+		}
+	}
+	out := make([]gleaner.TrialStatus, 0, len(all))
+	for i, id := range ask {
+		if open[id] {
+			out = append(out, got[i])
+		}
+	}
+	for _, id := range all {
+		if t, ok := f.closed[id]; ok {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// readAll reads every id, 8 at a time, in order; the first error wins.
+func readAll[T any](ctx context.Context, ids []string, read func(context.Context, string) (T, error)) ([]T, error) {
+	out := make([]T, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i], errs[i] = read(ctx, id)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

@@ -79,7 +79,8 @@ func TestProductionAndSimulatorAllocateAlike(t *testing.T) {
 	require.NoError(t, err)
 	scale := jpa.PriorScale(views)
 	for i, pt := range in.Trials {
-		got := problemTrial(pt, views[i], adv, lib, scale, []string{""}).CurvesByType[""]
+		tr, _ := problemTrial(pt, views[i], adv, lib, scale, []string{""})
+		got := tr.CurvesByType[""]
 		require.InDeltaSlice(t, throughputs(simProblem.Trials[i].CurvesByType[""]), throughputs(got), 1e-9, "trial %s", jobs[i].Name)
 	}
 

@@ -39,8 +39,11 @@ func (a *Activities) Allocate(ctx context.Context, in workflows.AllocateInput) (
 	}
 	scale := jpa.PriorScale(views)
 	types := nodeTypes(in)
+	preds := make([]map[string]*jpa.Prediction, len(in.Trials))
 	for i, t := range in.Trials {
-		p.Trials = append(p.Trials, problemTrial(t, views[i], adv, lib, scale, types))
+		var tr allocator.Trial
+		tr, preds[i] = problemTrial(t, views[i], adv, lib, scale, types)
+		p.Trials = append(p.Trials, tr)
 	}
 	res, err := allocator.Solve(&p, &allocator.Settings{Formulation: allocator.Formulation(in.Formulation), TimeLimit: 10 * time.Second})
 	if err != nil {
@@ -58,7 +61,7 @@ func (a *Activities) Allocate(ctx context.Context, in workflows.AllocateInput) (
 	points := min(workflows.MaxPredicted, max(4, predictedBudget/max(len(p.Trials), 1)))
 	for i, al := range res.Allocations { // in p.Trials order
 		out.Summary.NodesUsed += al.Count
-		pred := predicted(in.Trials[i], p.Trials[i], al, types, points)
+		pred := predicted(in.Trials[i], p.Trials[i], preds[i], al, types, points)
 		if slices.Equal(pred, in.Trials[i].Predicted) {
 			pred = nil // unchanged: the pool keeps it
 		}
@@ -78,11 +81,13 @@ const predictedBudget = 8192
 // predicted is the curve the allocator used for a trial (tr, given al)
 // at up to k counts spread over [min_nodes, max_nodes], the count given
 // among them; on the type of the nodes given, else the first the trial
-// may use. The JPA's curve for the allocator carries no uncertainty:
-// Sigma stays 0. Throughputs are rounded to 4 significant digits: the
+// may use. Sigma is the JPA's uncertainty at each count (0 where the
+// curve is the prior, which has none); the throughput is what the
+// allocator used, optimistic where the count is uncertain (jpa.Explore).
+// Throughputs are rounded to 4 significant digits: the
 // allocation's result is recorded in the pool's history at every solve,
 // and a prediction that did not change is left out of it.
-func predicted(t workflows.PoolTrial, tr allocator.Trial, al allocator.Allocation, types []string, k int) []workflows.PredictedThroughput {
+func predicted(t workflows.PoolTrial, tr allocator.Trial, preds map[string]*jpa.Prediction, al allocator.Allocation, types []string, k int) []workflows.PredictedThroughput {
 	c, typ := tr.Curve, al.NodeType
 	if tr.CurvesByType != nil {
 		if _, ok := tr.CurvesByType[typ]; !ok {
@@ -121,7 +126,13 @@ func predicted(t workflows.PoolTrial, tr allocator.Trial, al allocator.Allocatio
 	}
 	out := make([]workflows.PredictedThroughput, 0, len(counts))
 	for _, n := range counts {
-		out = append(out, workflows.PredictedThroughput{Nodes: n, Throughput: round4(c.At(n)), Measured: measured[n]})
+		pt := workflows.PredictedThroughput{Nodes: n, Throughput: round4(c.At(n)), Measured: measured[n]}
+		if pr := preds[typ]; pr != nil {
+			if at, ok := pr.At(n); ok && !measured[n] {
+				pt.Sigma = round4(at.Sigma)
+			}
+		}
+		out = append(out, pt)
 	}
 	return out
 }
@@ -228,7 +239,9 @@ func (a *Activities) trialView(t workflows.PoolTrial) jpa.TrialView {
 
 // problemTrial turns a registered trial into the allocator's view, with a
 // curve per node type it may use.
-func problemTrial(t workflows.PoolTrial, v jpa.TrialView, adv jpa.Advisor, lib *jpa.Library, scale jpa.PriorScales, types []string) allocator.Trial {
+// problemTrial is the trial as the allocator sees it, and the JPA's
+// predictions its curves came from, by node type (nil where the prior).
+func problemTrial(t workflows.PoolTrial, v jpa.TrialView, adv jpa.Advisor, lib *jpa.Library, scale jpa.PriorScales, types []string) (allocator.Trial, map[string]*jpa.Prediction) {
 	reg := t.Registration
 	tr := allocator.Trial{
 		ID:              reg.TrialID,
@@ -252,13 +265,14 @@ func problemTrial(t workflows.PoolTrial, v jpa.TrialView, adv jpa.Advisor, lib *
 	if len(use) == 0 {
 		// No idle node at all: any curve will do, nothing can be given.
 		tr.Curve = jpa.PriorAllocatorCurve(reg.MinNodes, reg.MaxNodes, scale)
-		return tr
+		return tr, nil
 	}
 	tr.CurvesByType = map[string]allocator.Curve{}
+	preds := map[string]*jpa.Prediction{}
 	for _, typ := range use {
-		tr.CurvesByType[typ], _ = adv.Curve(v, lib, typ, scale)
+		tr.CurvesByType[typ], preds[typ], _ = adv.CurveAndPrediction(v, lib, typ, scale)
 	}
-	return tr
+	return tr, preds
 }
 
 // archPrior is the trial's curve predicted from its architecture, nil

@@ -39,8 +39,14 @@ func TestAllocateReportsThePredictionUsed(t *testing.T) {
 	for i, p := range w.Predicted {
 		counts[i] = p.Nodes
 		require.Greater(t, p.Throughput, 0.0, "at %d", p.Nodes)
-		require.Zero(t, p.Sigma)
+		if p.Measured {
+			require.Zero(t, p.Sigma, "a measured count is the measurement")
+		} else {
+			require.Greater(t, p.Sigma, 0.0, "the JPA's uncertainty at %d, where nothing was measured", p.Nodes)
+		}
 	}
+	// Farther from what was measured, less certain.
+	require.Greater(t, w.Predicted[len(w.Predicted)-1].Sigma, w.Predicted[2].Sigma)
 	require.True(t, slices.IsSorted(counts) && len(slices.Compact(slices.Clone(counts))) == len(counts), "counts %v", counts)
 	require.Contains(t, counts, len(w.Nodes), "the count given is among the counts")
 	require.True(t, w.Predicted[0].Measured)
@@ -52,6 +58,7 @@ func TestAllocateReportsThePredictionUsed(t *testing.T) {
 		for _, p := range n.Predicted {
 			c = append(c, p.Nodes)
 			require.False(t, p.Measured)
+			require.Greater(t, p.Sigma, 0.0, "predicted from its sibling, with the uncertainty of that")
 		}
 		return c
 	}())

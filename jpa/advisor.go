@@ -153,19 +153,27 @@ func PriorScale(trials []TrialView) PriorScales {
 // type it was measured on), over [1, MaxNodes]; fromPrior says it is the
 // prior (PriorAllocatorCurve with prior).
 func (a Advisor) Curve(t TrialView, lib *Library, typ string, prior PriorScales) (c curve.Curve, fromPrior bool) {
+	c, _, fromPrior = a.CurveAndPrediction(t, lib, typ, prior)
+	return c, fromPrior
+}
+
+// CurveAndPrediction is Curve and the prediction it was made from (its
+// median and uncertainty at each count, before Optimistic); pred is nil
+// when the curve is the prior.
+func (a Advisor) CurveAndPrediction(t TrialView, lib *Library, typ string, prior PriorScales) (c curve.Curve, pred *Prediction, fromPrior bool) {
 	q := Query{MinNodes: t.MinNodes, MaxNodes: t.MaxNodes, NodeType: typ, Group: t.Group, Self: t.ID, Model: t.Model, Batch: t.Batch}
 	if len(t.Prior) > 0 {
 		q.Prior, q.PriorSigma = t.Prior, t.PriorSigma
 	}
-	if pred, err := Predict(t.Observations, lib, q, a.Settings); err == nil {
-		opt, _ := pred.Optimistic(a.Explore)
+	if p, err := Predict(t.Observations, lib, q, a.Settings); err == nil {
+		opt, _ := p.Optimistic(a.Explore)
 		if c = opt.AllocatorCurve(false); usable(c, t.MaxNodes) {
-			return c, false
+			return c, &p, false
 		}
 	}
 	// Nothing known (ErrNoData, ErrNoTypeRatio), or a failure on odd
 	// input: the prior keeps the trial schedulable.
-	return PriorAllocatorCurve(t.MinNodes, t.MaxNodes, prior), true
+	return PriorAllocatorCurve(t.MinNodes, t.MaxNodes, prior), nil, true
 }
 
 // PriorAllocatorCurve is the prior over [1, maxNodes]: s.Best ×

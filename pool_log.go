@@ -163,8 +163,11 @@ const (
 type PredictedThroughput struct {
 	Nodes      int     `json:"nodes"`
 	Throughput float64 `json:"throughput"`
-	// Sigma is the prediction's standard deviation; 0 when the curve the
-	// allocator used carries none (the JPA's optimistic curve does not).
+	// Sigma is the JPA's standard deviation of its prediction at Nodes
+	// (samples/s); 0 at a measured count and where the curve is the prior.
+	// Throughput is what the allocator used: optimistic where the count
+	// is uncertain (jpa.Explore), so it may lie above the median by up to
+	// the exploration bonus.
 	Sigma float64 `json:"sigma,omitempty"`
 	// Measured: the trial's own measurement at Nodes (PoolTrial.Profile).
 	Measured bool `json:"measured,omitempty"`

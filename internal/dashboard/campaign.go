@@ -79,39 +79,45 @@ type SpecView struct {
 }
 
 // Columns are rows by column, each column as long as ID: far fewer bytes
-// to send and to parse than an object per row.
+// to send and to parse than an object per row. (Started is left out: the
+// page does not show it; the export has it.)
 type Columns struct {
-	ID       []string             `json:"id"`
-	N        []int                `json:"n"`
-	State    []gleaner.TrialState `json:"s"`
-	Stage    []string             `json:"g"`
-	Value    []*float64           `json:"v"`
-	Best     []*float64           `json:"b"`
-	Started  []int64              `json:"t0"`
-	Ended    []int64              `json:"t1"`
-	Samples  []float64            `json:"m"`
-	Restarts []int                `json:"r"`
-	Rescales []int                `json:"x"`
-	Nodes    []int                `json:"k"`
-	Error    []string             `json:"e"`
+	ID    []string             `json:"id"`
+	N     []int                `json:"n"`
+	State []gleaner.TrialState `json:"s"`
+	// Stage and Error are sparse, by index: most trials have none.
+	Stage    map[int]string `json:"g"`
+	Value    []*float64     `json:"v"`
+	Best     []*float64     `json:"b"`
+	Ended    []int64        `json:"t1"`
+	Samples  []float64      `json:"m"`
+	Restarts []int          `json:"r"`
+	Rescales []int          `json:"x"`
+	Nodes    []int          `json:"k"`
+	Error    map[int]string `json:"e"`
 	// Params are a column per parameter: nil where a trial has none.
 	Params map[string][]any `json:"p"`
 }
 
 func columnsOf(rows []*rowEntry, space hpo.Space) Columns {
 	n := len(rows)
-	c := Columns{ID: make([]string, n), N: make([]int, n), State: make([]gleaner.TrialState, n), Stage: make([]string, n),
-		Value: make([]*float64, n), Best: make([]*float64, n), Started: make([]int64, n), Ended: make([]int64, n),
+	c := Columns{ID: make([]string, n), N: make([]int, n), State: make([]gleaner.TrialState, n), Stage: map[int]string{},
+		Value: make([]*float64, n), Best: make([]*float64, n), Ended: make([]int64, n),
 		Samples: make([]float64, n), Restarts: make([]int, n), Rescales: make([]int, n), Nodes: make([]int, n),
-		Error: make([]string, n), Params: map[string][]any{}}
+		Error: map[int]string{}, Params: map[string][]any{}}
 	for _, p := range space {
 		c.Params[p.Name] = make([]any, n)
 	}
 	for i, e := range rows {
 		r := e.row
-		c.ID[i], c.N[i], c.State[i], c.Stage[i], c.Value[i], c.Best[i] = r.ID, r.N, r.State, r.Stage, r.Value, r.Best
-		c.Started[i], c.Ended[i], c.Samples[i], c.Restarts[i], c.Rescales[i], c.Nodes[i], c.Error[i] =
-			r.Started, r.Ended, r.Samples, r.Restarts, r.Rescales, r.Nodes, r.Error
+		c.ID[i], c.N[i], c.State[i], c.Value[i], c.Best[i] = r.ID, r.N, r.State, r.Value, r.Best
+		c.Ended[i], c.Samples[i], c.Restarts[i], c.Rescales[i], c.Nodes[i] = r.Ended, r.Samples, r.Restarts, r.Rescales, r.Nodes
+		if r.Stage != "" {
+			c.Stage[i] = r.Stage
+		}
+		if r.Error != "" {
+			c.Error[i] = r.Error
+		}
 		for name, v := range r.Params {
 			col, ok := c.Params[name]
 			if !ok {

@@ -146,7 +146,7 @@ function campaignView(name) {
       <section class="card wide" id="timeline"><header><h2>Trial timeline</h2><span class="muted" id="tl-note"></span></header><div class="plot"></div><div class="legend">${['pending', 'running', 'paused', 'completed', 'stopped', 'failed'].map(s => `<span><i style="background:${STATE_COLORS[s]}"></i>${s}</span>`).join('')}<span>▲ preempted</span><span>◆ rescaled</span></div></section>
     </div>`;
   $('#t-csv').href = base + '/export?format=csv'; $('#t-json').href = base + '/export?format=json';
-  $('#h-time').onchange = e => { st.xTime = e.target.checked; drawHistory(st); };
+  $('#h-time').onchange = e => { st.xTime = e.target.checked; drawHistory(st, columnsOf(st.sorted)); };
   $('#cv-top').onchange = e => { st.top = Math.max(0, +e.target.value || 0); loadCurves(); };
   $('#t-filter').oninput = e => { st.filter = e.target.value.toLowerCase(); st.pageNo = 0; drawTable(st, base); };
   $('#t-state').onchange = e => { st.state = e.target.value; st.pageNo = 0; drawTable(st, base); };
@@ -156,20 +156,21 @@ function campaignView(name) {
   const loadTimeline = async () => { const t = await api(`${base}/timeline?limit=60`); drawTimeline(t); };
   const main = poller(async () => {
     const p = await api(`${base}?since=${st.version}`);
-    (window.marks = window.marks || []).push(['fetched', performance.now()]);
-    for (const r of rowsOf(p.rows)) st.rows.set(r.id, r);
-    window.marks.push(['rows', performance.now()]);
-    const changed = p.rows.id.length > 0 || !st.page;
+    const first = !st.page, changed = p.rows.id.length > 0 || first;
     st.version = p.version; st.page = p;
     asOf(p.as_of);
     header(st);
-    window.marks.push(['header', performance.now()]);
+    if (first) {
+      // The first answer holds every trial, by number: the history is
+      // drawn from its columns before anything else is built.
+      drawHistory(st, p.rows);
+      window.firstChartAt = performance.now();
+      await new Promise(r => requestAnimationFrame(() => setTimeout(r)));
+    }
+    for (const r of rowsOf(p.rows)) st.rows.set(r.id, r);
     if (changed) {
       st.sorted = [...st.rows.values()].sort((a, b) => a.n - b.n);
-      window.marks.push(['sorted', performance.now()]);
-      drawHistory(st);
-      window.marks.push(['history', performance.now()]);
-      if (!window.firstChartAt) { window.firstChartAt = performance.now(); await new Promise(r => requestAnimationFrame(() => setTimeout(r))); }
+      if (!first) drawHistory(st, columnsOf(st.sorted));
       drawParallel(st); drawImportance(st); drawSlices(st); drawTable(st, base);
       $('#history').dataset.version = p.version;
     }
@@ -177,7 +178,7 @@ function campaignView(name) {
     if (changed || now - curvesAt > 10000) { curvesAt = now; await loadCurves(); }
     if (changed || now - tlAt > 10000) { tlAt = now; await loadTimeline(); }
   }, 2000);
-  window.onresize = () => { if (st.sorted) { drawHistory(st); drawParallel(st); drawSlices(st); } };
+  window.onresize = () => { if (st.sorted) { drawHistory(st, columnsOf(st.sorted)); drawParallel(st); drawSlices(st); } };
   return {stop() { main.stop(); window.onresize = null; }};
 }
 
@@ -187,7 +188,7 @@ function rowsOf(c) {
   for (let i = 0; i < c.id.length; i++) {
     const p = {};
     for (const [k, col] of ps) if (col[i] != null) p[k] = col[i];
-    out[i] = {id: c.id[i], n: c.n[i], s: c.s[i], g: c.g[i], v: c.v[i], b: c.b[i], t0: c.t0[i], t1: c.t1[i], m: c.m[i], r: c.r[i], x: c.x[i], k: c.k[i], e: c.e[i], p};
+    out[i] = {id: c.id[i], n: c.n[i], s: c.s[i], g: c.g[i], v: c.v[i], b: c.b[i], t1: c.t1[i], m: c.m[i], r: c.r[i], x: c.x[i], k: c.k[i], e: c.e[i], p};
   }
   return out;
 }
@@ -207,27 +208,36 @@ function header(st) {
 
 const better = (mode, a, b) => mode === 'max' ? a > b : a < b;
 
-function drawHistory(st) {
-  const el = $('#history .plot'), mode = st.page.spec.mode;
-  const done = st.sorted.filter(r => r.v != null && (!st.xTime || r.t1));
-  const xs = r => st.xTime ? r.t1 : r.n;
-  const order = st.xTime ? [...done].sort((a, b) => a.t1 - b.t1) : done;
-  let best = null; const bestLine = [];
-  for (const r of order) { if (best == null || better(mode, r.v, best)) best = r.v; bestLine.push([xs(r), best]); }
-  const ys = done.map(r => r.v);
-  const plot = canvasPlot(el, {x: extent(done.map(xs), 0.01), y: extent(ys), xlabel: st.xTime ? 'time trial ended' : 'trial number', ylabel: st.page.spec.objective,
+// The history's columns of rows sorted by number.
+function columnsOf(rows) { return {id: rows.map(r => r.id), n: rows.map(r => r.n), v: rows.map(r => r.v), t1: rows.map(r => r.t1), s: rows.map(r => r.s)}; }
+
+// The optimisation history from columns sorted by trial number: every
+// trial's value, and the best so far by number or by the time it ended.
+function drawHistory(st, c) {
+  const el = $('#history .plot'), mode = st.page.spec.mode, X = st.xTime ? c.t1 : c.n;
+  const idx = [];
+  for (let i = 0; i < c.id.length; i++) if (c.v[i] != null && (!st.xTime || c.t1[i])) idx.push(i);
+  if (st.xTime) idx.sort((a, b) => c.t1[a] - c.t1[b]);
+  let best = null, lo = Infinity, hi = -Infinity, vlo = Infinity, vhi = -Infinity; const bestLine = [];
+  for (const i of idx) {
+    const v = c.v[i], x = X[i];
+    if (best == null || better(mode, v, best)) { best = v; bestLine.push([x, best]); }
+    if (x < lo) lo = x; if (x > hi) hi = x; if (v < vlo) vlo = v; if (v > vhi) vhi = v;
+  }
+  if (bestLine.length) bestLine.push([hi, best]);
+  const plot = canvasPlot(el, {x: extent([lo, hi], 0.01), y: extent([vlo, vhi]), xlabel: st.xTime ? 'time trial ended' : 'trial number', ylabel: st.page.spec.objective,
     xfmt: st.xTime ? clock : null,
     draw(g, sx, sy) {
-      g.fillStyle = done.length > 2000 ? 'rgba(47,111,222,.35)' : 'rgba(47,111,222,.8)';
-      if (done.length > 2000) for (const r of done) g.fillRect(sx(xs(r)) - 1, sy(r.v) - 1, 2, 2);
-      else for (const r of done) { g.beginPath(); g.arc(sx(xs(r)), sy(r.v), 3, 0, 7); g.fill(); }
+      const many = idx.length > 2000;
+      g.fillStyle = many ? 'rgba(47,111,222,.35)' : 'rgba(47,111,222,.8)';
+      if (many) for (const i of idx) g.fillRect(sx(X[i]) - 1, sy(c.v[i]) - 1, 2, 2);
+      else for (const i of idx) { g.beginPath(); g.arc(sx(X[i]), sy(c.v[i]), 3, 0, 7); g.fill(); }
       g.strokeStyle = '#d23c3c'; g.lineWidth = 2; g.beginPath();
-      bestLine.forEach(([x, y], i) => { if (i) g.lineTo(sx(x), sy(bestLine[i - 1][1])); i ? g.lineTo(sx(x), sy(y)) : g.moveTo(sx(x), sy(y)); });
+      bestLine.forEach(([x, y], j) => { if (j) g.lineTo(sx(x), sy(bestLine[j - 1][1])); j ? g.lineTo(sx(x), sy(y)) : g.moveTo(sx(x), sy(y)); });
       g.stroke();
     }});
-  if (done.length <= 5000) hover(el, plot, done.map(r => [xs(r), r.v, `${r.id}: ${fmt(r.v)} (${r.s})`]));
-  el.dataset.points = done.length; el.dataset.best = best ?? '';
-  if (!done.length) el.dataset.empty = 'no trial has reported ' + st.page.spec.objective + ' yet';
+  if (idx.length <= 5000) hover(el, plot, idx.map(i => [X[i], c.v[i], `${c.id[i]}: ${fmt(c.v[i])} (${c.s[i]})`]));
+  el.dataset.points = idx.length; el.dataset.best = best ?? '';
 }
 
 function drawCurves(c) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/gleaner-hpc/gleaner"
@@ -36,12 +38,14 @@ func (c *Client) FollowTrials(name string) *TrialFollower {
 // FollowStats are the server calls one Read made.
 type FollowStats struct {
 	// Lists are visibility list calls (pages), Queries workflow queries,
-	// Results reads of closed workflows' results.
-	Lists, Queries, Results int
+	// Results reads of closed workflows' results, Probes reads of an
+	// inline campaign's next records chunk by its number (visibility
+	// lags behind a new one; the last probe finds none).
+	Lists, Queries, Results, Probes int
 }
 
 // Calls is every call the Read made.
-func (s FollowStats) Calls() int { return s.Lists + s.Queries + s.Results }
+func (s FollowStats) Calls() int { return s.Lists + s.Queries + s.Results + s.Probes }
 
 // Read is every trial of the campaign, by trial id, each in the state its
 // campaign classifies it (as TrialsView), with the campaign's status and
@@ -76,19 +80,49 @@ func (f *TrialFollower) Read(ctx context.Context) (TrialList, FollowStats, error
 }
 
 func (f *TrialFollower) readInline(ctx context.Context, st *FollowStats) ([]gleaner.TrialStatus, error) {
+	// The campaign is asked first: a chunk it flushes after answering
+	// holds trials its answer has, and one flushed before is listed, or,
+	// while visibility lags, found by its number (chunks are numbered
+	// 1, 2, … in order) below.
+	var live []gleaner.TrialStatus
+	err := f.c.query(ctx, gleaner.CampaignWorkflowID(f.name), "campaign "+f.name, gleaner.QueryTrials, &live)
+	st.Queries++
+	if err != nil {
+		return nil, err
+	}
 	ids, err := f.c.listIDs(ctx, fmt.Sprintf("%s = %q AND %s = %q",
 		gleaner.SearchAttrCampaign, f.name, gleaner.SearchAttrKind, gleaner.WorkflowKindRecords))
 	st.Lists++
 	if err != nil {
 		return nil, fmt.Errorf("listing the trial records of campaign %q: %w", f.name, err)
 	}
-	// The campaign is asked after the list: a chunk it flushed since is
-	// then listed too, or its trials are still in its answer.
-	var live []gleaner.TrialStatus
-	err = f.c.query(ctx, gleaner.CampaignWorkflowID(f.name), "campaign "+f.name, gleaner.QueryTrials, &live)
-	st.Queries++
-	if err != nil {
-		return nil, err
+	listed := map[string]bool{}
+	for _, id := range ids {
+		listed[id] = true
+	}
+	for id := range f.chunks {
+		if !listed[id] {
+			ids, listed[id] = append(ids, id), true
+		}
+	}
+	// Chunks not listed yet, by number after the highest known.
+	wfID := gleaner.CampaignWorkflowID(f.name)
+	next := 1
+	for _, id := range ids {
+		if n, err := strconv.Atoi(strings.TrimPrefix(id, wfID+"-records-")); err == nil {
+			next = max(next, n+1)
+		}
+	}
+	for ; ; next++ {
+		id := gleaner.TrialRecordsWorkflowID(wfID, next)
+		var r gleaner.TrialRecords
+		err := f.c.tc.GetWorkflow(ctx, id, "").Get(ctx, &r)
+		st.Probes++
+		if err != nil {
+			break // not there (yet): a later read finds it
+		}
+		f.chunks[id] = r.Trials
+		ids = append(ids, id)
 	}
 	var missing []string
 	for _, id := range ids {

@@ -143,7 +143,7 @@ func (o *dashboardOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout
 	defer closeClient()
 	host, _, _ := net.SplitHostPort(cfg.listen)
 	if ip := net.ParseIP(host); cfg.token == "" && (ip == nil || !ip.IsLoopback()) && host != "localhost" {
-		fmt.Fprintf(stderr, "gleaner dashboard: warning: listening on %s without --auth-token-file: whoever reaches it sees every campaign\n", cfg.listen)
+		fmt.Fprintf(stderr, "gleaner dashboard: warning: listening on %s without --auth-token-file: it answers only requests addressed to localhost (an SSH tunnel); give it a token to serve others\n", cfg.listen)
 	}
 	return serveDashboard(ctx, c, cfg, dashboard.Options{Token: cfg.token, Refresh: o.refresh, UIBase: o.conn.uiBase(flags)},
 		func(url string) {
@@ -161,7 +161,8 @@ func serveDashboard(ctx context.Context, c *client.Client, cfg dashboardConfig, 
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", cfg.listen, err)
 	}
-	srv := &http.Server{Handler: dashboard.New(c, opts), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: dashboard.New(c, opts), ReadHeaderTimeout: 10 * time.Second,
+		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
 	scheme := "http"
 	if cfg.cert != "" {
 		scheme = "https"

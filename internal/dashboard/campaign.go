@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"maps"
@@ -47,7 +48,11 @@ type Row struct {
 // CampaignPage is what a page polls: the campaign and the rows changed
 // since the version it asked from.
 type CampaignPage struct {
-	Name    string                 `json:"name"`
+	Name string `json:"name"`
+	// Epoch names the server's watcher of the campaign: a page holding
+	// a version of another epoch (the server restarted, or forgot the
+	// campaign while no page asked) starts again from version 0.
+	Epoch   int64                  `json:"epoch"`
 	Version int64                  `json:"version"`
 	Total   int                    `json:"total"`
 	Status  gleaner.CampaignStatus `json:"status"`
@@ -143,9 +148,10 @@ func sameRow(a, b Row) bool {
 }
 
 type campaignWatch struct {
-	name string
-	ref  refresher
-	f    TrialReader
+	name  string
+	epoch int64
+	ref   refresher
+	f     TrialReader
 
 	mu      sync.Mutex
 	version int64
@@ -155,10 +161,9 @@ type campaignWatch struct {
 	// impAt: the version importance was computed at, and when.
 	impVersion int64
 	impAt      time.Time
-	// full is the gzipped answer from version 0 at fullVersion: every new
-	// page asks for it.
-	full        []byte
-	fullVersion int64
+	// full is the gzipped answer from version 0 until the next read:
+	// every new page asks for it.
+	full []byte
 }
 
 func (s *Server) watchCampaign(name string) *campaignWatch {
@@ -166,7 +171,7 @@ func (s *Server) watchCampaign(name string) *campaignWatch {
 	defer s.mu.Unlock()
 	w := s.campaigns[name]
 	if w == nil {
-		w = &campaignWatch{name: name, f: s.opts.FollowTrials(name), rows: map[string]*rowEntry{}}
+		w = &campaignWatch{name: name, epoch: s.opts.Now().UnixNano(), f: s.opts.FollowTrials(name), rows: map[string]*rowEntry{}, impVersion: -1}
 		s.campaigns[name] = w
 	}
 	return w
@@ -202,7 +207,12 @@ func (s *Server) readCampaign(ctx context.Context, w *campaignWatch) error {
 		w.rows[t.TrialID] = &rowEntry{row: row}
 	}
 	w.list = l
-	w.page = CampaignPage{Name: w.name, Version: w.version, Total: len(w.rows), Status: *l.Status, Spec: spec,
+	var status gleaner.CampaignStatus
+	if l.Status != nil {
+		status = *l.Status
+	}
+	w.full = nil // the page is new: its as-of time, its importance
+	w.page = CampaignPage{Name: w.name, Epoch: w.epoch, Version: w.version, Total: len(w.rows), Status: status, Spec: spec,
 		AsOf: s.opts.Now(), UIURL: s.workflowURL(gleaner.CampaignWorkflowID(w.name)),
 		Importance: w.page.Importance, ImportanceNote: w.page.ImportanceNote}
 	// Importance is worth recomputing when trials ended, at most every
@@ -294,11 +304,11 @@ func specView(spec gleaner.CampaignSpec) SpecView {
 	case set.ASHA != nil:
 		maxB := set.ASHA.MaxBudget
 		if maxB == 0 {
-			maxB = set.ASHA.MinBudget * math.Pow(max(set.ASHA.ReductionFactor, 3), 6)
+			maxB = set.ASHA.MinBudget * math.Pow(cmp.Or(set.ASHA.ReductionFactor, 3), 6)
 		}
-		v.Boundaries, v.BoundariesKind = ladder(set.ASHA.MinBudget, max(set.ASHA.ReductionFactor, 3), maxB), "rung"
+		v.Boundaries, v.BoundariesKind = ladder(set.ASHA.MinBudget, cmp.Or(set.ASHA.ReductionFactor, 3), maxB), "rung"
 	case set.Hyperband != nil:
-		v.Boundaries, v.BoundariesKind = ladder(set.Hyperband.MinBudget, max(set.Hyperband.ReductionFactor, 3), set.Hyperband.MaxBudget), "rung"
+		v.Boundaries, v.BoundariesKind = ladder(set.Hyperband.MinBudget, cmp.Or(set.Hyperband.ReductionFactor, 3), set.Hyperband.MaxBudget), "rung"
 	case set.PBT != nil && set.PBT.Interval > 0:
 		for b := set.PBT.Interval; b <= set.PBT.MaxBudget*(1+1e-9) && len(v.Boundaries) < 256; b += set.PBT.Interval {
 			v.Boundaries = append(v.Boundaries, b)
@@ -313,8 +323,12 @@ func specView(spec gleaner.CampaignSpec) SpecView {
 func importance(spec gleaner.CampaignSpec, trials []gleaner.TrialStatus) ([]hpo.ParamImportance, string) {
 	var in []hpo.Observation
 	for _, t := range trials {
-		if v, ok := t.Metrics[spec.Objective.Metric]; ok && finite(v) && len(t.Params) > 0 {
-			in = append(in, hpo.Observation{Params: t.Params, Metric: v})
+		ended := t.State == gleaner.TrialCompleted || t.State == gleaner.TrialStopped || t.State == gleaner.TrialAtRung ||
+			t.State == gleaner.TrialParked
+		if v, ok := t.Metrics[spec.Objective.Metric]; ok && ended && finite(v) && len(t.Params) > 0 {
+			// Stopped before their budget: their value is an intermediate
+			// one, ranked after every completed trial's.
+			in = append(in, hpo.Observation{Params: t.Params, Metric: v, Stopped: t.State != gleaner.TrialCompleted})
 		}
 	}
 	// Every trial counts up to 20,000; past that, an even sample.
@@ -345,12 +359,31 @@ func (s *Server) campaign(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.forget()
+	gz := strings.Contains(r.Header.Get("Accept-Encoding"), "gzip")
+	b, zipped, err := cw.answer(since, gz)
+	if err != nil {
+		httpError(w, err)
+		return
+	}
+	// Written once the watcher is free again: a slow reader holds no lock.
+	if zipped {
+		writeGzipped(w, b)
+		return
+	}
+	writeRaw(w, r, "application/json", b)
+}
+
+// answer is the page with the rows changed since the version given (all
+// of them from 0, or from a version the watcher never had), gzipped
+// when zip; every new page's answer is kept until the next read.
+func (cw *campaignWatch) answer(since int64, zip bool) (b []byte, zipped bool, err error) {
 	cw.mu.Lock()
 	defer cw.mu.Unlock()
-	gz := strings.Contains(r.Header.Get("Accept-Encoding"), "gzip")
-	if since == 0 && gz && cw.full != nil && cw.fullVersion == cw.version {
-		writeGzipped(w, cw.full)
-		return
+	if since > cw.version {
+		since = 0
+	}
+	if since == 0 && zip && cw.full != nil {
+		return cw.full, true, nil
 	}
 	page := cw.page
 	entries := make([]*rowEntry, 0, len(cw.rows))
@@ -361,15 +394,12 @@ func (s *Server) campaign(w http.ResponseWriter, r *http.Request) {
 	}
 	slices.SortFunc(entries, func(a, b *rowEntry) int { return a.row.N - b.row.N })
 	page.Rows = columnsOf(entries, page.Spec.Space)
-	b, err := json.Marshal(page)
-	if err != nil {
-		httpError(w, err)
-		return
+	if b, err = json.Marshal(page); err != nil {
+		return nil, false, err
 	}
-	if since == 0 && gz {
-		cw.full, cw.fullVersion = gzipBytes(b), cw.version
-		writeGzipped(w, cw.full)
-		return
+	if since == 0 && zip {
+		cw.full = gzipBytes(b)
+		return cw.full, true, nil
 	}
-	writeRaw(w, r, "application/json", b)
+	return b, false, nil
 }

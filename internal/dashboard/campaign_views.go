@@ -78,7 +78,7 @@ func (cw *campaignWatch) curves(top, others int) Curves {
 		}
 	}
 	cw.mu.Unlock()
-	out := Curves{Unit: gleaner.BudgetSamples, Of: len(with)}
+	out := Curves{Unit: gleaner.BudgetSamples, Of: len(with), Curves: []Curve{}}
 	if spec.BudgetUnit == gleaner.BudgetSamples {
 		out.Boundaries, out.BoundariesKind = spec.Boundaries, spec.BoundariesKind
 	} else if len(spec.Boundaries) > 0 {
@@ -169,11 +169,12 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
 	cw.mu.Lock()
 	trials := cw.list.Trials
 	cw.mu.Unlock()
-	out := Timeline{Of: len(trials), Now: s.opts.Now().UnixMilli()}
+	out := Timeline{Of: len(trials), Now: s.opts.Now().UnixMilli(), Trials: []TimelineTrial{}}
 	for i := len(trials) - 1; i >= 0 && len(out.Trials) < int(limit); i-- {
 		t := trials[i]
 		tt := TimelineTrial{ID: t.TrialID, N: trialNumber(t.TrialID), State: t.State, Started: unixMilli(t.Started),
 			Ended: unixMilli(t.Ended), Dropped: t.SpansDropped}
+		tt.Spans = []TimelineSpan{}
 		for _, sp := range t.Spans {
 			tt.Spans = append(tt.Spans, TimelineSpan{From: unixMilli(sp.From), State: sp.State, Nodes: sp.Nodes, Why: sp.Why})
 		}

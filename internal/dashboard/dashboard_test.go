@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gleaner-hpc/gleaner"
+	"github.com/gleaner-hpc/gleaner/client"
 	"github.com/gleaner-hpc/gleaner/hpo"
 )
 
@@ -34,12 +37,14 @@ func TestTokenGuardsEveryPathAndSetsACookie(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, get("/app.js?token=wrong", nil).Code)
 	require.Equal(t, http.StatusOK, get("/api/stats", map[string]string{"Authorization": "Bearer s3cret"}).Code)
 	w := get("/?token=s3cret", nil)
-	require.Equal(t, http.StatusOK, w.Code)
-	require.Contains(t, w.Body.String(), "<script src=\"app.js\">")
+	require.Equal(t, http.StatusSeeOther, w.Code, "the cookie is set and the token leaves the address")
+	require.Equal(t, "/", w.Header().Get("Location"))
 	cookie := w.Result().Cookies()
 	require.Len(t, cookie, 1)
 	require.True(t, cookie[0].HttpOnly)
-	require.Equal(t, http.StatusOK, get("/app.js", map[string]string{"Cookie": cookie[0].Name + "=" + cookie[0].Value}).Code)
+	w = get("/", map[string]string{"Cookie": cookie[0].Name + "=" + cookie[0].Value})
+	require.Equal(t, http.StatusOK, w.Code)
+	require.Contains(t, w.Body.String(), "<script src=\"app.js\">")
 
 	// Read-only: nothing but GET and HEAD.
 	r := httptest.NewRequest(http.MethodPost, "/api/stats", nil)
@@ -47,6 +52,34 @@ func TestTokenGuardsEveryPathAndSetsACookie(t *testing.T) {
 	pw := httptest.NewRecorder()
 	s.ServeHTTP(pw, r)
 	require.Equal(t, http.StatusMethodNotAllowed, pw.Code)
+}
+
+// local is a request to the dashboard on this machine.
+func local(method, path string) *http.Request {
+	r := httptest.NewRequest(method, path, nil)
+	r.Host = "127.0.0.1:8234"
+	return r
+}
+
+// Without a token, only requests addressed to this machine are answered
+// (a page elsewhere may rebind its name to 127.0.0.1); with one, any.
+func TestWithoutATokenOnlyLocalHostsAreAnswered(t *testing.T) {
+	s := New(nil, Options{})
+	for host, want := range map[string]int{"127.0.0.1:8234": 200, "localhost:8234": 200, "[::1]:8234": 200,
+		"evil.example:8234": 403, "10.0.0.5:8234": 403} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.Host = host
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		require.Equal(t, want, w.Code, host)
+	}
+	s = New(nil, Options{Token: "t"})
+	r := httptest.NewRequest(http.MethodGet, "/app.js", nil)
+	r.Host = "dash.example.org"
+	r.Header.Set("Authorization", "Bearer t")
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, r)
+	require.Equal(t, http.StatusOK, w.Code)
 }
 
 func TestBadNamesAndParametersAreNamed(t *testing.T) {
@@ -58,7 +91,7 @@ func TestBadNamesAndParametersAreNamed(t *testing.T) {
 		"/api/campaigns/ok/export?format=xml": "format",
 	} {
 		w := httptest.NewRecorder()
-		s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		s.ServeHTTP(w, local(http.MethodGet, path))
 		require.Equal(t, http.StatusBadRequest, w.Code, path)
 		require.Contains(t, w.Body.String(), want, path)
 	}
@@ -68,7 +101,7 @@ func TestAssetsAreEmbedded(t *testing.T) {
 	s := New(nil, Options{})
 	for _, p := range []string{"/", "/app.js", "/style.css"} {
 		w := httptest.NewRecorder()
-		s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, p, nil))
+		s.ServeHTTP(w, local(http.MethodGet, p))
 		require.Equal(t, http.StatusOK, w.Code, p)
 		require.NotEmpty(t, w.Body.Bytes(), p)
 	}
@@ -198,21 +231,176 @@ func TestPoolPageFromTheLog(t *testing.T) {
 	// a held 2 h, b held 1 h: 3 node-hours used of 3 harvested (a 1 s idle
 	// gap at the start aside).
 	require.InDelta(t, 3, p.Harvest.UsedNodeHours, 0.01)
-	require.InDelta(t, 3, p.Harvest.IdleNodeHours, 0.01)
+	require.InDelta(t, 3, p.Harvest.HeldNodeHours, 0.01)
 	require.Equal(t, 1, p.Harvest.Rescales)
 	require.InDelta(t, 1*18.0/3600, p.Harvest.RescaleNodeHours, 1e-9, "a shrink costs the trial's down cost on the nodes it keeps")
 	require.Equal(t, [][2]float64{{float64(at(2).UnixMilli()), 100}, {float64(at(3601).UnixMilli()), 60}}, p.Harvest.SamplesPerSecond)
+	held := map[string][]PageSpan{}
 	for _, sp := range p.Spans {
-		require.True(t, sp.Node == "a" || sp.Node == "b")
-		if sp.Node == "b" && sp.Trial == "tr1" {
-			require.Equal(t, at(3600).UnixMilli(), sp.To, "b's span ends when the scheduler took it back")
+		if sp.Trial == "tr1" {
+			held[sp.Node] = append(held[sp.Node], sp)
 		}
 	}
+	require.Len(t, held["a"], 1, "a held by tr1 throughout: %v", p.Spans)
+	require.Zero(t, held["a"][0].To, "still held")
+	require.Len(t, held["b"], 1, "%v", p.Spans)
+	require.Equal(t, at(3600).UnixMilli(), held["b"][0].To, "b's span ends when the scheduler took it back")
 	// A window that starts later clips the spans and drops older solves.
 	p = poolPage("p", []gleaner.PoolRecords{chunk}, live, status, at(1800), at(7200))
 	require.Len(t, p.Solves, 1)
+	require.NotEmpty(t, p.Spans)
 	for _, sp := range p.Spans {
 		require.GreaterOrEqual(t, sp.From, at(1800).UnixMilli())
 	}
-	require.True(t, strings.HasPrefix(p.Name, "p"))
+}
+
+// fakeReader answers its trials; reads counts the reads.
+type fakeReader struct {
+	mu     sync.Mutex
+	trials []gleaner.TrialStatus
+	reads  int
+}
+
+func (f *fakeReader) Read(context.Context) (client.TrialList, client.FollowStats, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads++
+	st := gleaner.CampaignStatus{Campaign: "c", State: gleaner.CampaignRunning}
+	spec := gleaner.CampaignSpec{Name: "c", Objective: gleaner.ObjectiveSpec{Metric: "loss", Mode: "min"},
+		Space: hpo.Space{{Name: "lr", Type: hpo.ParamFloat, Min: 0, Max: 1}}}
+	return client.TrialList{Trials: slices.Clone(f.trials), Spec: spec, Status: &st}, client.FollowStats{Queries: 1}, nil
+}
+
+func (f *fakeReader) set(i int, samples float64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.trials[i].Samples = samples
+}
+
+// clock is a settable clock.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+func trialsN(n int) []gleaner.TrialStatus {
+	out := make([]gleaner.TrialStatus, n)
+	for i := range out {
+		out[i] = gleaner.TrialStatus{TrialID: fmt.Sprintf("t%05d", i+1), Params: hpo.Params{"lr": hpo.Float(0.1)},
+			TrialProgress: gleaner.TrialProgress{State: gleaner.TrialRunning, Samples: 1}}
+	}
+	return out
+}
+
+func getPage(t *testing.T, s *Server, path string) CampaignPage {
+	t.Helper()
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, local(http.MethodGet, path))
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	var p CampaignPage
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &p))
+	return p
+}
+
+// settled waits until the campaign's watcher has no read running.
+func settled(t *testing.T, s *Server, name string) {
+	t.Helper()
+	s.mu.Lock()
+	w := s.campaigns[name]
+	s.mu.Unlock()
+	require.Eventually(t, func() bool {
+		w.ref.mu.Lock()
+		defer w.ref.mu.Unlock()
+		return w.ref.running == nil
+	}, 5*time.Second, time.Millisecond)
+}
+
+// A page asks with the version it holds and gets only the trials that
+// changed since; a version from another watcher (the server restarted)
+// gets everything, with the new epoch.
+func TestPagesGetOnlyWhatChanged(t *testing.T) {
+	clk := &clock{now: time.Unix(1_000_000, 0)}
+	r := &fakeReader{trials: trialsN(3)}
+	s := New(nil, Options{Now: clk.Now, Refresh: time.Second, FollowTrials: func(string) TrialReader { return r }})
+	p := getPage(t, s, "/api/campaigns/c?since=0")
+	require.Equal(t, []string{"t00001", "t00002", "t00003"}, p.Rows.ID)
+	v := p.Version
+	require.Equal(t, p.Rows.ID, getPage(t, s, "/api/campaigns/c?since=0").Rows.ID, "the same answer again")
+	require.Empty(t, getPage(t, s, fmt.Sprintf("/api/campaigns/c?since=%d", v)).Rows.ID)
+
+	r.set(1, 500)
+	clk.add(2 * time.Second)
+	getPage(t, s, fmt.Sprintf("/api/campaigns/c?since=%d", v)) // starts the read behind the answer
+	settled(t, s, "c")
+	p = getPage(t, s, fmt.Sprintf("/api/campaigns/c?since=%d", v))
+	require.Equal(t, []string{"t00002"}, p.Rows.ID)
+	require.Equal(t, []float64{500}, p.Rows.Samples)
+	require.Greater(t, p.Version, v)
+	require.Equal(t, p.Rows.ID, getPage(t, s, fmt.Sprintf("/api/campaigns/c?since=%d", v)).Rows.ID)
+	full := getPage(t, s, "/api/campaigns/c?since=0")
+	require.Len(t, full.Rows.ID, 3, "a new page gets every trial, changed ones as they are now")
+	require.Equal(t, 500.0, full.Rows.Samples[1])
+
+	// Another server (a restart): another epoch; a version it never had
+	// gets every trial.
+	clk.add(time.Minute)
+	s2 := New(nil, Options{Now: clk.Now, Refresh: time.Second, FollowTrials: func(string) TrialReader { return r }})
+	p2 := getPage(t, s2, fmt.Sprintf("/api/campaigns/c?since=%d", p.Version+1000))
+	require.NotEqual(t, p.Epoch, p2.Epoch)
+	require.Len(t, p2.Rows.ID, 3)
+}
+
+// However many pages poll, a watched campaign is read at most once per
+// refresh period.
+func TestManyPagesOneReadPerRefresh(t *testing.T) {
+	clk := &clock{now: time.Unix(1_000_000, 0)}
+	r := &fakeReader{trials: trialsN(50)}
+	s := New(nil, Options{Now: clk.Now, Refresh: 2 * time.Second, FollowTrials: func(string) TrialReader { return r }})
+	const rounds, pages = 5, 10
+	for range rounds {
+		var wg sync.WaitGroup
+		for range pages {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w := httptest.NewRecorder()
+				s.ServeHTTP(w, local(http.MethodGet, "/api/campaigns/c?since=0"))
+				require.Equal(t, http.StatusOK, w.Code)
+			}()
+		}
+		wg.Wait()
+		settled(t, s, "c")
+		clk.add(2 * time.Second)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	require.LessOrEqual(t, r.reads, rounds, "%d reads for %d pages × %d polls", r.reads, pages, rounds)
+	require.GreaterOrEqual(t, r.reads, rounds-1)
+}
+
+// A campaign with nothing yet: every view answers empty lists, not null.
+func TestAnEmptyCampaignAnswersEmptyLists(t *testing.T) {
+	r := &fakeReader{}
+	s := New(nil, Options{FollowTrials: func(string) TrialReader { return r }})
+	for path, want := range map[string]string{
+		"/api/campaigns/c/curves":   `"curves":[]`,
+		"/api/campaigns/c/timeline": `"trials":[]`,
+	} {
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, local(http.MethodGet, path))
+		require.Equal(t, http.StatusOK, w.Code)
+		require.Contains(t, w.Body.String(), want, path)
+	}
+	p := getPage(t, s, "/api/campaigns/c?since=0")
+	require.Zero(t, p.Total)
+	require.NotEmpty(t, p.ImportanceNote, "why there is no importance")
+	pp := poolPage("p", nil, gleaner.PoolLog{}, gleaner.PoolStatus{}, time.Unix(0, 0), time.Unix(3600, 0))
+	b, err := json.Marshal(pp)
+	require.NoError(t, err)
+	for _, want := range []string{`"nodes":[]`, `"spans":[]`, `"markers":[]`, `"solves":[]`, `"trials":[]`, `"samples_per_s":[]`} {
+		require.Contains(t, string(b), want)
+	}
 }

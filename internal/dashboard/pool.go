@@ -78,12 +78,13 @@ type Solve struct {
 	Changes []gleaner.NodeChange `json:"changes,omitempty"`
 }
 
-// Harvest sums the window: node-hours the pool had idle, used by trials,
+// Harvest sums the window: node-hours the pool held (the idle nodes it
+// harvested), those used by trials,
 // and an estimate of those lost to rescales and preemptions (each
 // change's nodes × the trial's measured rescale cost), and the trials'
 // measured samples/s over time.
 type Harvest struct {
-	IdleNodeHours    float64      `json:"idle_node_hours"`
+	HeldNodeHours    float64      `json:"held_node_hours"`
 	UsedNodeHours    float64      `json:"used_node_hours"`
 	RescaleNodeHours float64      `json:"rescale_node_hours"`
 	PreemptNodeHours float64      `json:"preempt_node_hours"`
@@ -97,7 +98,7 @@ type poolWatch struct {
 	ref  refresher
 
 	mu     sync.Mutex
-	chunks []gleaner.PoolRecords // read once each, by chunk number
+	chunks map[int]gleaner.PoolRecords // read once each, by chunk number
 	live   gleaner.PoolLog
 	status gleaner.PoolStatus
 }
@@ -107,7 +108,7 @@ func (s *Server) watchPool(name string) *poolWatch {
 	defer s.mu.Unlock()
 	w := s.pools[name]
 	if w == nil {
-		w = &poolWatch{name: name}
+		w = &poolWatch{name: name, chunks: map[int]gleaner.PoolRecords{}}
 		s.pools[name] = w
 	}
 	return w
@@ -120,7 +121,10 @@ func (s *Server) readPool(ctx context.Context, w *poolWatch) error {
 		return err
 	}
 	w.mu.Lock()
-	from := len(w.chunks)
+	from := 0 // after the newest held: older ones past retention are gone
+	for n := range w.chunks {
+		from = max(from, n+1)
+	}
 	w.mu.Unlock()
 	chunks, live, err := s.c.PoolLog(ctx, w.name, from)
 	s.calls.Add(2 + int64(len(chunks)))
@@ -130,13 +134,20 @@ func (s *Server) readPool(ctx context.Context, w *poolWatch) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, c := range chunks {
-		if c.Chunk >= len(w.chunks) {
-			w.chunks = append(w.chunks, c)
-		}
+		w.chunks[c.Chunk] = c
 	}
-	slices.SortFunc(w.chunks, func(a, b gleaner.PoolRecords) int { return a.Chunk - b.Chunk })
 	w.live, w.status = live, status
 	return nil
+}
+
+// sortedChunks are the held chunks by number.
+func (w *poolWatch) sortedChunks() []gleaner.PoolRecords {
+	out := make([]gleaner.PoolRecords, 0, len(w.chunks))
+	for _, c := range w.chunks {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b gleaner.PoolRecords) int { return a.Chunk - b.Chunk })
+	return out
 }
 
 func (s *Server) pool(w http.ResponseWriter, r *http.Request) {
@@ -158,7 +169,7 @@ func (s *Server) pool(w http.ResponseWriter, r *http.Request) {
 	s.forget()
 	now := s.opts.Now()
 	pw.mu.Lock()
-	page := poolPage(name, pw.chunks, pw.live, pw.status, now.Add(-time.Duration(window)*time.Second), now)
+	page := poolPage(name, pw.sortedChunks(), pw.live, pw.status, now.Add(-time.Duration(window)*time.Second), now)
 	pw.mu.Unlock()
 	page.UIURL = s.workflowURL(gleaner.PoolWorkflowID(name))
 	writeJSON(w, r, page)
@@ -170,7 +181,14 @@ func poolPage(name string, chunks []gleaner.PoolRecords, live gleaner.PoolLog, s
 	if first := logStart(chunks, live); !first.IsZero() && first.After(from) {
 		from = first
 	}
-	p := PoolPage{Name: name, Status: status, From: from.UnixMilli(), Now: now.UnixMilli(), Chunks: live.Chunks, AsOf: now}
+	p := PoolPage{Name: name, Status: status, From: from.UnixMilli(), Now: now.UnixMilli(), Chunks: live.Chunks, AsOf: now,
+		Nodes: []PoolNode{}, Spans: []PageSpan{}, Markers: []Marker{}, Solves: []Solve{}, Harvest: Harvest{SamplesPerSecond: [][2]float64{}}}
+	if p.Status.Nodes == nil {
+		p.Status.Nodes = []gleaner.Node{}
+	}
+	if p.Status.Trials == nil {
+		p.Status.Trials = []gleaner.PoolTrial{}
+	}
 	present := map[string]gleaner.Node{}
 	for _, n := range status.Nodes {
 		present[n.ID] = n
@@ -198,7 +216,7 @@ func poolPage(name string, chunks []gleaner.PoolRecords, live gleaner.PoolLog, s
 			to = sp.To
 		}
 		h := to.Sub(f).Hours()
-		p.Harvest.IdleNodeHours += h
+		p.Harvest.HeldNodeHours += h
 		if sp.Trial != "" {
 			p.Harvest.UsedNodeHours += h
 		}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -108,10 +109,16 @@ func (s *Server) routes() {
 // ServeHTTP checks the token and serves the page and its API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'")
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		http.Error(w, "the dashboard is read-only", http.StatusMethodNotAllowed)
+		return
+	}
+	if s.opts.Token == "" && !localHost(r.Host) {
+		// Without a token the dashboard is for this machine alone: a page
+		// elsewhere that rebinds its name to 127.0.0.1 is not let in.
+		http.Error(w, "forbidden: without a token (--auth-token-file) the dashboard answers only to localhost and loopback addresses", http.StatusForbidden)
 		return
 	}
 	if s.opts.Token != "" && !s.authorized(w, r) {
@@ -119,7 +126,29 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unauthorized: open the dashboard with ?token=<its token>, or send Authorization: Bearer <token>", http.StatusUnauthorized)
 		return
 	}
+	if q := r.URL.Query(); q.Has("token") && r.URL.Path == "/" {
+		// The cookie is set: the address bar and history keep no token.
+		q.Del("token")
+		u := *r.URL
+		u.RawQuery = q.Encode()
+		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+		return
+	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// localHost reports whether a request's Host names this machine: localhost
+// or a loopback address, with any port.
+func localHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 const tokenCookie = "gleaner_dashboard_token"
@@ -269,7 +298,7 @@ func (f *refresher) fresh(ctx context.Context, now time.Time, every time.Duratio
 		// The read outlives the page that started it: others use it.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		go func() {
-			err := read(rctx)
+			err := safely(rctx, read)
 			cancel()
 			f.mu.Lock()
 			f.running, f.at, f.err = nil, now, err
@@ -291,6 +320,17 @@ func (f *refresher) fresh(ctx context.Context, now time.Time, every time.Duratio
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.err
+}
+
+// safely runs read, turning a panic into its error: a read runs on its
+// own goroutine, where a panic would end the whole server.
+func safely(ctx context.Context, read func(context.Context) error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("reading: %v", p)
+		}
+	}()
+	return read(ctx)
 }
 
 func (f *refresher) idle(now time.Time) bool {

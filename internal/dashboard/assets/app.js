@@ -13,18 +13,32 @@ const pill = s => `<span class="pill s-${esc(s)}">${esc(s)}</span>`;
 const STATE_COLORS = {running:'#2f6fde', pending:'#9aa3b5', paused:'#e0a526', completed:'#1f9d55', stopped:'#7b6fb0', failed:'#d23c3c', parked:'#e0a526', 'stopped-at-rung':'#7b6fb0'};
 // A trial's workflow id, shortened: "CAMPAIGN t00009" (segments ".2").
 function shortTrial(id) { const m = String(id).match(/^gleaner-campaign-(.+)-trial-(\d+)(\.\d+)?$/); return m ? `${m[1]} t${m[2]}${m[3] || ''}` : String(id).replace(/^gleaner-campaign-/, ''); }
-function hue(s) { let h = 0; for (const c of String(s)) h = (h * 31 + c.charCodeAt(0)) >>> 0; return `hsl(${h % 360} 62% 52%)`; }
+// A colour per name, far apart for names that differ only at the end
+// (trial ids): FNV-1a, then the golden angle.
+function hue(s) {
+  let h = 2166136261;
+  for (const c of String(s)) h = Math.imul(h ^ c.charCodeAt(0), 16777619) >>> 0;
+  return `hsl(${Math.round((h % 1000) * 137.508) % 360} 62% 52%)`;
+}
 
+// generation counts the views shown: an answer that arrives for a view
+// no longer shown is dropped (STALE), never drawn into the new one.
+let generation = 0;
+const STALE = new Error('stale');
 async function api(path) {
+  const g = generation;
   const r = await fetch(path, {headers: {Accept: 'application/json'}});
   if (!r.ok) { let m = r.status + ' ' + r.statusText; try { m = (await r.json()).error || m; } catch (e) {} throw new Error(m); }
-  return r.json();
+  const j = await r.json();
+  if (g !== generation) throw STALE;
+  return j;
 }
 
 // ---- routing -------------------------------------------------------------
 let current = null; // the view: {stop()}
 function route() {
   if (current) current.stop();
+  generation++;
   const h = decodeURIComponent(location.hash.slice(1) || '/');
   const m = h.match(/^\/(c|p)\/(.+)$/);
   current = !m ? overviewView() : m[1] === 'c' ? campaignView(m[2]) : poolView(m[2]);
@@ -34,7 +48,7 @@ window.addEventListener('load', route);
 
 function poller(fn, every) {
   let t = null, stopped = false;
-  const tick = async () => { if (stopped) return; try { await fn(); } catch (e) { showError(e); } if (!stopped) t = setTimeout(tick, every); };
+  const tick = async () => { if (stopped) return; try { await fn(); } catch (e) { if (e !== STALE) showError(e); } if (!stopped) t = setTimeout(tick, every); };
   tick();
   return {stop() { stopped = true; clearTimeout(t); }};
 }
@@ -156,6 +170,12 @@ function campaignView(name) {
   const loadTimeline = async () => { const t = await api(`${base}/timeline?limit=60`); drawTimeline(t); };
   const main = poller(async () => {
     const p = await api(`${base}?since=${st.version}`);
+    if (st.page && p.epoch !== st.page.epoch) {
+      // The server's watcher is new (it restarted, or forgot the
+      // campaign): its versions are not ours; start again from 0.
+      st.rows.clear(); st.version = 0; st.page = null;
+      return;
+    }
     const first = !st.page, changed = p.rows.id.length > 0 || first;
     st.version = p.version; st.page = p;
     asOf(p.as_of);
@@ -171,7 +191,11 @@ function campaignView(name) {
     if (changed) {
       st.sorted = [...st.rows.values()].sort((a, b) => a.n - b.n);
       if (!first) drawHistory(st, columnsOf(st.sorted));
-      drawParallel(st); drawImportance(st); drawSlices(st); drawTable(st, base);
+      drawParallel(st); drawSlices(st); drawTable(st, base);
+    }
+    const imp = JSON.stringify([p.importance, p.importance_note]);
+    if (imp !== st.impJSON) { st.impJSON = imp; drawImportance(st); }
+    if (changed) {
       $('#history').dataset.version = p.version;
     }
     const now = Date.now();
@@ -242,7 +266,8 @@ function drawHistory(st, c) {
 
 function drawCurves(c) {
   const el = $('#curves .plot');
-  const pts = c.curves.flatMap(k => k.pts);
+  c.curves = c.curves || [];
+  const pts = c.curves.flatMap(k => k.pts || []);
   const legend = `<span><i style="background:#2f6fde"></i>top ${c.curves.filter(k => k.top).length}</span><span><i style="background:#c4cad6"></i>others (newest)</span><span>✕ failed</span><span>■ stopped</span><span>● paused/parked</span>` +
     (c.boundaries ? `<span>┆ ${esc(c.boundaries_kind)} boundaries</span>` : '') + (c.boundaries_note ? `<span>${esc(c.boundaries_note)}</span>` : '') + `<span>${c.curves.length} of ${c.of} curves</span>`;
   $('#cv-legend').innerHTML = legend;
@@ -271,9 +296,9 @@ function axesOf(st) {
     const cat = p.type === 'choice' || !!p.choices;
     const vals = st.sorted.map(r => r.p && r.p[p.name]).filter(v => v != null);
     if (cat) { const cs = p.choices || [...new Set(vals)].sort(); return {name: p.name, cat: true, choices: cs, pos: v => (cs.indexOf(String(v)) + 0.5) / cs.length}; }
-    const log = !!p.log; const T = v => log ? Math.log10(v) : v;
-    const [lo, hi] = p.max > p.min ? [T(p.min), T(p.max)] : extent(vals.map(T), 0);
-    return {name: p.name, log, lo: p.min, hi: p.max, pos: v => (T(v) - lo) / ((hi - lo) || 1)};
+    const log = !!p.log, T = v => log ? Math.log10(v) : v, mn = p.min ?? 0, mx = p.max ?? 0;
+    const [lo, hi] = mx > mn ? [T(mn), T(mx)] : extent(vals.map(T), 0);
+    return {name: p.name, log, lo: mx > mn ? mn : (log ? Math.pow(10, lo) : lo), hi: mx > mn ? mx : (log ? Math.pow(10, hi) : hi), pos: v => (T(v) - lo) / ((hi - lo) || 1)};
   });
   axes.push({name: st.page.spec.objective, objective: true, ...(() => { const [lo, hi] = extent(st.sorted.map(r => r.v), 0); return {lo, hi, pos: v => (v - lo) / ((hi - lo) || 1)}; })()});
   return axes;
@@ -356,7 +381,8 @@ function drawSlices(st) {
     const cat = p.type === 'choice' || !!p.choices, cs = p.choices || [];
     const xv = r => { const v = r.p && r.p[p.name]; return v == null ? null : cat ? cs.indexOf(String(v)) : v; };
     const pts = sample.map(r => [xv(r), r.v, `${r.id}: ${p.name}=${r.p && r.p[p.name]} → ${fmt(r.v)}`]).filter(q => q[0] != null && (cat || isFinite(q[0])));
-    const xr = cat ? [-0.5, cs.length - 0.5] : p.max > p.min ? (p.log ? [p.min, p.max] : [p.min - (p.max - p.min) * 0.03, p.max + (p.max - p.min) * 0.03]) : extent(pts.map(q => q[0]));
+    const mn = p.min ?? 0, mx = p.max ?? 0;
+    const xr = cat ? [-0.5, cs.length - 0.5] : mx > mn ? (p.log ? [mn, mx] : [mn - (mx - mn) * 0.03, mx + (mx - mn) * 0.03]) : extent(pts.map(q => q[0]));
     const plot = canvasPlot(el, {height: 180, x: xr, y: yr, xlog: !!p.log && !cat, xlabel: p.name, ylabel: st.page.spec.objective,
       xticks: cat ? cs.map((_, j) => j) : null, xfmt: cat ? j => String(cs[j] ?? '').slice(0, 10) : null,
       draw(g, sx, sy) { g.fillStyle = 'rgba(47,111,222,.5)'; for (const [x, y] of pts) { g.beginPath(); g.arc(sx(cat ? x + (Math.random() - 0.5) * 0.5 : x), sy(y), 2.2, 0, 7); g.fill(); } }});
@@ -383,7 +409,8 @@ function drawTable(st, base) {
   $('#t-next').onclick = () => { st.pageNo++; drawTable(st, base); };
   $('#t-table tbody').onclick = async e => {
     const id = e.target.closest('tr')?.dataset.id; if (!id) return; st.selected = id; drawTable(st, base);
-    const d = await api(`${base}/trials/${encodeURIComponent(id)}`);
+    let d;
+    try { d = await api(`${base}/trials/${encodeURIComponent(id)}`); } catch (e) { if (e !== STALE) showError(e); return; }
     $('#t-detail').innerHTML = `<h2>${esc(d.trial_id)} ${pill(d.state)}</h2>` + (d.failure ? `<pre class="detail" id="t-failure">${esc(d.failure)}</pre>` : '') +
       `<pre class="detail">${esc(JSON.stringify({params: d.params, metrics: d.metrics, samples: d.samples, restarts: d.restarts, rescales: d.rescales, nodes: d.nodes, checkpoint: d.checkpoint}, null, 2))}</pre>`;
   };
@@ -391,6 +418,7 @@ function drawTable(st, base) {
 
 function drawTimeline(t) {
   const el = $('#timeline .plot');
+  t.trials = t.trials || [];
   const trials = t.trials.filter(x => x.spans && x.spans.length);
   $('#tl-note').textContent = `the newest ${t.trials.length} of ${t.of} trials`;
   if (!trials.length) { el.innerHTML = '<p class="empty">no trial has started yet</p>'; el.dataset.trials = 0; return; }
@@ -432,7 +460,8 @@ function poolView(name) {
   return poller(async () => {
     const p = await api(`api/pools/${encodeURIComponent(name)}?window=${st.window}`);
     asOf(p.as_of);
-    const s = p.status, inUse = new Set(s.trials.flatMap(t => t.nodes || []).filter(n => s.nodes.some(x => x.id === n))).size;
+    const s = p.status; s.trials = s.trials || []; s.nodes = s.nodes || [];
+    const inUse = new Set(s.trials.flatMap(t => t.nodes || []).filter(n => s.nodes.some(x => x.id === n))).size;
     $('#p-link').innerHTML = p.ui_url ? `<a href="${esc(p.ui_url)}" style="font-size:13px">in Temporal UI</a>` : '';
     const stat = (v, l) => `<div class="stat"><b>${v}</b><span>${l}</span></div>`;
     $('#p-stats').innerHTML = stat(s.nodes.length, 'nodes now') + stat(inUse, 'in use') + stat(s.trials.length, 'registered') + stat(s.solves, 'solves') +
@@ -443,7 +472,8 @@ function poolView(name) {
 
 function drawNodes(p) {
   const el = $('#nodes .plot');
-  const nodes = p.nodes, byNode = new Map(nodes.map((n, i) => [n.id, i]));
+  p.spans = p.spans || []; p.markers = p.markers || [];
+  const nodes = p.nodes || [], byNode = new Map(nodes.map((n, i) => [n.id, i]));
   const ahead = Math.max(0, ...nodes.map(n => n.idle_until || 0)) > p.now ? Math.min((p.now - p.from) * 0.25, Math.max(...nodes.map(n => n.idle_until || 0)) - p.now) : 0;
   const t0 = p.from, t1 = p.now + ahead, W = el.clientWidth || 1000, rowH = Math.max(6, Math.min(16, 420 / Math.max(1, nodes.length))), lw = 90, H = nodes.length * rowH + 26;
   const X = v => lw + (Math.max(t0, v) - t0) / ((t1 - t0) || 1) * (W - lw - 10);
@@ -478,19 +508,19 @@ function drawNodes(p) {
 function drawHarvest(p) {
   const h = p.harvest, el = $('#harvest .plot');
   const stat = (v, l) => `<div class="stat"><b>${v}</b><span>${l}</span></div>`;
-  $('#hv-stats').innerHTML = stat(fmt(h.idle_node_hours), 'node-hours harvested') + stat(fmt(h.used_node_hours), 'used by trials') +
-    stat(h.idle_node_hours ? (100 * h.used_node_hours / h.idle_node_hours).toFixed(1) + '%' : '–', 'utilisation') +
+  $('#hv-stats').innerHTML = stat(fmt(h.held_node_hours), 'node-hours harvested') + stat(fmt(h.used_node_hours), 'used by trials') +
+    stat(h.held_node_hours ? (100 * h.used_node_hours / h.held_node_hours).toFixed(1) + '%' : '–', 'utilisation') +
     stat(`${fmt(h.rescale_node_hours)} <span class="muted" style="font-size:12px">(${h.rescales})</span>`, 'lost to rescales') +
     stat(`${fmt(h.preempt_node_hours)} <span class="muted" style="font-size:12px">(${h.preemptions})</span>`, 'lost to preemptions');
   const pts = h.samples_per_s || [];
   canvasPlot(el, {height: 200, x: [p.from, p.now], y: [0, Math.max(1, ...pts.map(q => q[1])) * 1.08], xfmt: clock, xlabel: 'time', ylabel: 'samples/s (measured)',
     draw(g, sx, sy) { g.strokeStyle = '#1f9d55'; g.lineWidth = 2; g.beginPath(); pts.forEach(([x, y], i) => { if (i) g.lineTo(sx(x), sy(pts[i - 1][1])); i ? g.lineTo(sx(x), sy(y)) : g.moveTo(sx(x), sy(y)); }); if (pts.length) g.lineTo(sx(p.now), sy(pts[pts.length - 1][1])); g.stroke(); }});
-  Object.assign(el.dataset, {points: pts.length, used: h.used_node_hours, harvested: h.idle_node_hours});
+  Object.assign(el.dataset, {points: pts.length, used: h.used_node_hours, harvested: h.held_node_hours});
 }
 
 function drawThroughput(p) {
   const box = $('#throughput .slices');
-  const trials = p.status.trials.filter(t => (t.profile && t.profile.length) || (t.predicted && t.predicted.length));
+  const trials = (p.status.trials || []).filter(t => (t.profile && t.profile.length) || (t.predicted && t.predicted.length));
   box.innerHTML = trials.length ? trials.map(t => `<div class="tp" data-trial="${esc(t.registration.trial_id)}"><div class="muted" title="${esc(t.registration.trial_id)}">${esc(shortTrial(t.registration.trial_id))}${t.node_type ? ' · ' + esc(t.node_type) : ''}</div><div class="plot"></div></div>`).join('') : '<p class="empty">no registered trial has a throughput measured or predicted yet</p>';
   trials.forEach((t, i) => {
     const el = box.children[i].querySelector('.plot');
@@ -514,8 +544,8 @@ function drawThroughput(p) {
 }
 
 function drawSolves(p) {
-  const el = $('#solves .tbl'), rows = [...p.solves].reverse();
-  $('#sv-note').textContent = `${p.solves.length} solves in the window`;
+  const el = $('#solves .tbl'), rows = [...(p.solves || [])].reverse();
+  $('#sv-note').textContent = `${rows.length} solves in the window`;
   el.innerHTML = `<table data-rows="${rows.length}"><thead><tr><th>time</th><th class="num">epoch</th><th>trigger</th><th>solver</th><th class="num">solve ms</th><th class="num">objective</th><th class="num">nodes used</th><th>changes</th></tr></thead><tbody>` +
     rows.map(s => `<tr><td>${clock(s.at)}</td><td class="num">${s.epoch}</td><td>${esc(s.trigger || '')}</td><td>${esc(s.summary.formulation)} ${esc(s.summary.status)}</td><td class="num">${fmt(s.summary.solve_ms)}</td><td class="num">${fmt(s.summary.objective)}</td>
       <td class="num">${s.summary.nodes_used}/${s.summary.nodes}</td><td style="white-space:normal">${(s.changes || []).map(c => `<div><b title="${esc(c.trial)}">${esc(shortTrial(c.trial))}</b> ${esc(c.change)} ${(c.before || []).length} → ${(c.nodes || []).length}${c.reason ? ' <span class="muted">(' + esc(c.reason) + ')</span>' : ''}</div>`).join('') || '<span class="muted">no change</span>'}</td></tr>`).join('') + '</tbody></table>';

@@ -81,7 +81,7 @@ devserver: temporal
 ## Temporal dev server (web UI on http://localhost:8233, state in DEVSERVER_DB),
 ## a worker on a replayed Summit idle-node trace, and the example HPO campaign
 ## with live progress, its leaderboard and the UI queries. Ctrl-C stops it all.
-## Flags go in DEMO_FLAGS, e.g. make demo DEMO_FLAGS="--exit-when-done --port 7300 --ui-port 8300".
+## Flags go in DEMO_FLAGS, e.g. make demo DEMO_FLAGS="--exit-when-done --port 7300 --ui-port 8300 --dashboard-port 8301".
 ## (bin/gleaner rather than `go run`: go run exits 1 on Ctrl-C whatever the
 ## program does, and make would then report an error after a clean stop.)
 demo: temporal build

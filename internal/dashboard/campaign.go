@@ -325,10 +325,11 @@ func importance(spec gleaner.CampaignSpec, trials []gleaner.TrialStatus) ([]hpo.
 	for _, t := range trials {
 		ended := t.State == gleaner.TrialCompleted || t.State == gleaner.TrialStopped || t.State == gleaner.TrialAtRung ||
 			t.State == gleaner.TrialParked
-		if v, ok := t.Metrics[spec.Objective.Metric]; ok && ended && finite(v) && len(t.Params) > 0 {
+		// A trial's score as the leaderboard counts it: its best value.
+		if best := rowOf(t, spec.Objective.Metric, spec.Objective.Mode).Best; best != nil && ended && len(t.Params) > 0 {
 			// Stopped before their budget: their value is an intermediate
 			// one, ranked after every completed trial's.
-			in = append(in, hpo.Observation{Params: t.Params, Metric: v, Stopped: t.State != gleaner.TrialCompleted})
+			in = append(in, hpo.Observation{Params: t.Params, Metric: *best, Stopped: t.State != gleaner.TrialCompleted})
 		}
 	}
 	// Every trial counts up to 20,000; past that, an even sample.

@@ -115,9 +115,9 @@ func TestDashboardOnTheDemo(t *testing.T) {
 	b.navigate(dash + "#/c/" + name)
 	waitJS(ctx, t, b, `document.querySelector("#history .plot").dataset.points > 0 && document.querySelector("#timeline .plot").dataset.trials > 0 && document.querySelector("#curves .plot").dataset.curves > 0 && document.querySelector("#t-table table")`)
 	rows := exportCSV(t, dash+"api/campaigns/"+name+"/export?format=csv")
-	valued := 0
+	valued := 0 // trials with a score: their best val_loss
 	for _, r := range rows {
-		if r["val_loss"] != "" {
+		if r["best_val_loss"] != "" {
 			valued++
 		}
 	}
@@ -140,12 +140,20 @@ func TestDashboardOnTheDemo(t *testing.T) {
 	}
 	var best float64
 	for _, r := range rows {
-		if v, err := strconv.ParseFloat(r["val_loss"], 64); err == nil && (best == 0 || v < best) {
+		if v, err := strconv.ParseFloat(r["best_val_loss"], 64); err == nil && (best == 0 || v < best) {
 			best = v
 		}
 	}
 	if got, _ := strconv.ParseFloat(dataset(t, b, "#history .plot")["best"], 64); got != best {
 		t.Errorf("the history's best so far ends at %v; the export's best val_loss is %v", got, best)
+	}
+	// The campaign's best, as its status says it, is the history's.
+	var page dashboard.CampaignPage
+	if err := getJSON(dash+"api/campaigns/"+name+"?since=0", &page); err != nil || page.Status.Best == nil {
+		t.Fatalf("the campaign's page: %v (best %v)", err, page.Status.Best)
+	}
+	if page.Status.Best.Score != best {
+		t.Errorf("the campaign's best is %v; the history's best so far %v", page.Status.Best.Score, best)
 	}
 	if tl := dataset(t, b, "#timeline .plot"); tl["trials"] != "20" {
 		t.Errorf("the timeline shows %s trials, want the demo's 20: %v", tl["trials"], tl)
@@ -194,9 +202,94 @@ func TestDashboardOnTheDemo(t *testing.T) {
 	}
 }
 
+// ashaSpec is a small ASHA campaign of the demo's trainer: rungs at
+// 3,200, 9,600 and 28,800 samples.
+const ashaSpec = `name: dash-asha
+command: [bin/go-mlp]
+space:
+  - {name: lr, type: float, min: 0.003, max: 0.5, log: true}
+  - {name: hidden, type: int, min: 4, max: 64, log: true}
+  - {name: batch, type: choice, choices: [16, 32, 64, 128]}
+search:
+  algorithm: asha
+  budget_unit: samples
+  asha: {variant: promotion, min_budget: 3200, max_budget: 28800, reduction_factor: 3}
+objective: {metric: val_loss, mode: min}
+budget: {max_trials: 9, max_concurrent: 3}
+resources: {min_nodes: 1, max_nodes: 2}
+trial: {grace_period: 10s}
+`
+
+// An ASHA campaign on the demo: its learning curves show the rungs, and
+// its trials their stages, in the table and in the curves' view.
+func TestDashboardShowsRungs(t *testing.T) {
+	chromium := findChromium()
+	if chromium == "" {
+		if ci() {
+			t.Fatalf("CI=true but no chromium (apt-get install chromium, or set %s)", EnvChromium)
+		}
+		t.Skipf("skipping: no chromium on PATH (apt-get install chromium, or set %s)", EnvChromium)
+	}
+	cli := testenv.SkipIfNoCLI(t)
+	bin := filepath.Join(t.TempDir(), "gleaner")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/gleaner-hpc/gleaner/cmd/gleaner").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	work, state := t.TempDir(), t.TempDir()
+	spec := filepath.Join(work, "asha.yaml")
+	if err := os.WriteFile(spec, []byte(ashaSpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dash := startDemo(t, bin, work, cli, state, "--campaign", spec, "--nodes", "static:4,gpus=none")
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	var name string
+	waitFor(ctx, t, "the ASHA campaign ends", func() bool {
+		var ov dashboard.Overview
+		if getJSON(dash+"api/overview", &ov) != nil || len(ov.Campaigns) == 0 {
+			return false
+		}
+		name = ov.Campaigns[0].Name
+		return ov.Campaigns[0].Closed.Unix() > 0
+	})
+	var curves dashboard.Curves
+	if err := getJSON(dash+"api/campaigns/"+name+"/curves?top=9", &curves); err != nil {
+		t.Fatal(err)
+	}
+	if curves.BoundariesKind != "rung" || len(curves.Boundaries) != 3 || curves.Boundaries[0] != 3200 || curves.Boundaries[2] != 28800 {
+		t.Fatalf("the curves' boundaries are %s %v, want rungs at 3200, 9600, 28800", curves.BoundariesKind, curves.Boundaries)
+	}
+	staged := 0
+	for _, c := range curves.Curves {
+		if c.Stage != "" {
+			staged++
+		}
+	}
+	if staged == 0 {
+		t.Errorf("no curve names its trial's stage (rung): %+v", curves.Curves)
+	}
+	b := startBrowser(t, chromium, 1600, 1200)
+	b.navigate(dash + "#/c/" + name)
+	waitJS(ctx, t, b, `document.querySelector("#curves .plot").dataset.boundaries == 3 && document.querySelector("#t-table table")`)
+	if txt := b.text(); !strings.Contains(txt, "rung boundaries") {
+		t.Errorf("the learning curves' legend does not name the rung boundaries:\n%s", txt)
+	}
+	// The table's stage column holds the trials' rungs.
+	raw, err := b.eval(`[...document.querySelectorAll("#t-table tbody tr")].map(r => r.children[3].textContent).filter(s => s).length`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := strconv.Atoi(string(raw)); n == 0 {
+		t.Errorf("no trial shows its stage in the table:\n%s", b.text())
+	}
+	if os.Getenv(EnvScreenshot) == "1" {
+		writePNG(t, filepath.Join("..", "..", "docs", "dashboard-asha.png"), b.screenshot())
+	}
+}
+
 // startDemo runs `gleaner dev` in dir, each port free, and returns the
 // dashboard's URL once it serves.
-func startDemo(t *testing.T, bin, dir, cli, state string) string {
+func startDemo(t *testing.T, bin, dir, cli, state string, extra ...string) string {
 	t.Helper()
 	port := func() string {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -208,6 +301,7 @@ func startDemo(t *testing.T, bin, dir, cli, state string) string {
 	}
 	cmd := exec.Command(bin, "dev", "--port", port(), "--ui-port", port(), "--dashboard-port", port(), "--db", "",
 		"--data-dir", filepath.Join(state, "data"), "--interval", "2s")
+	cmd.Args = append(cmd.Args, extra...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), devserver.EnvCLI+"="+cli, "XDG_STATE_HOME="+state)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

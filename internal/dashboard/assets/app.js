@@ -149,7 +149,7 @@ function campaignView(name) {
     <h1>${esc(name)} <span id="c-state"></span></h1>
     <div class="stats" id="c-stats"></div>
     <div class="grid">
-      <section class="card" id="history"><header><h2>Optimisation history</h2><label class="controls"><input type="checkbox" id="h-time"> against time</label></header><div class="plot"></div><div class="legend"><span><i style="background:#2f6fde"></i>trial's value</span><span><i style="background:#d23c3c"></i>best so far</span></div></section>
+      <section class="card" id="history"><header><h2>Optimisation history</h2><label class="controls"><input type="checkbox" id="h-time"> against time</label></header><div class="plot"></div><div class="legend"><span><i style="background:#2f6fde"></i>trial's score (its best value)</span><span><i style="background:#d23c3c"></i>best so far</span></div></section>
       <section class="card" id="curves"><header><h2>Learning curves</h2><label class="controls">top <input type="number" id="cv-top" min="0" max="1000" value="10" style="width:60px"></label></header><div class="plot"></div><div class="legend" id="cv-legend"></div></section>
       <section class="card wide" id="parallel"><header><h2>Parallel coordinates</h2><span class="muted" id="pc-note"></span><button id="pc-clear">clear brushes</button></header><div class="plot"></div></section>
       <section class="card" id="importance"><header><h2>Parameter importance</h2><span class="muted">PED-ANOVA, top 10% vs all</span></header><div class="plot"></div></section>
@@ -166,7 +166,7 @@ function campaignView(name) {
   $('#t-state').onchange = e => { st.state = e.target.value; st.pageNo = 0; drawTable(st, base); };
   $('#pc-clear').onclick = () => { st.brush = {}; drawParallel(st); drawTable(st, base); };
   let curvesAt = 0, tlAt = 0;
-  const loadCurves = async () => { const c = await api(`${base}/curves?top=${st.top}&others=100`); drawCurves(c); };
+  const loadCurves = async () => { const c = await api(`${base}/curves?top=${st.top}&others=100`); drawCurves(c, st.page.spec.objective); };
   const loadTimeline = async () => { const t = await api(`${base}/timeline?limit=60`); drawTimeline(t); };
   const main = poller(async () => {
     const p = await api(`${base}?since=${st.version}`);
@@ -233,18 +233,20 @@ function header(st) {
 const better = (mode, a, b) => mode === 'max' ? a > b : a < b;
 
 // The history's columns of rows sorted by number.
-function columnsOf(rows) { return {id: rows.map(r => r.id), n: rows.map(r => r.n), v: rows.map(r => r.v), t1: rows.map(r => r.t1), s: rows.map(r => r.s)}; }
+function columnsOf(rows) { return {id: rows.map(r => r.id), n: rows.map(r => r.n), b: rows.map(r => r.b), t1: rows.map(r => r.t1), s: rows.map(r => r.s)}; }
 
 // The optimisation history from columns sorted by trial number: every
-// trial's value, and the best so far by number or by the time it ended.
+// trial's score (its best reported value, as the leaderboard and the
+// campaign's best count it), and the best so far by number or by the
+// time it ended. The parallel coordinates and slices plot the same.
 function drawHistory(st, c) {
   const el = $('#history .plot'), mode = st.page.spec.mode, X = st.xTime ? c.t1 : c.n;
   const idx = [];
-  for (let i = 0; i < c.id.length; i++) if (c.v[i] != null && (!st.xTime || c.t1[i])) idx.push(i);
+  for (let i = 0; i < c.id.length; i++) if (c.b[i] != null && (!st.xTime || c.t1[i])) idx.push(i);
   if (st.xTime) idx.sort((a, b) => c.t1[a] - c.t1[b]);
   let best = null, lo = Infinity, hi = -Infinity, vlo = Infinity, vhi = -Infinity; const bestLine = [];
   for (const i of idx) {
-    const v = c.v[i], x = X[i];
+    const v = c.b[i], x = X[i];
     if (best == null || better(mode, v, best)) { best = v; bestLine.push([x, best]); }
     if (x < lo) lo = x; if (x > hi) hi = x; if (v < vlo) vlo = v; if (v > vhi) vhi = v;
   }
@@ -254,17 +256,17 @@ function drawHistory(st, c) {
     draw(g, sx, sy) {
       const many = idx.length > 2000;
       g.fillStyle = many ? 'rgba(47,111,222,.35)' : 'rgba(47,111,222,.8)';
-      if (many) for (const i of idx) g.fillRect(sx(X[i]) - 1, sy(c.v[i]) - 1, 2, 2);
-      else for (const i of idx) { g.beginPath(); g.arc(sx(X[i]), sy(c.v[i]), 3, 0, 7); g.fill(); }
+      if (many) for (const i of idx) g.fillRect(sx(X[i]) - 1, sy(c.b[i]) - 1, 2, 2);
+      else for (const i of idx) { g.beginPath(); g.arc(sx(X[i]), sy(c.b[i]), 3, 0, 7); g.fill(); }
       g.strokeStyle = '#d23c3c'; g.lineWidth = 2; g.beginPath();
       bestLine.forEach(([x, y], j) => { if (j) g.lineTo(sx(x), sy(bestLine[j - 1][1])); j ? g.lineTo(sx(x), sy(y)) : g.moveTo(sx(x), sy(y)); });
       g.stroke();
     }});
-  if (idx.length <= 5000) hover(el, plot, idx.map(i => [X[i], c.v[i], `${c.id[i]}: ${fmt(c.v[i])} (${c.s[i]})`]));
+  if (idx.length <= 5000) hover(el, plot, idx.map(i => [X[i], c.b[i], `${c.id[i]}: ${fmt(c.b[i])} (${c.s[i]})`]));
   el.dataset.points = idx.length; el.dataset.best = best ?? '';
 }
 
-function drawCurves(c) {
+function drawCurves(c, objective) {
   const el = $('#curves .plot');
   c.curves = c.curves || [];
   const pts = c.curves.flatMap(k => k.pts || []);
@@ -272,7 +274,7 @@ function drawCurves(c) {
     (c.boundaries ? `<span>┆ ${esc(c.boundaries_kind)} boundaries</span>` : '') + (c.boundaries_note ? `<span>${esc(c.boundaries_note)}</span>` : '') + `<span>${c.curves.length} of ${c.of} curves</span>`;
   $('#cv-legend').innerHTML = legend;
   const xr = extent(pts.map(p => p[0]), 0.01);
-  const plot = canvasPlot(el, {x: xr, y: extent(pts.map(p => p[1])), xlabel: c.unit, ylabel: 'objective',
+  const plot = canvasPlot(el, {x: xr, y: extent(pts.map(p => p[1])), xlabel: c.unit, ylabel: objective,
     draw(g, sx, sy, {H, m}) {
       if (c.boundaries) { g.setLineDash([4, 4]); g.strokeStyle = '#9aa3b5'; for (const b of c.boundaries) { if (b > xr[1]) continue; g.beginPath(); g.moveTo(sx(b), m.t); g.lineTo(sx(b), H - m.b); g.stroke(); } g.setLineDash([]); }
       const draw = k => {
@@ -300,10 +302,10 @@ function axesOf(st) {
     const [lo, hi] = mx > mn ? [T(mn), T(mx)] : extent(vals.map(T), 0);
     return {name: p.name, log, lo: mx > mn ? mn : (log ? Math.pow(10, lo) : lo), hi: mx > mn ? mx : (log ? Math.pow(10, hi) : hi), pos: v => (T(v) - lo) / ((hi - lo) || 1)};
   });
-  axes.push({name: st.page.spec.objective, objective: true, ...(() => { const [lo, hi] = extent(st.sorted.map(r => r.v), 0); return {lo, hi, pos: v => (v - lo) / ((hi - lo) || 1)}; })()});
+  axes.push({name: st.page.spec.objective, objective: true, ...(() => { const [lo, hi] = extent(st.sorted.map(r => r.b), 0); return {lo, hi, pos: v => (v - lo) / ((hi - lo) || 1)}; })()});
   return axes;
 }
-const axisValue = (a, r) => a.objective ? r.v : r.p && r.p[a.name];
+const axisValue = (a, r) => a.objective ? r.b : r.p && r.p[a.name];
 function brushed(st, r) {
   for (const [name, [lo, hi]] of Object.entries(st.brush)) {
     const a = st.axes.find(a => a.name === name); if (!a) continue;
@@ -317,22 +319,22 @@ function drawParallel(st) {
   st.axes = axesOf(st);
   const axes = st.axes, W = el.clientWidth || 1000, H = 300, m = {l: 40, r: 70, t: 28, b: 14};
   // At most 5,000 lines: the best 1,000 and an even sample of the rest.
-  let rows = st.sorted.filter(r => r.v != null);
+  let rows = st.sorted.filter(r => r.b != null);
   const n = rows.length;
   if (rows.length > 5000) {
-    const mode = st.page.spec.mode; const byV = [...rows].sort((a, b) => mode === 'max' ? b.v - a.v : a.v - b.v);
+    const mode = st.page.spec.mode; const byV = [...rows].sort((a, b) => mode === 'max' ? b.b - a.b : a.b - b.b);
     const rest = byV.slice(1000), step = rest.length / 4000; rows = byV.slice(0, 1000); for (let i = 0; i < rest.length; i += step) rows.push(rest[Math.floor(i)]);
   }
   $('#pc-note').textContent = rows.length < n ? `${rows.length} of ${n} trials drawn: the best 1,000 and an even sample` : `${n} trials with a value; drag on an axis to select`;
   const ax = i => m.l + i * (W - m.l - m.r) / Math.max(1, axes.length - 1), ay = p => H - m.b - p * (H - m.t - m.b);
   const plot = canvasPlot(el, {height: H, x: [0, 1], y: [0, 1], draw() {}});
   const g = plot.cv.getContext('2d'); g.clearRect(0, 0, W, H);
-  const [vlo, vhi] = extent(rows.map(r => r.v), 0), mode = st.page.spec.mode;
+  const [vlo, vhi] = extent(rows.map(r => r.b), 0), mode = st.page.spec.mode;
   let sel = 0;
   const line = (r, color, w) => { g.strokeStyle = color; g.lineWidth = w; g.beginPath(); axes.forEach((a, i) => { const v = axisValue(a, r); if (v == null) return; const x = ax(i), y = ay(a.pos(v)); i ? g.lineTo(x, y) : g.moveTo(x, y); }); g.stroke(); };
   const inSel = [];
   for (const r of rows) { if (brushed(st, r)) inSel.push(r); else line(r, 'rgba(180,186,200,.25)', 1); }
-  for (const r of inSel) { const t = (r.v - vlo) / ((vhi - vlo) || 1), q = mode === 'max' ? t : 1 - t; line(r, `hsla(${(220 - 190 * q).toFixed(0)} 70% 48% / .55)`, 1.2); sel++; }
+  for (const r of inSel) { const t = (r.b - vlo) / ((vhi - vlo) || 1), q = mode === 'max' ? t : 1 - t; line(r, `hsla(${(220 - 190 * q).toFixed(0)} 70% 48% / .55)`, 1.2); sel++; }
   g.fillStyle = '#1d2330'; g.font = '11px system-ui'; g.textAlign = 'center';
   axes.forEach((a, i) => {
     const x = ax(i); g.strokeStyle = '#1d2330'; g.lineWidth = 1; g.beginPath(); g.moveTo(x, m.t); g.lineTo(x, H - m.b); g.stroke();
@@ -372,15 +374,15 @@ function drawImportance(st) {
 function drawSlices(st) {
   const box = $('#slices .slices');
   const params = st.page.spec.space.filter(p => !p.architecture);
-  const rows = st.sorted.filter(r => r.v != null);
+  const rows = st.sorted.filter(r => r.b != null);
   const sample = rows.length > 5000 ? rows.filter((_, i) => i % Math.ceil(rows.length / 5000) === 0) : rows;
   if (box.children.length !== params.length) box.innerHTML = params.map(p => `<div class="slice" data-param="${esc(p.name)}"><div class="muted">${esc(p.name)}</div><div class="plot"></div></div>`).join('');
-  const yr = extent(sample.map(r => r.v));
+  const yr = extent(sample.map(r => r.b));
   params.forEach((p, i) => {
     const el = box.children[i].querySelector('.plot');
     const cat = p.type === 'choice' || !!p.choices, cs = p.choices || [];
     const xv = r => { const v = r.p && r.p[p.name]; return v == null ? null : cat ? cs.indexOf(String(v)) : v; };
-    const pts = sample.map(r => [xv(r), r.v, `${r.id}: ${p.name}=${r.p && r.p[p.name]} → ${fmt(r.v)}`]).filter(q => q[0] != null && (cat || isFinite(q[0])));
+    const pts = sample.map(r => [xv(r), r.b, `${r.id}: ${p.name}=${r.p && r.p[p.name]} → ${fmt(r.b)}`]).filter(q => q[0] != null && (cat || isFinite(q[0])));
     const mn = p.min ?? 0, mx = p.max ?? 0;
     const xr = cat ? [-0.5, cs.length - 0.5] : mx > mn ? (p.log ? [mn, mx] : [mn - (mx - mn) * 0.03, mx + (mx - mn) * 0.03]) : extent(pts.map(q => q[0]));
     const plot = canvasPlot(el, {height: 180, x: xr, y: yr, xlog: !!p.log && !cat, xlabel: p.name, ylabel: st.page.spec.objective,
@@ -516,6 +518,13 @@ function drawHarvest(p) {
   canvasPlot(el, {height: 200, x: [p.from, p.now], y: [0, Math.max(1, ...pts.map(q => q[1])) * 1.08], xfmt: clock, xlabel: 'time', ylabel: 'samples/s (measured)',
     draw(g, sx, sy) { g.strokeStyle = '#1f9d55'; g.lineWidth = 2; g.beginPath(); pts.forEach(([x, y], i) => { if (i) g.lineTo(sx(x), sy(pts[i - 1][1])); i ? g.lineTo(sx(x), sy(y)) : g.moveTo(sx(x), sy(y)); }); if (pts.length) g.lineTo(sx(p.now), sy(pts[pts.length - 1][1])); g.stroke(); }});
   Object.assign(el.dataset, {points: pts.length, used: h.used_node_hours, harvested: h.held_node_hours});
+  let note = el.querySelector('p.note');
+  if (!note) {
+    note = document.createElement('p'); note.className = 'muted note';
+    note.textContent = 'No trial has measured its throughput at the count it holds yet (a trial measures over several reports at one count).';
+    el.appendChild(note);
+  }
+  note.hidden = !(pts.length && pts.every(q => !q[1]));
 }
 
 function drawThroughput(p) {

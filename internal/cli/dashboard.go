@@ -70,10 +70,11 @@ It reads durable records (trial records chunks, the pool's log chunks)
 and reads each once; a watched campaign or pool is read again at most
 every --refresh, however many pages are open. Pages poll for what changed.
 
-It listens on loopback by default. Elsewhere, require a token
-(--auth-token-file; open the page once with ?token=TOKEN, or send
-Authorization: Bearer TOKEN) and serve TLS (--tls-cert-file,
---tls-key-file). ` + "`gleaner dev`" + ` serves it too.`,
+It listens on loopback by default and, without a token, answers only
+requests addressed to localhost (reach it through an SSH tunnel). To serve
+others, require a token (--auth-token-file; open the page once with
+?token=TOKEN, or send Authorization: Bearer TOKEN) and serve TLS
+(--tls-cert-file, --tls-key-file). ` + "`gleaner dev`" + ` serves it too.`,
 		Example: `  gleaner dashboard                       # http://127.0.0.1:8234
   gleaner dashboard --address temporal.example.org:7233 --namespace hpo \
     --listen 0.0.0.0:8443 --auth-token-file /etc/gleaner/dashboard.token \

@@ -134,6 +134,9 @@ type CampaignReport struct {
 	Pipelined bool `json:"pipelined,omitempty"`
 	// ReadBack is every trial's result read back after the campaign.
 	ReadBack ReadBack `json:"read_back"`
+	// Dashboard is what the dashboard costs for the campaign once it
+	// ended.
+	Dashboard *DashboardFigure `json:"dashboard,omitempty"`
 	// Probes are the user's commands and the memory, sampled as the
 	// campaign ran (every --progress-every).
 	Probes []ProbeSample `json:"probes,omitempty"`
@@ -303,6 +306,12 @@ func runCampaign(ctx context.Context, o CampaignOptions, e *env) (*CampaignRepor
 			rep.ReadBack.WithObjective++
 		}
 	}
+	fmt.Fprintf(o.Log, "bench: reading the campaign as the dashboard does\n")
+	dash, err := dashboardFigure(ctx, gc, spec.Name)
+	if err != nil {
+		return nil, err
+	}
+	rep.Dashboard = &dash
 	if o.VsFloor {
 		e.stop()
 		f, err := runFloor(ctx, o, e.dir, e.trainer, stepMS)
@@ -625,6 +634,10 @@ func (r *CampaignReport) WriteText(w io.Writer) error {
 	}
 	p("read back: every trial (trials --limit 0): %d listed, %d completed with %s, in %.2f s\n",
 		r.ReadBack.Trials, r.ReadBack.WithObjective, "the objective", r.ReadBack.Seconds)
+	if d := r.Dashboard; d != nil {
+		p("dashboard: %d trials read in %.2f s (%d calls), again in %.3f s (%d calls); its first answer to a page %.2f s cold, %.3f s warm (%.1f MB gzipped)\n",
+			d.Trials, d.FirstReadSeconds, d.FirstReadCalls, d.AgainSeconds, d.AgainCalls, d.PageColdSeconds, d.PageWarmSeconds, float64(d.PageBytes)/1e6)
+	}
 	if len(r.Probes) > 0 {
 		var st, lb, tr, wr, sr []float64
 		busy := 0

@@ -145,3 +145,11 @@ const InlineRecordsChunk = 500
 // trial's workflow ends with; its details are the trial's final
 // TrialReport (FailedTrialReport).
 const ErrTypeTrialFailed = "TrialFailed"
+
+// ErrTypeRunCanceled is the type of the error a RunTrial returns when its
+// run was stopped before its trainer started: nothing ran. Its context
+// was cancelled either because the server asked (the run's cancellation
+// is then reported as one) or because the worker could not deliver a
+// heartbeat (the SDK cancels the run then, and the error is reported as
+// a failure): either way the trial waits for nodes and runs again.
+const ErrTypeRunCanceled = "Canceled"

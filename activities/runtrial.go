@@ -625,6 +625,6 @@ func stoppedBeforeLaunch(in workflows.RunTrialInput, err error) error {
 		return err
 	}
 	return temporal.NewApplicationErrorWithOptions(
-		fmt.Sprintf("trial %s: run %d stopped before its trainer started", in.Trial.TrialID, in.Run), "Canceled",
+		fmt.Sprintf("trial %s: run %d stopped before its trainer started", in.Trial.TrialID, in.Run), gleaner.ErrTypeRunCanceled,
 		temporal.ApplicationErrorOptions{Cause: err, Category: temporal.ApplicationErrorCategoryBenign})
 }

@@ -39,7 +39,7 @@ func (x *inliner) ended(ctx workflow.Context, r *inlineRun, res RunTrialResult, 
 			x.finish(ctx, r.key, TrialCompleted, "")
 			return
 		}
-	case errors.As(err, &canceled):
+	case errors.As(err, &canceled), canceledBeforeLaunch(ctx, err):
 		// Stopped before the trainer started: nothing ran.
 	case r.stopping && isTimeout(err):
 		// The worker was lost while the run was being stopped; the next

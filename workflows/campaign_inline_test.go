@@ -164,6 +164,7 @@ func (h *inlineHarness) runTrial(ctx context.Context, in RunTrialInput) (RunTria
 		h.mu.Unlock()
 		return RunTrialResult{}, temporal.NewCanceledError()
 	}
+
 	for _, n := range in.Nodes {
 		if other, busy := h.running[n]; busy {
 			h.t.Errorf("trial %s launched on node %s while %s runs there", in.Trial.TrialID, n, other)

@@ -38,6 +38,7 @@ const (
 	MemoSnapshot       = gleaner.MemoSnapshot
 	InlineCountsEvery  = gleaner.InlineCountsEvery
 	ErrTypeTrialFailed = gleaner.ErrTypeTrialFailed
+	ErrTypeRunCanceled = gleaner.ErrTypeRunCanceled
 	LeaderboardSize    = gleaner.LeaderboardSize
 )
 

@@ -229,7 +229,7 @@ func (t *trial) onRunEnded(ctx workflow.Context, run *activeRun, f workflow.Futu
 			t.waitEpoch = t.epoch
 			t.registered = false
 		}
-	case errors.As(err, &canceled):
+	case errors.As(err, &canceled), canceledBeforeLaunch(ctx, err):
 		// Stopped before the trainer started: nothing ran.
 	case run.stopping && isTimeout(err):
 		// The worker was lost while the run was being stopped: the server
@@ -258,6 +258,17 @@ func (t *trial) onRunEnded(ctx workflow.Context, run *activeRun, f workflow.Futu
 	// rescale; a wait at 0 nodes first makes the next launch a start.
 	t.core.p.Nodes = nil
 	t.atZero = t.paused || t.stopRequested || t.continuing || len(t.assigned) < t.in.MinNodes
+}
+
+// canceledBeforeLaunch reports whether a run ended with ErrTypeRunCanceled
+// as a failure: stopped before its trainer started, by a heartbeat the
+// worker could not deliver (a loaded server), not by a cancellation the
+// server reported as one. Nothing ran: it is no failure of the trial.
+// (Versioned: runs that failed their trial so replay as they ran.)
+func canceledBeforeLaunch(ctx workflow.Context, err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && app.Type() == ErrTypeRunCanceled &&
+		workflow.GetVersion(ctx, "run-canceled-before-launch", workflow.DefaultVersion, 1) == 1
 }
 
 func isTimeout(err error) bool {

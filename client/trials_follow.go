@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -172,15 +173,19 @@ func (f *TrialFollower) readWorkflows(ctx context.Context, status gleaner.Campai
 		return nil, fmt.Errorf("listing the trials of campaign %q: %w", f.name, err)
 	}
 	all = latestSegments(all)
-	// In-flight trials the server's search does not list yet.
+	// In-flight trials the server's search does not list yet; one the
+	// campaign is still starting is not found yet, and shows as its
+	// campaign says.
 	listed := map[string]bool{}
 	for _, id := range all {
 		listed[id] = true
 	}
+	unlisted := map[string]gleaner.TrialBrief{}
 	for _, b := range status.Trials {
 		if b.WorkflowID != "" && !listed[b.WorkflowID] {
 			all = append(all, b.WorkflowID)
 			open[b.WorkflowID] = true
+			unlisted[b.WorkflowID] = b
 		}
 	}
 	var ask []string
@@ -190,7 +195,11 @@ func (f *TrialFollower) readWorkflows(ctx context.Context, status gleaner.Campai
 		}
 	}
 	got, err := readAll(ctx, ask, func(ctx context.Context, id string) (gleaner.TrialStatus, error) {
-		return f.c.trialStatus(ctx, id, open[id])
+		t, err := f.c.trialStatus(ctx, id, open[id])
+		if b, ok := unlisted[id]; ok && errors.Is(err, ErrNotFound) {
+			return gleaner.TrialStatus{TrialID: b.TrialID, Stage: b.Stage, TrialProgress: gleaner.TrialProgress{State: b.State}}, nil
+		}
+		return t, err
 	})
 	st.Queries += len(ask)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	enumspb "go.temporal.io/api/enums/v1"
+
 	"github.com/gleaner-hpc/gleaner"
 )
 
@@ -29,6 +31,9 @@ type TrialFollower struct {
 	chunks map[string][]gleaner.TrialStatus
 	// closed are the trials whose workflow has closed, by workflow id.
 	closed map[string]gleaner.TrialStatus
+	// final is the list read once the campaign's workflow had closed:
+	// nothing changes any more.
+	final *TrialList
 }
 
 // FollowTrials returns a TrialFollower of campaign name.
@@ -50,7 +55,8 @@ func (s FollowStats) Calls() int { return s.Lists + s.Queries + s.Results + s.Pr
 
 // Read is every trial of the campaign, by trial id, each in the state its
 // campaign classifies it (as TrialsView), with the campaign's status and
-// spec, and the calls it took.
+// spec, and the calls it took. Once a read found the campaign's workflow
+// closed, later reads answer what it read and call nothing.
 func (f *TrialFollower) Read(ctx context.Context) (TrialList, FollowStats, error) {
 	var st FollowStats
 	if f.spec == nil {
@@ -61,10 +67,23 @@ func (f *TrialFollower) Read(ctx context.Context) (TrialList, FollowStats, error
 		f.spec = &spec
 		st.Results++
 	}
+	if f.final != nil {
+		return *f.final, st, nil
+	}
 	status, err := f.c.Status(ctx, f.name)
 	st.Queries++
 	if err != nil {
 		return TrialList{}, st, err
+	}
+	// An ended campaign's workflow that has closed changes no more: this
+	// read is the last that asks the server anything (a query of a
+	// closed workflow replays its history on a worker).
+	closed := false
+	switch status.State {
+	case gleaner.CampaignCompleted, gleaner.CampaignStopped, gleaner.CampaignFailed:
+		d, err := f.c.describe(ctx, f.name)
+		st.Queries++
+		closed = err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 	}
 	var trials []gleaner.TrialStatus
 	if f.spec.Trial.Inline {
@@ -77,7 +96,11 @@ func (f *TrialFollower) Read(ctx context.Context) (TrialList, FollowStats, error
 	}
 	slices.SortFunc(trials, byTrialID)
 	ClassifyTrials(trials, status)
-	return TrialList{Trials: trials, Spec: *f.spec, Status: &status}, st, nil
+	l := TrialList{Trials: trials, Spec: *f.spec, Status: &status}
+	if closed {
+		f.final = &l
+	}
+	return l, st, nil
 }
 
 func (f *TrialFollower) readInline(ctx context.Context, st *FollowStats) ([]gleaner.TrialStatus, error) {

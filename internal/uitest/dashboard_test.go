@@ -33,18 +33,7 @@ import (
 // on the pool's page the nodes and the trials that held them, the
 // allocation log, the throughput curves and the harvest figures.
 func TestDashboardOnTheDemo(t *testing.T) {
-	chromium := findChromium()
-	if chromium == "" {
-		if ci() {
-			t.Fatalf("CI=true but no chromium (apt-get install chromium, or set %s)", EnvChromium)
-		}
-		t.Skipf("skipping: no chromium on PATH (apt-get install chromium, or set %s)", EnvChromium)
-	}
-	cli := testenv.SkipIfNoCLI(t)
-	bin := filepath.Join(t.TempDir(), "gleaner")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/gleaner-hpc/gleaner/cmd/gleaner").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	chromium, cli, bin := demoTools(t)
 	work, state := t.TempDir(), t.TempDir()
 	dash := startDemo(t, bin, work, cli, state)
 	t.Logf("dashboard at %s", dash)
@@ -223,18 +212,7 @@ trial: {grace_period: 10s}
 // An ASHA campaign on the demo: its learning curves show the rungs, and
 // its trials their stages, in the table and in the curves' view.
 func TestDashboardShowsRungs(t *testing.T) {
-	chromium := findChromium()
-	if chromium == "" {
-		if ci() {
-			t.Fatalf("CI=true but no chromium (apt-get install chromium, or set %s)", EnvChromium)
-		}
-		t.Skipf("skipping: no chromium on PATH (apt-get install chromium, or set %s)", EnvChromium)
-	}
-	cli := testenv.SkipIfNoCLI(t)
-	bin := filepath.Join(t.TempDir(), "gleaner")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/gleaner-hpc/gleaner/cmd/gleaner").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	chromium, cli, bin := demoTools(t)
 	work, state := t.TempDir(), t.TempDir()
 	spec := filepath.Join(work, "asha.yaml")
 	if err := os.WriteFile(spec, []byte(ashaSpec), 0o644); err != nil {
@@ -285,6 +263,24 @@ func TestDashboardShowsRungs(t *testing.T) {
 	if os.Getenv(EnvScreenshot) == "1" {
 		writePNG(t, filepath.Join("..", "..", "docs", "dashboard-asha.png"), b.screenshot())
 	}
+}
+
+// demoTools are what a test of the demo in a browser needs: Chromium, the
+// temporal CLI and a gleaner binary built from this checkout.
+func demoTools(t *testing.T) (chromium, cli, bin string) {
+	t.Helper()
+	if chromium = findChromium(); chromium == "" {
+		if ci() {
+			t.Fatalf("CI=true but no chromium (apt-get install chromium, or set %s)", EnvChromium)
+		}
+		t.Skipf("skipping: no chromium on PATH (apt-get install chromium, or set %s)", EnvChromium)
+	}
+	cli = testenv.SkipIfNoCLI(t)
+	bin = filepath.Join(t.TempDir(), "gleaner")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/gleaner-hpc/gleaner/cmd/gleaner").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return chromium, cli, bin
 }
 
 // startDemo runs `gleaner dev` in dir, each port free, and returns the

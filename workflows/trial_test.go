@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	enumspb "go.temporal.io/api/enums/v1"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -188,7 +189,10 @@ func TestAFinishedTrialReleasesItsNodesByDeregistering(t *testing.T) {
 
 		require.Equal(t, TrialCompleted, e.result(t).State)
 		require.Equal(t, tc.want, e.poolSigs, "none awaited: %v", tc.noneAwaited)
-		require.True(t, e.reports[len(e.reports)-1].Final)
+		// One final report (the test environment may record a progress
+		// report sent in the same workflow task after it).
+		finals := slices.DeleteFunc(slices.Clone(e.reports), func(r TrialReport) bool { return !r.Final })
+		require.Len(t, finals, 1)
 	}
 }
 

@@ -41,7 +41,11 @@ type algorithm struct {
 	// sampler names the sampler a stopping searcher's settings choose
 	// (its section may be set too); nil for the others.
 	sampler func(Settings) string
-	new     func(cfg Config) (Searcher, error)
+	// vector: the searcher takes several objectives and constraints
+	// (Config.MultiObjective); those that model results implement
+	// VectorSearcher, the others ignore results.
+	vector bool
+	new    func(cfg Config) (Searcher, error)
 }
 
 // validator is an algorithm's settings section.

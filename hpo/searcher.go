@@ -151,8 +151,17 @@ type Config struct {
 	MaxTrials int `json:"max_trials"`
 	// MaxConcurrent bounds the trials created but not yet ended.
 	MaxConcurrent int `json:"max_concurrent"`
-	// Mode is "min" or "max": the direction of the objective metric.
+	// Mode is "min" or "max": the direction of the objective metric (of
+	// the first objective when there are several).
 	Mode string `json:"mode"`
+	// Objectives, when set, are the search's objectives in order (the
+	// first one's mode is Mode). With more than one, or with Constraints,
+	// only the algorithms VectorAlgorithms lists may search, and "best"
+	// is the Pareto front (Front).
+	Objectives []Objective `json:"objectives,omitempty"`
+	// Constraints bound reported metrics: a feasible trial dominates every
+	// infeasible one; among infeasible ones the least total violation wins.
+	Constraints []Constraint `json:"constraints,omitempty"`
 	// Settings holds the algorithm's own settings section, if any.
 	Settings Settings `json:"settings"`
 	// Points are tried first, in order, before the algorithm proposes
@@ -205,7 +214,7 @@ func (c Config) Validate() error {
 	case c.Mode != "min" && c.Mode != "max":
 		return fmt.Errorf("mode: %q is not one of min, max", c.Mode)
 	}
-	return c.Space.Validate()
+	return c.validateObjectives()
 }
 
 // NewSearcher returns a fresh searcher for cfg.

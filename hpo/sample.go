@@ -11,11 +11,16 @@ import (
 // max] (log-uniform when log: a log-uniform real on [lo−½, hi+½] rounded,
 // as Optuna does, so every integer has mass proportional to its share of
 // the log range), choices uniform, architectures as their space samples
-// them (Architectures.Sample). The space must be valid.
+// them (Architectures.Sample). A conditional parameter is drawn only when
+// active given its parent, drawn before it, and is absent otherwise; an
+// unconditional space draws every parameter, in space order. The space
+// must be valid.
 func (s Space) Sample(rng *rand.Rand) Params {
 	p := make(Params, len(s))
-	for _, d := range s {
-		p[d.Name] = d.sample(rng)
+	for i, d := range s {
+		if d.When == nil || s.IsActive(i, p) {
+			p[d.Name] = d.sample(rng)
+		}
 	}
 	return p
 }
@@ -76,13 +81,25 @@ func (d Param) mustArchitectures() Architectures {
 // bookkeeping and the leaderboard compare). A valid but non-canonical one
 // (an enqueued point written by hand) is rejected with its canonical form
 // to write instead.
+//
+// In a conditional space p has exactly the parameters active in it
+// (Space.Active): an inactive one with a value, or a name that is not the
+// space's, is an error naming it, as is an active one missing.
 func (s Space) Contains(p Params) error {
-	if len(p) != len(s) {
+	if !s.Conditional() && len(p) != len(s) {
 		return fmt.Errorf("params: %d values for %d parameters", len(p), len(s))
 	}
-	for _, d := range s {
+	active := s.Active(p)
+	for i, d := range s {
 		v, ok := p[d.Name]
-		if !ok {
+		switch {
+		case !active[i] && ok:
+			return fmt.Errorf("params: %q has a value, but is inactive (active when %s)", d.Name, d.When)
+		case !active[i]:
+			continue
+		case !ok && d.When != nil:
+			return fmt.Errorf("params: %q missing (active, as %s)", d.Name, d.When)
+		case !ok:
 			return fmt.Errorf("params: %q missing", d.Name)
 		}
 		switch d.Type {
@@ -101,6 +118,11 @@ func (s Space) Contains(p Params) error {
 			if d.Type == ParamInt && v.Num != math.Trunc(v.Num) {
 				return fmt.Errorf("params: %q = %v is not an integer", d.Name, v)
 			}
+		}
+	}
+	for _, n := range p.Names() {
+		if s.Conditional() && s.Index(n) < 0 {
+			return fmt.Errorf("params: %q is not a parameter of the space", n)
 		}
 	}
 	return nil

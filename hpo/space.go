@@ -28,6 +28,9 @@ type Param struct {
 	Choices []string  `json:"choices,omitempty"`
 	// Architecture defines the space of a ParamArch dimension.
 	Architecture *ArchSpec `json:"architecture,omitempty"`
+	// When makes the parameter conditional: active only when its parent
+	// has one of the condition's values (Condition); nil, always active.
+	When *Condition `json:"when,omitempty"`
 }
 
 // Space is an ordered list of dimensions.
@@ -36,6 +39,12 @@ type Space []Param
 // Validate checks the space; errors name the parameter and the field.
 func (s Space) Validate() error {
 	seen := map[string]bool{}
+	index := make(map[string]int, len(s)) // first definitions, for conditions
+	for i, p := range s {
+		if _, ok := index[p.Name]; !ok {
+			index[p.Name] = i
+		}
+	}
 	for i, p := range s {
 		if p.Name == "" {
 			return fmt.Errorf("space[%d].name: empty", i)
@@ -66,12 +75,16 @@ func (s Space) Validate() error {
 			if err := p.validateArch(); err != nil {
 				return err
 			}
-			continue
 		default:
 			return fmt.Errorf("space: parameter %q: type %q is not one of float, int, choice, architecture", p.Name, p.Type)
 		}
-		if p.Architecture != nil {
+		if p.Architecture != nil && p.Type != ParamArch {
 			return fmt.Errorf("space: parameter %q: architecture: only a parameter of type architecture has one", p.Name)
+		}
+		if p.When != nil {
+			if err := s.validateWhen(i, index); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -15,4 +15,10 @@ package hpo
 //
 // Revision 1 decides exactly as revision 0, the rules of campaigns
 // created before revisions were recorded.
-const Revision = 1
+//
+// Revision 2 (revisionJointHeight): multivariate TPE scores its joint l
+// and g as Optuna 3.1's TPESampler(multivariate=True) does, a float's
+// kernel by its height (no 1/σ), and counts in Scott's bandwidth only the
+// parameters with more than one value (jointMixture, parzen.go).
+// Independent TPE and every other searcher decide as in revision 1.
+const Revision = 2

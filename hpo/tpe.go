@@ -102,6 +102,7 @@ type tpeScratch struct {
 func newTPE(cfg Config) *tpe {
 	pcg := newPCG(cfg.Seed)
 	t := &tpe{cfg: cfg, set: cfg.Settings.TPE.params(), pcg: pcg, rng: rand.New(pcg)}
+	t.set.jointHeight = cfg.Revision >= revisionJointHeight
 	for _, p := range cfg.Space {
 		t.dims = append(t.dims, newDim(p))
 	}
@@ -331,8 +332,30 @@ func (t *tpe) fitChoice(d int) {
 	s.pg = choiceProbs(s.counts, wg, len(s.wg)-len(s.below)+len(s.liars), t.set.priorWeight, s.pg)
 }
 
-// proposeJoint is multivariate TPE's row.
+// proposeJoint is multivariate TPE's row: of n_ei_candidates drawn from
+// the joint l, the one of highest l/g.
 func (t *tpe) proposeJoint() []float64 {
+	s := &t.scr
+	nd := len(t.dims)
+	t.fitJoint()
+	u, x, best := make([]float64, nd), make([]float64, nd), make([]float64, nd)
+	var bestScore float64
+	for c := range t.set.nCandidates {
+		s.jl.sample(t.rng, u)
+		for d, dm := range t.dims {
+			x[d] = dm.fromUnit(u[d])
+			u[d] = dm.toUnit(x[d])
+		}
+		if score := s.jl.logDensity(u) - s.jg.logDensity(u); c == 0 || score > bestScore {
+			copy(best, x)
+			bestScore = score
+		}
+	}
+	return best
+}
+
+// fitJoint fits scr.jl and scr.jg to the observations split divided.
+func (t *tpe) fitJoint() {
 	s := &t.scr
 	nd := len(t.dims)
 	s.colsL, s.colsG = resizeRows(s.colsL, nd), resizeRows(s.colsG, nd)
@@ -361,21 +384,6 @@ func (t *tpe) proposeJoint() []float64 {
 	s.wgJoint = append(s.wgJoint, s.wLiar...)
 	s.jl.fit(t.dims, s.colsL, s.wl, t.set)
 	s.jg.fit(t.dims, s.colsG, s.wgJoint, t.set)
-
-	u, x, best := make([]float64, nd), make([]float64, nd), make([]float64, nd)
-	var bestScore float64
-	for c := range t.set.nCandidates {
-		s.jl.sample(t.rng, u)
-		for d, dm := range t.dims {
-			x[d] = dm.fromUnit(u[d])
-			u[d] = dm.toUnit(x[d])
-		}
-		if score := s.jl.logDensity(u) - s.jg.logDensity(u); c == 0 || score > bestScore {
-			copy(best, x)
-			bestScore = score
-		}
-	}
-	return best
 }
 
 // params is a row as Params, its architectures left out.

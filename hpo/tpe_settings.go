@@ -74,6 +74,9 @@ type tpeParams struct {
 	nStartup, nCandidates, gammaMax, maxObs  int
 	gamma, priorWeight                       float64
 	magicClip, endpoints, multivariate, liar bool
+	// jointHeight: the multivariate estimator scores as Optuna 3.1's
+	// (Config.Revision ≥ revisionJointHeight; jointMixture says how).
+	jointHeight bool
 }
 
 func (s *TPESettings) params() tpeParams {

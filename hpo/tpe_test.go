@@ -232,23 +232,18 @@ func TestTPEObservations(t *testing.T) {
 	}
 }
 
-// Independent TPE's l and g against Optuna 3.1's, frozen: TPESampler(
-// constant_liar=True)'s split and _ParzenEstimator.log_pdf on the same 30
-// finished trials and 2 running (/usr/bin/python3, python3-optuna 3.1.0),
-// at a few points of each parameter: a float, a log float (kernels scored
-// by height, Optuna 3.1's float value), a linear int (cell masses), a log
-// int (a float to Optuna) and a choice. The ints are distinct so that
-// numpy's order among equal centres cannot matter; 29 trials in g put the
-// oldest on default_weights' ramp.
-func TestTPEModelsAsOptuna31(t *testing.T) {
-	space := Space{
+// optuna31Trials are the trials both Optuna 3.1 oracles below were
+// computed on: 30 finished (x, lr, k, h, opt; their metrics) and 2
+// running.
+func optuna31Trials() (space Space, rows [][]float64, metrics []float64, running [][]float64) {
+	space = Space{
 		{Name: "x", Type: ParamFloat, Min: -5, Max: 10},
 		{Name: "lr", Type: ParamFloat, Min: 1e-5, Max: 1, Log: true},
 		{Name: "k", Type: ParamInt, Min: 1, Max: 100},
 		{Name: "h", Type: ParamInt, Min: 1, Max: 2000, Log: true},
 		{Name: "opt", Type: ParamChoice, Choices: []string{"a", "b", "c", "d"}},
 	}
-	rows := [][]float64{ // x, lr, k, h, opt; metric
+	rows = [][]float64{ // x, lr, k, h, opt; metric
 		{8.852, 0.000643, 42, 594, 1}, {6.916, 0.0313, 20, 859, 1}, {-3.772, 0.000317, 51, 296, 3},
 		{8.127, 0.0444, 84, 1108, 2}, {4.134, 2.32e-05, 7, 242, 3}, {-2.526, 0.000513, 10, 1170, 3},
 		{1.325, 0.646, 69, 632, 0}, {6.469, 0.00733, 13, 1148, 2}, {0.102, 0.000563, 47, 1672, 3},
@@ -260,10 +255,23 @@ func TestTPEModelsAsOptuna31(t *testing.T) {
 		{4.147, 0.000392, 16, 1017, 1}, {5.357, 0.00378, 29, 1394, 0}, {1.85, 0.226, 78, 1089, 3},
 		{0.971, 0.000935, 98, 876, 3}, {4.514, 2.05e-05, 96, 1592, 0}, {9.77, 0.0016, 91, 644, 0},
 	}
-	metrics := []float64{3.401, 0.526, 0.002, 1.513, 1.015, 3.636, 0.255, 8.743, 6.141, 1.486,
+	metrics = []float64{3.401, 0.526, 0.002, 1.513, 1.015, 3.636, 0.255, 8.743, 6.141, 1.486,
 		2.523, 3.474, 3.642, 1.228, 8.489, 9.931, 4.66, 4.838, 0.859, 1.022,
 		3.426, 2.648, 8.289, 1.614, 0.231, 9.51, 5.283, 1.466, 5.432, 0.27}
-	running := [][]float64{{2.922, 0.781, 6, 954, 0}, {5.443, 0.000202, 18, 1200, 2}}
+	running = [][]float64{{2.922, 0.781, 6, 954, 0}, {5.443, 0.000202, 18, 1200, 2}}
+	return space, rows, metrics, running
+}
+
+// Independent TPE's l and g against Optuna 3.1's, frozen: TPESampler(
+// constant_liar=True)'s split and _ParzenEstimator.log_pdf on the same 30
+// finished trials and 2 running (/usr/bin/python3, python3-optuna 3.1.0),
+// at a few points of each parameter: a float, a log float (kernels scored
+// by height, Optuna 3.1's float value), a linear int (cell masses), a log
+// int (a float to Optuna) and a choice. The ints are distinct so that
+// numpy's order among equal centres cannot matter; 29 trials in g put the
+// oldest on default_weights' ramp.
+func TestTPEModelsAsOptuna31(t *testing.T) {
+	space, rows, metrics, running := optuna31Trials()
 	want := []struct{ at, logL, logG []float64 }{
 		{[]float64{-5, -1.5, 0.25, 4, 9.99},
 			[]float64{-0.800739968159694, -0.649664926535163, -0.616083980304965, -0.660387048311029, -1.28220711264813},

@@ -34,6 +34,18 @@ type CampaignSpec struct {
 	Search SearchSpec `json:"search,omitempty"`
 	// Objective is the metric to optimise.
 	Objective ObjectiveSpec `json:"objective"`
+	// Objectives, instead of Objective, are two or more metrics to
+	// optimise at once: "best" is then the Pareto front
+	// (spec_objectives.go, docs/campaign-spec.md).
+	Objectives []ObjectiveSpec `json:"objectives,omitempty"`
+	// Constraints bound reported metrics: a trial that breaks one, or
+	// never reports it, is infeasible, and every feasible trial ranks
+	// above it.
+	Constraints []hpo.Constraint `json:"constraints,omitempty"`
+	// ReferencePoint is where the Pareto front's hypervolume is measured
+	// from: one value per objective, in its own units (default: derived
+	// from the front, and said so).
+	ReferencePoint []float64 `json:"reference_point,omitempty"`
 	// Budget bounds the campaign.
 	Budget Budget `json:"budget"`
 	// Resources bounds every trial's node count.
@@ -180,9 +192,7 @@ func (s CampaignSpec) WithDefaults() CampaignSpec {
 	if s.Search.Seed == 0 {
 		s.Search.Seed = 1
 	}
-	if s.Objective.Mode == "" {
-		s.Objective.Mode = "min"
-	}
+	s.objectiveDefaults()
 	if s.Budget.MaxConcurrent == 0 {
 		s.Budget.MaxConcurrent = 8
 	}
@@ -224,10 +234,11 @@ func (s CampaignSpec) Validate() error {
 		return fmt.Errorf("kind: %q is not one of hpo, nas", s.Kind)
 	case len(s.Command) == 0 || s.Command[0] == "":
 		return fmt.Errorf("command: empty")
-	case s.Objective.Metric == "":
-		return fmt.Errorf("objective.metric: empty")
-	case s.Objective.Mode != "min" && s.Objective.Mode != "max":
-		return fmt.Errorf("objective.mode: %q is not one of min, max", s.Objective.Mode)
+	}
+	if err := s.validateObjectives(); err != nil {
+		return err
+	}
+	switch {
 	case s.Budget.MaxTrials < 1:
 		return fmt.Errorf("budget.max_trials: %d must be at least 1", s.Budget.MaxTrials)
 	case s.Budget.MaxConcurrent < 1:
@@ -278,6 +289,9 @@ func (s CampaignSpec) Validate() error {
 	if !slices.Contains(hpo.Algorithms(), s.Search.Algorithm) {
 		return fmt.Errorf("search.algorithm: %q is not one of %s", s.Search.Algorithm, strings.Join(hpo.Algorithms(), ", "))
 	}
+	if err := s.validateSearchObjectives(); err != nil {
+		return err
+	}
 	// Building the searcher checks what only its constructor can (a grid
 	// cannot enumerate an architecture parameter), so a spec that
 	// validates also starts.
@@ -289,6 +303,7 @@ func (s CampaignSpec) Validate() error {
 func (s CampaignSpec) SearchConfig() hpo.Config {
 	return hpo.Config{
 		Algorithm: s.Search.Algorithm, Space: s.Space, Seed: s.Search.Seed, Settings: s.Search.Settings, Points: s.Search.Points,
-		MaxTrials: s.Budget.MaxTrials, MaxConcurrent: s.Budget.MaxConcurrent, Mode: s.Objective.Mode,
+		MaxTrials: s.Budget.MaxTrials, MaxConcurrent: s.Budget.MaxConcurrent, Mode: s.PrimaryObjective().Mode,
+		Objectives: s.searchObjectives(), Constraints: s.Constraints,
 	}
 }

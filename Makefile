@@ -65,7 +65,7 @@ DEVSERVER_DB ?= $(GLEANER_STATE)/dev/temporal.db
 DEVSERVER_PORT ?= 7233
 DEVSERVER_UI_PORT ?= 8233
 GLEANER_SEARCH_ATTRIBUTES := GleanerCampaign=Keyword GleanerKind=Keyword GleanerStatus=Keyword \
-	GleanerBestScore=Double GleanerTrialsDone=Int GleanerTrialsRunning=Int GleanerTrial=Keyword GleanerPool=Keyword
+	GleanerBestScore=Double GleanerHypervolume=Double GleanerTrialsDone=Int GleanerTrialsRunning=Int GleanerTrial=Keyword GleanerPool=Keyword
 devserver: temporal
 	@mkdir -p $(dir $(DEVSERVER_DB))
 	@[ -e $(DEVSERVER_DB) ] || touch $(DEVSERVER_DB).one-partition

@@ -74,6 +74,18 @@ type LeaderboardEntry struct {
 	// Stage is the searcher's label for the trial's latest segment (a
 	// rung, a generation); empty for searchers without stages.
 	Stage string `json:"stage,omitempty"`
+	// Values, Constraints, Infeasible and Rank are set in a campaign of
+	// several objectives or with constraints (CampaignSpec.MultiObjective;
+	// pareto_view.go), whose Score and Latest are then Values[0].
+	// Values are the trial's objectives' values in the campaign's order;
+	// Constraints its constrained metrics' values from the same report
+	// (a metric it did not report is absent); Infeasible that one of
+	// them breaks its bound or is absent; Rank its non-dominated rank
+	// among the trials the leaderboard holds (1: no other dominates it).
+	Values      []float64          `json:"values,omitempty"`
+	Constraints map[string]float64 `json:"constraints,omitempty"`
+	Infeasible  bool               `json:"infeasible,omitempty"`
+	Rank        int                `json:"rank,omitempty"`
 }
 
 // CampaignStatus answers QueryStatus on a CampaignWorkflow and is what the
@@ -109,6 +121,13 @@ type CampaignStatus struct {
 	Objective string            `json:"objective"`
 	Mode      string            `json:"mode"`
 	Best      *LeaderboardEntry `json:"best,omitempty"`
+	// Objectives and Constraints are a campaign's objectives and
+	// constraints when it has several objectives or any constraint
+	// (Objective and Mode are then the first objective's); its best is
+	// then Pareto, and Best is nil.
+	Objectives  []hpo.Objective  `json:"objectives,omitempty"`
+	Constraints []hpo.Constraint `json:"constraints,omitempty"`
+	Pareto      *ParetoFront     `json:"pareto,omitempty"`
 	// Runs counts continue-as-new.
 	Runs int `json:"runs"`
 	// WarmStarted counts the earlier campaigns' trials the searcher
@@ -137,6 +156,9 @@ type CampaignResult struct {
 	Reason   string        `json:"reason,omitempty"`
 	CampaignCounts
 	Best *LeaderboardEntry `json:"best,omitempty"`
+	// Pareto is the front of a campaign of several objectives or with
+	// constraints (CampaignStatus.Pareto).
+	Pareto *ParetoFront `json:"pareto,omitempty"`
 	// Leaderboard is the top 10.
 	Leaderboard []LeaderboardEntry `json:"leaderboard"`
 	// Warnings are CampaignStatus.Warnings at the end.

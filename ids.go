@@ -105,6 +105,11 @@ const (
 	// SearchAttrBestScore (Double) is the campaign's best objective value
 	// so far.
 	SearchAttrBestScore = "GleanerBestScore"
+	// SearchAttrHypervolume (Double) is the hypervolume of the Pareto
+	// front of a campaign of several objectives or with constraints
+	// (ParetoFront.Hypervolume), which sets it instead of
+	// SearchAttrBestScore.
+	SearchAttrHypervolume = "GleanerHypervolume"
 	// SearchAttrTrialsDone (Int) counts the campaign's trials that have
 	// ended (completed, stopped or failed).
 	SearchAttrTrialsDone = "GleanerTrialsDone"

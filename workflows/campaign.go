@@ -54,6 +54,9 @@ type campaign struct {
 	// by their latest value and takes the leaderboard's first as its
 	// best, as it did then (its search attribute upserts depend on it).
 	legacyBest bool
+	// multi is set in a campaign of several objectives or with
+	// constraints (campaign_pareto.go).
+	multi *multiGoals
 }
 
 // searchRevision is the revision of the searchers' rules (hpo.Revision) a
@@ -81,7 +84,7 @@ func newCampaign(ctx workflow.Context, in CampaignInput) (*campaign, error) {
 	cfg := spec.SearchConfig()
 	c := &campaign{
 		in: in, spec: spec, wfID: workflow.GetInfo(ctx).WorkflowExecution.ID,
-		threshold: in.HistoryThreshold, logger: workflow.GetLogger(ctx),
+		threshold: in.HistoryThreshold, logger: workflow.GetLogger(ctx), multi: newMultiGoals(spec),
 	}
 	if c.threshold <= 0 {
 		c.threshold = DefaultCampaignHistoryThreshold
@@ -132,7 +135,7 @@ func (c *campaign) warmStart(ctx workflow.Context) ([]hpo.Observation, error) {
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{ErrTypeInvalidSpec}},
 	})
 	var res WarmStartResult
-	in := WarmStartInput{Campaigns: c.spec.Search.WarmStart, Metric: c.spec.Objective.Metric, Space: c.spec.Space}
+	in := WarmStartInput{Campaigns: c.spec.Search.WarmStart, Metric: c.spec.PrimaryObjective().Metric, Space: c.spec.Space}
 	if err := workflow.ExecuteActivity(actx, WarmStartActivityName, in).Get(ctx, &res); err != nil {
 		var app *temporal.ApplicationError
 		if errors.As(err, &app) && app.Type() == ErrTypeInvalidSpec {
@@ -288,7 +291,7 @@ func (c *campaign) result() CampaignResult {
 		lb = lb[:resultLeaderboardN]
 	}
 	return CampaignResult{Campaign: c.spec.Name, State: c.phase(), Reason: c.st.Reason,
-		CampaignCounts: c.st.Counts, Best: c.best(), Leaderboard: lb, Warnings: c.warnings()}
+		CampaignCounts: c.st.Counts, Best: c.best(), Pareto: c.paretoView(), Leaderboard: lb, Warnings: c.warnings()}
 }
 
 // archParam is the space's first architecture parameter, or "".

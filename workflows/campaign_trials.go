@@ -80,7 +80,7 @@ func (c *campaign) park(p ParkedTrial) {
 	if len(c.st.Parked) <= MaxParked {
 		return
 	}
-	max := c.spec.Objective.Mode == "max"
+	max := c.spec.PrimaryObjective().Mode == "max"
 	worst := 0
 	for i, q := range c.st.Parked {
 		w := c.st.Parked[worst]
@@ -130,7 +130,7 @@ func (c *campaign) startTrial(ctx workflow.Context, pt PendingTrial) {
 		TrialID: t.TrialID, Number: n, CampaignID: s.Name, CampaignWorkflowID: c.wfID, Pool: s.Pool,
 		Params: cr.Params, Command: s.Command, WorkDir: s.WorkDir, Env: s.Env,
 		MinNodes: s.Resources.MinNodes, MaxNodes: s.Resources.MaxNodes, NodeType: s.Resources.NodeType,
-		ObjectiveMetric: s.Objective.Metric, GracePeriod: s.Trial.GracePeriod.Std(), MaxRestarts: s.Trial.MaxRestarts,
+		ObjectiveMetric: s.PrimaryObjective().Metric, GracePeriod: s.Trial.GracePeriod.Std(), MaxRestarts: s.Trial.MaxRestarts,
 		RescaleUpCost: s.Trial.RescaleUpCost.Std(), RescaleDownCost: s.Trial.RescaleDownCost.Std(),
 		Budget: cr.Budget, Stage: cr.Stage, From: cr.From, FromProgress: cr.FromProgress, ArchParam: archParam(s.Space), Weight: s.Resources.Weight,
 		Model: s.Resources.Model, Batch: s.Resources.Batch,
@@ -235,6 +235,10 @@ func (c *campaign) handleReport(ctx workflow.Context, r TrialReport) {
 	if r.State != "" && !r.State.Terminal() {
 		t.State = r.State
 	}
+	if c.multi != nil {
+		c.reportMulti(ctx, t, r)
+		return
+	}
 	if score, ok := c.score(r); ok {
 		state := r.State
 		if state == "" || state.Terminal() {
@@ -274,6 +278,10 @@ func (c *campaign) endTrial(ctx workflow.Context, workflowID string, r TrialRepo
 		} else {
 			c.st.Counts.Completed++
 		}
+		if c.multi != nil {
+			acts = c.finishMulti(t, r, outcome)
+			break
+		}
 		metric := math.NaN()
 		if ok {
 			metric = score
@@ -296,6 +304,9 @@ func (c *campaign) endTrial(ctx workflow.Context, workflowID string, r TrialRepo
 		c.st.Counts.Failed++
 		if b := c.st.Best; b != nil && b.TrialID == t.TrialID {
 			b.State = TrialFailed // the best stays: it was reported
+		}
+		if c.multi != nil {
+			c.frontState(t.TrialID, TrialFailed)
 		}
 		if j := c.ranked(t.TrialID); j >= 0 {
 			c.st.Leaderboard = append(c.st.Leaderboard[:j], c.st.Leaderboard[j+1:]...)
@@ -322,12 +333,19 @@ func (c *campaign) missedObjective(t InFlightTrial, r TrialReport) {
 	c.st.Missed.add(t.TrialID, r.Metrics)
 	if c.st.Counts.ObjectiveMissing == 1 {
 		c.logger.Warn("a trial finished without reporting the objective metric", "trial", t.TrialID,
-			"objective", c.spec.Objective.Metric, "warning", c.warnings()[0])
+			"objective", c.spec.PrimaryObjective().Metric, "warning", c.warnings()[0])
 	}
 }
 
 // warnings are the campaign's warnings for a person (CampaignStatus.Warnings).
 func (c *campaign) warnings() []string {
+	if c.multi != nil {
+		if w := missedObjectivesWarning(c.multi.objectives, c.st.Missed, c.st.Counts.ObjectiveMissing,
+			c.st.Counts.Completed+c.st.Counts.Stopped); w != "" {
+			return []string{w}
+		}
+		return nil
+	}
 	if w := missedObjectiveWarning(c.spec.Objective.Metric, c.st.Missed, c.st.Counts.ObjectiveMissing,
 		c.st.Counts.Completed+c.st.Counts.Stopped); w != "" {
 		return []string{w}

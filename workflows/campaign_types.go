@@ -108,6 +108,12 @@ type CampaignState struct {
 	// trial parked at it has finished its search, one parked below it is
 	// stopped at its rung once the searcher will not continue it.
 	TopBudget float64 `json:"top_budget,omitempty"`
+	// Front is the Pareto front of a campaign of several objectives or
+	// with constraints (campaign_pareto.go), at most
+	// gleaner.MaxParetoFront entries; FrontThinned counts those dropped
+	// beyond, the most crowded first.
+	Front        []LeaderboardEntry `json:"front,omitempty"`
+	FrontThinned int                `json:"front_thinned,omitempty"`
 }
 
 // MaxParked bounds the trials a campaign keeps ready to continue (a
@@ -180,6 +186,10 @@ type InFlightTrial struct {
 	// State is the trial's own state as it last told the campaign
 	// (pending until it does); TrialBrief says what a person is shown.
 	State TrialState `json:"state,omitempty"`
+	// Values and Constraints are the latest complete result it reported
+	// in a campaign of several objectives or with constraints.
+	Values      []float64          `json:"values,omitempty"`
+	Constraints map[string]float64 `json:"constraints,omitempty"`
 }
 
 // Application error types of CampaignWorkflow.

@@ -16,6 +16,8 @@ type searchAttrValues struct {
 	status         string
 	best           float64
 	hasBest        bool
+	hv             float64
+	hasHV          bool
 	ended, running int64
 }
 
@@ -25,6 +27,9 @@ func (c *campaign) publish(ctx workflow.Context) {
 	now := searchAttrValues{status: string(c.phase()), ended: int64(c.st.Counts.Ended()), running: int64(len(c.st.InFlight))}
 	if b := c.bestKept(); b != nil {
 		now.best, now.hasBest = b.Score, true
+	}
+	if f := c.paretoView(); f != nil && f.ReferencePoint != nil {
+		now.hv, now.hasHV = f.Hypervolume, true
 	}
 	var ups []temporal.SearchAttributeUpdate
 	prev := c.sa
@@ -41,6 +46,9 @@ func (c *campaign) publish(ctx workflow.Context) {
 		}
 		if now.hasBest && (!prev.hasBest || now.best != prev.best) {
 			ups = append(ups, GleanerBestScore.ValueSet(now.best))
+		}
+		if now.hasHV && (!prev.hasHV || now.hv != prev.hv) {
+			ups = append(ups, GleanerHypervolume.ValueSet(now.hv))
 		}
 		if now.ended != prev.ended {
 			ups = append(ups, GleanerTrialsDone.ValueSet(now.ended))
@@ -78,6 +86,10 @@ func (c *campaign) details() string {
 		fmt.Fprintf(&b, "**Warning:** %s\n\n", escapeMarkdown(w))
 	}
 	lb := c.leaderboard()
+	if c.multi != nil {
+		c.detailsPareto(&b, s, lb)
+		return b.String()
+	}
 	if len(lb) == 0 {
 		b.WriteString("No trial has reported " + c.spec.Objective.Metric + " yet.\n")
 		return b.String()
@@ -104,8 +116,9 @@ var escapeMarkdown = strings.NewReplacer(`\`, `\\`, "_", `\_`, "*", `\*`, "`", "
 	"<", `\<`, "[", `\[`).Replace
 
 // capSnapshot drops the status's trial briefs, those of trials holding no
-// nodes (parked, stopped at their rung) first, then leaderboard entries,
-// worst first, until the snapshot's JSON is at most limit bytes (the
+// nodes (parked, stopped at their rung) first, then the Pareto front's
+// trials past the first ten, then leaderboard entries, worst first, then
+// the rest of the front, until the snapshot's JSON is at most limit bytes (the
 // counts stay whole). Only a client that cannot wait for the campaign
 // reads the snapshot; a query answers in full.
 func capSnapshot(s CampaignSnapshot, limit int) CampaignSnapshot {
@@ -140,8 +153,21 @@ func capSnapshot(s CampaignSnapshot, limit int) CampaignSnapshot {
 	if keep == 0 {
 		s.Status.Trials = nil
 	}
+	if f := s.Status.Pareto; f != nil && len(f.Trials) > 0 && jsonSize(s) > limit {
+		// The front's trials, past the first few, before the leaderboard.
+		p := *f
+		for len(p.Trials) > detailsLeaderboardN && jsonSize(s) > limit {
+			p.Trials = p.Trials[:max(detailsLeaderboardN, len(p.Trials)/2)]
+			s.Status.Pareto = &p
+		}
+	}
 	for len(s.Leaderboard) > 0 && jsonSize(s) > limit {
 		s.Leaderboard = s.Leaderboard[:len(s.Leaderboard)-1]
+	}
+	for f := s.Status.Pareto; f != nil && len(f.Trials) > 0 && jsonSize(s) > limit; f = s.Status.Pareto {
+		p := *f
+		p.Trials = p.Trials[:len(p.Trials)-1]
+		s.Status.Pareto = &p
 	}
 	return s
 }
@@ -260,6 +286,9 @@ func (c *campaign) bestIn(v trialView) *LeaderboardEntry {
 // bestKept is the best entry as the campaign keeps it, its state not
 // classified (the search attribute needs only its score).
 func (c *campaign) bestKept() *LeaderboardEntry {
+	if c.multi != nil {
+		return nil // its best is its front (paretoView)
+	}
 	if (c.st.Best == nil || c.legacyBest) && len(c.st.Leaderboard) > 0 {
 		return &c.st.Leaderboard[0] // a state from before Best was kept
 	}
@@ -289,6 +318,10 @@ func (c *campaign) status() CampaignStatus {
 	}
 	v := c.view()
 	s.Best = c.bestIn(v)
+	if c.multi != nil {
+		s.Objectives, s.Constraints, s.Pareto = c.multi.objectives, c.multi.constraints, c.pareto(v)
+		s.Objective, s.Mode = c.multi.objectives[0].Metric, c.multi.objectives[0].Mode
+	}
 	add := func(id, wfID string, own TrialState, stage string) {
 		st, stage := v.state(id, own, stage)
 		switch st {

@@ -25,6 +25,10 @@ var (
 	GleanerStatus = temporal.NewSearchAttributeKeyKeyword(gleaner.SearchAttrStatus)
 	// GleanerBestScore is the campaign's best objective value so far.
 	GleanerBestScore = temporal.NewSearchAttributeKeyFloat64(gleaner.SearchAttrBestScore)
+	// GleanerHypervolume is the Pareto front's hypervolume of a campaign
+	// of several objectives or with constraints (instead of
+	// GleanerBestScore).
+	GleanerHypervolume = temporal.NewSearchAttributeKeyFloat64(gleaner.SearchAttrHypervolume)
 	// GleanerTrialsDone counts the campaign's trials that have ended
 	// (completed, stopped or failed).
 	GleanerTrialsDone = temporal.NewSearchAttributeKeyInt64(gleaner.SearchAttrTrialsDone)
@@ -39,7 +43,7 @@ var (
 // SearchAttributes lists every key above, with its name and type
 // (GetName, GetValueType), for registering them with a namespace.
 var SearchAttributes = []temporal.SearchAttributeKey{
-	GleanerCampaign, GleanerKind, GleanerStatus, GleanerBestScore,
+	GleanerCampaign, GleanerKind, GleanerStatus, GleanerBestScore, GleanerHypervolume,
 	GleanerTrialsDone, GleanerTrialsRunning, GleanerTrial, GleanerPool,
 }
 

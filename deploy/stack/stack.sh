@@ -60,6 +60,7 @@ SEARCH_ATTRIBUTES=(
 	GleanerKind=Keyword
 	GleanerStatus=Keyword
 	GleanerBestScore=Double
+	GleanerHypervolume=Double
 	GleanerTrialsDone=Int
 	GleanerTrialsRunning=Int
 	GleanerTrial=Keyword

@@ -46,6 +46,7 @@ func DefaultSearchAttributes() map[string]string {
 		"GleanerKind":          "Keyword",
 		"GleanerStatus":        "Keyword",
 		"GleanerBestScore":     "Double",
+		"GleanerHypervolume":   "Double",
 		"GleanerTrialsDone":    "Int",
 		"GleanerTrialsRunning": "Int",
 		"GleanerTrial":         "Keyword",

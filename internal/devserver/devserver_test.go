@@ -22,7 +22,7 @@ import (
 func TestDefaultSearchAttributesParse(t *testing.T) {
 	want := map[string]string{
 		"GleanerCampaign": "Keyword", "GleanerKind": "Keyword", "GleanerStatus": "Keyword",
-		"GleanerBestScore": "Double", "GleanerTrialsDone": "Int", "GleanerTrialsRunning": "Int",
+		"GleanerBestScore": "Double", "GleanerHypervolume": "Double", "GleanerTrialsDone": "Int", "GleanerTrialsRunning": "Int",
 		"GleanerTrial": "Keyword", "GleanerPool": "Keyword",
 	}
 	got := devserver.DefaultSearchAttributes()

@@ -28,8 +28,18 @@ type CampaignSpec struct {
 	WorkDir string `json:"workdir,omitempty"`
 	// Env adds variables to the trainer's environment.
 	Env map[string]string `json:"env,omitempty"`
-	// Space is the search space.
+	// Space is the search space. A parameter with when is conditional
+	// (docs/campaign-spec.md).
 	Space hpo.Space `json:"space"`
+	// SpaceFile is a ConfigSpace JSON file (hpo.ReadConfigSpace) to read
+	// the space and its forbidden clauses from, instead of space and
+	// forbidden: a path relative to the spec's directory. LoadSpec reads
+	// it, on the client, and leaves the spec holding the space it read
+	// (SpaceFile then empty), so that workers never read the file.
+	SpaceFile string `json:"space_file,omitempty"`
+	// Forbidden are clauses ruling configurations of the space out
+	// (hpo.Forbidden): no trial is given one.
+	Forbidden []hpo.Forbidden `json:"forbidden,omitempty"`
 	// Search selects the algorithm.
 	Search SearchSpec `json:"search,omitempty"`
 	// Objective is the metric to optimise.
@@ -265,7 +275,7 @@ func (s CampaignSpec) Validate() error {
 		return fmt.Errorf("trial.inline: inline trials have a fixed size, but resources.min_nodes %d ≠ max_nodes %d",
 			s.Resources.MinNodes, s.Resources.MaxNodes)
 	}
-	if err := s.Space.Validate(); err != nil {
+	if err := s.validateSpace(); err != nil {
 		return err
 	}
 	arch := slices.ContainsFunc(s.Space, func(p hpo.Param) bool { return p.Type == hpo.ParamArch })
@@ -302,7 +312,7 @@ func (s CampaignSpec) Validate() error {
 // SearchConfig is the searcher's configuration the spec describes.
 func (s CampaignSpec) SearchConfig() hpo.Config {
 	return hpo.Config{
-		Algorithm: s.Search.Algorithm, Space: s.Space, Seed: s.Search.Seed, Settings: s.Search.Settings, Points: s.Search.Points,
+		Algorithm: s.Search.Algorithm, Space: s.Space, Forbidden: s.Forbidden, Seed: s.Search.Seed, Settings: s.Search.Settings, Points: s.Search.Points,
 		MaxTrials: s.Budget.MaxTrials, MaxConcurrent: s.Budget.MaxConcurrent, Mode: s.PrimaryObjective().Mode,
 		Objectives: s.searchObjectives(), Constraints: s.Constraints,
 	}

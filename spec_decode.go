@@ -160,7 +160,9 @@ func DecodeAndValidate(data []byte, format Format) (CampaignSpec, error) {
 }
 
 // LoadSpec reads and decodes the spec in path (see DecodeSpec), in the
-// format its extension names (FormatFromPath). Errors name the file. It
+// format its extension names (FormatFromPath), and reads its space_file,
+// relative to path's directory (CampaignSpec.ExpandSpaceFile). Errors name
+// the file. It
 // reads at most MaxSpecBytes+1 bytes: a larger file is a *DecodeError.
 func LoadSpec(path string) (CampaignSpec, error) {
 	return LoadSpecContext(context.Background(), path)
@@ -184,6 +186,9 @@ func LoadSpecContext(ctx context.Context, path string) (CampaignSpec, error) {
 			de.File = path
 			return CampaignSpec{}, de
 		}
+		return CampaignSpec{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if spec, err = spec.ExpandSpaceFile(filepath.Dir(path)); err != nil {
 		return CampaignSpec{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return spec, nil

@@ -1,6 +1,7 @@
 package hpo
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -266,4 +267,62 @@ func (s Space) SampleAllowed(rng *rand.Rand, forbidden []Forbidden) (Params, err
 		}
 	}
 	return p, fmt.Errorf("%w (%d draws)", ErrAllForbidden, maxForbiddenTries)
+}
+
+// supportsConditional reports whether algorithm name, with settings s,
+// handles conditional spaces and forbidden clauses: random, quasirandom,
+// grid, evolution and local search do, and a stopping searcher (median,
+// ASHA, Hyperband) whose sampler does, since it leaves parameters to its
+// sampler. The others (PBT, which perturbs every parameter of a member)
+// are refused a conditional space rather than handed params they would
+// mishandle.
+func supportsConditional(name string, s Settings) bool {
+	a, ok := lookup(name)
+	if !ok {
+		return false
+	}
+	if a.sampler != nil {
+		sampler := cmp.Or(a.sampler(s), AlgorithmRandom)
+		b, ok := lookup(sampler)
+		return ok && b.sampler == nil && b.conditional
+	}
+	return a.conditional
+}
+
+// validateConditional checks the forbidden clauses, that the algorithm
+// supports a conditional space or forbidden clauses when there are, and
+// that a configuration is allowed at all; errors name the field.
+func (c Config) validateConditional() error {
+	if err := ValidateForbidden(c.Space, c.Forbidden); err != nil {
+		return err
+	}
+	var what string
+	switch {
+	case c.Space.Conditional():
+		what = "a conditional space (a parameter with when)"
+	case len(c.Forbidden) > 0:
+		what = "forbidden clauses"
+	default:
+		return nil
+	}
+	if !supportsConditional(c.Algorithm, c.Settings) {
+		var ok []string
+		for _, a := range registry {
+			if a.conditional {
+				ok = append(ok, a.name)
+			}
+		}
+		return fmt.Errorf("algorithm: %s does not search %s; use one of %s (or a stopping searcher sampling with one)",
+			c.Algorithm, what, strings.Join(ok, ", "))
+	}
+	for i, p := range c.Points {
+		if k := slices.IndexFunc(c.Forbidden, func(f Forbidden) bool { return f.Forbids(c.Space, p) }); k >= 0 {
+			return fmt.Errorf("points[%d]: forbidden by forbidden[%d] (%s)", i, k, c.Forbidden[k])
+		}
+	}
+	// Seeded, so that validation is deterministic.
+	if _, err := c.Space.SampleAllowed(rand.New(rand.NewPCG(1, 2)), c.Forbidden); err != nil {
+		return fmt.Errorf("forbidden: %w: the clauses leave (almost) nothing of the space", err)
+	}
+	return nil
 }

@@ -64,11 +64,12 @@ func (s *EvolutionSettings) sizes() (population, sampleSize int) {
 
 func init() {
 	register(algorithm{
-		name:    AlgorithmEvolution,
-		creates: true,
-		summary: "regularized evolution (Real et al. 2019): random trials start a population of the latest results; each new trial mutates one parameter (an architecture through its space) of the best of sample_size members drawn at random",
-		section: func(s Settings) (validator, bool) { return s.Evolution, s.Evolution != nil },
-		new:     func(cfg Config) (Searcher, error) { return newEvolution(cfg), nil },
+		name:        AlgorithmEvolution,
+		creates:     true,
+		conditional: true,
+		summary:     "regularized evolution (Real et al. 2019): random trials start a population of the latest results; each new trial mutates one parameter (an architecture through its space) of the best of sample_size members drawn at random",
+		section:     func(s Settings) (validator, bool) { return s.Evolution, s.Evolution != nil },
+		new:         func(cfg Config) (Searcher, error) { return newEvolution(cfg), nil },
 	})
 }
 
@@ -224,18 +225,30 @@ func (e *evolution) end(id string, metric float64, stopped bool) []Action {
 
 func (e *evolution) fill() []Action {
 	return e.st.fill(e.cfg, func(n int) (Params, bool) {
-		p := e.propose(n)
-		e.st.Pending = append(e.st.Pending, p)
-		return p, true
+		p, ok := e.propose(n)
+		if ok {
+			e.st.Pending = append(e.st.Pending, p)
+		}
+		return p, ok
 	}, func(p Params) { e.st.Pending = append(e.st.Pending, p) })
 }
 
-// propose returns the parameters of the searcher's own n-th trial.
-func (e *evolution) propose(n int) Params {
-	if n+len(e.cfg.Points) < e.pop || len(e.st.Population) == 0 {
-		return e.cfg.Space.Sample(e.rng)
+// propose returns the parameters of the searcher's own n-th trial; false
+// when forbidden clauses left nothing to propose.
+//
+// With forbidden clauses, a child that one rules out is mutated again
+// from its parent (up to maxForbiddenTries times, then a random sample).
+func (e *evolution) propose(n int) (Params, bool) {
+	if n+len(e.cfg.Points) >= e.pop && len(e.st.Population) > 0 {
+		parent := e.tournament().Params
+		for range maxForbiddenTries {
+			if child := e.mutate(parent); Allowed(e.cfg.Space, e.cfg.Forbidden, child) {
+				return child, true
+			}
+		}
 	}
-	return e.mutate(e.tournament().Params)
+	p, err := e.cfg.Space.SampleAllowed(e.rng, e.cfg.Forbidden)
+	return p, err == nil
 }
 
 // tournament draws min(S, |population|) members without replacement and
@@ -257,13 +270,15 @@ func (e *evolution) tournament() member {
 	return pop[best]
 }
 
-// mutate returns parent with one parameter, drawn uniformly among those
-// with more than one value, changed (see evolution); parent itself when
-// every parameter has a single value.
+// mutate returns parent with one parameter, drawn uniformly among its
+// active ones with more than one value, changed (see evolution); parent
+// itself when every parameter has a single value. In a conditional space
+// the change may switch children on or off: those it activates are drawn
+// as Sample draws them, those it deactivates dropped (Space.Complete).
 func (e *evolution) mutate(parent Params) Params {
 	var mutable []int
 	for i, d := range e.cfg.Space {
-		if !d.single() {
+		if _, active := parent[d.Name]; active && !d.single() {
 			mutable = append(mutable, i)
 		}
 	}
@@ -284,6 +299,9 @@ func (e *evolution) mutate(parent Params) Params {
 		child[d.Name] = String(d.Choices[k])
 	default:
 		child[d.Name] = d.mutateNumber(e.rng, v)
+	}
+	if e.cfg.Space.Conditional() {
+		return e.cfg.Space.Complete(e.rng, child)
 	}
 	return child
 }

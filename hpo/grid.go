@@ -33,11 +33,12 @@ func (s *GridSettings) Validate() error {
 
 func init() {
 	register(algorithm{
-		name:    AlgorithmGrid,
-		creates: true,
-		summary: "every combination of evenly spaced values (resolution per numeric parameter, all choices); ends when the grid is done",
-		section: func(s Settings) (validator, bool) { return s.Grid, s.Grid != nil },
-		new:     newGrid,
+		name:        AlgorithmGrid,
+		creates:     true,
+		conditional: true,
+		summary:     "every combination of evenly spaced values (resolution per numeric parameter, all choices); ends when the grid is done",
+		section:     func(s Settings) (validator, bool) { return s.Grid, s.Grid != nil },
+		new:         newGrid,
 	})
 }
 
@@ -46,16 +47,30 @@ func init() {
 // k (the window's trial count) is decoded in mixed radix from index
 // (a·k + b) mod N, a seeded affine permutation of 0..N−1 (a coprime with
 // N), so the state is the window alone and no permutation is stored.
+//
+// A conditional space's grid holds only the combinations of active
+// parameters (no two points differ only in an inactive one), and a grid
+// with forbidden clauses only the allowed points: such a grid is
+// enumerated when the searcher is built, in space order, each point kept
+// as its values' indices (list), at most maxListedGridPoints of them.
 type grid struct {
 	cfg    Config
 	values [][]Value // per parameter, in space order
 	n      uint64    // points in all
 	a, b   uint64    // the permutation; a = 1, b = 0 without shuffle
-	st     window
+	// list, for a conditional space or one with forbidden clauses, holds
+	// point j's value indices at list[j·len(space):], −1 for an inactive
+	// parameter; nil otherwise.
+	list []int32
+	st   window
 }
 
 // maxGridPoints bounds a grid; beyond it a search would never finish it.
 const maxGridPoints = 1 << 53
+
+// maxListedGridPoints bounds an enumerated grid (a conditional space's,
+// or one with forbidden clauses): 4 bytes per parameter and point.
+const maxListedGridPoints = 1 << 20
 
 func newGrid(cfg Config) (Searcher, error) {
 	res, shuffle := 5, true
@@ -80,6 +95,11 @@ func newGrid(cfg Config) (Searcher, error) {
 			return nil, fmt.Errorf("search.grid: the grid has more than 2^53 points; lower search.grid.resolution or use another algorithm")
 		}
 		g.n = lo
+	}
+	if cfg.Space.Conditional() || len(cfg.Forbidden) > 0 {
+		if err := g.enumerate(); err != nil {
+			return nil, err
+		}
 	}
 	if shuffle && g.n > 1 {
 		rng := rand.New(newPCG(cfg.Seed))
@@ -136,11 +156,68 @@ func gcd(a, b uint64) uint64 {
 	return a
 }
 
+// enumerate lists the grid's points of active parameters that no clause
+// forbids (grid.list), depth first in space order: a parameter inactive
+// given the values before it takes none, an active one each of its values.
+func (g *grid) enumerate() error {
+	space := g.cfg.Space
+	idx := make([]int32, len(space))
+	p := make(Params, len(space))
+	leaves := 0
+	var walk func(i int) error
+	walk = func(i int) error {
+		if i == len(space) {
+			if leaves++; leaves > 4*maxListedGridPoints {
+				return fmt.Errorf("search.grid: the grid of the active combinations has more than 2^22 points, forbidden ones included; lower search.grid.resolution or use another algorithm")
+			}
+			if !Allowed(space, g.cfg.Forbidden, p) {
+				return nil
+			}
+			if len(g.list) >= maxListedGridPoints*len(space) {
+				return fmt.Errorf("search.grid: the grid of the active combinations has more than 2^20 points; lower search.grid.resolution or use another algorithm")
+			}
+			g.list = append(g.list, idx...)
+			return nil
+		}
+		d := space[i]
+		if d.When != nil && !space.IsActive(i, p) {
+			idx[i] = -1
+			return walk(i + 1)
+		}
+		for k, v := range g.values[i] {
+			idx[i], p[d.Name] = int32(k), v
+			if err := walk(i + 1); err != nil {
+				return err
+			}
+		}
+		delete(p, d.Name)
+		return nil
+	}
+	if err := walk(0); err != nil {
+		return err
+	}
+	if len(g.list) == 0 {
+		return fmt.Errorf("search.grid: every point of the grid is forbidden (forbidden)")
+	}
+	g.n = uint64(len(g.list) / len(space))
+	return nil
+}
+
 // point decodes the k-th point to visit.
 func (g *grid) point(k uint64) Params {
 	hi, lo := bits.Mul64(g.a, k)
 	_, idx := bits.Div64(hi%g.n, lo, g.n) // (a·k) mod n, no overflow
 	idx = (idx + g.b) % g.n
+	if g.list != nil {
+		n := len(g.values)
+		p := make(Params, n)
+		for i, j := range g.list[int(idx)*n : int(idx+1)*n] {
+			if j >= 0 {
+				p[g.cfg.Space[i].Name] = g.values[i][j]
+			}
+		}
+		return p
+	}
 	p := make(Params, len(g.values))
 	for i := len(g.values) - 1; i >= 0; i-- {
 		r := uint64(len(g.values[i]))

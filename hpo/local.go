@@ -50,11 +50,12 @@ func (s *LocalSettings) Validate() error {
 
 func init() {
 	register(algorithm{
-		name:    AlgorithmLocal,
-		creates: true,
-		summary: "local search (White et al. 2020): from a random point, try its neighbours (an architecture's one edit away, the other choices, numbers ± step) in random order; move to one that improves; restart at random from a local optimum",
-		section: func(s Settings) (validator, bool) { return s.Local, s.Local != nil },
-		new:     func(cfg Config) (Searcher, error) { return newLocal(cfg), nil },
+		name:        AlgorithmLocal,
+		creates:     true,
+		conditional: true,
+		summary:     "local search (White et al. 2020): from a random point, try its neighbours (an architecture's one edit away, the other choices, numbers ± step) in random order; move to one that improves; restart at random from a local optimum",
+		section:     func(s Settings) (validator, bool) { return s.Local, s.Local != nil },
+		new:         func(cfg Config) (Searcher, error) { return newLocal(cfg), nil },
 	})
 }
 
@@ -226,58 +227,84 @@ func (l *local) open(c int) bool {
 }
 
 func (l *local) fill() []Action {
-	return l.st.fill(l.cfg, func(int) (Params, bool) { return l.next(), true },
-		func(p Params) { l.propose(p, l.st.Climb) })
+	return l.st.fill(l.cfg, l.next, func(p Params) { l.propose(p, l.st.Climb) })
 }
 
 // next returns the next trial's parameters: the centre's next neighbour
-// not visited; with none left, a random sample for the next climb while
-// this one's trials run, or, the climb over, the next climb's first.
-func (l *local) next() Params {
+// not visited (nor forbidden); with none left, a random sample for the
+// next climb while this one's trials run, or, the climb over, the next
+// climb's first. False when forbidden clauses left nothing to sample.
+func (l *local) next(int) (Params, bool) {
 	for {
 		c := l.st.Center
 		if c == nil {
-			return l.propose(l.random(), l.st.Climb)
+			p, ok := l.random()
+			return l.propose(p, l.st.Climb), ok
 		}
 		for len(l.st.Moves) > 0 {
 			m := l.st.Moves[0]
 			l.st.Moves = l.st.Moves[1:]
-			p := maps.Clone(c.Params)
-			p[l.cfg.Space[m.Dim].Name] = m.Value
-			if !l.seen[l.hash(p)] {
-				return l.propose(p, l.st.Climb)
+			p := l.move(c.Params, m)
+			if !l.seen[l.hash(p)] && Allowed(l.cfg.Space, l.cfg.Forbidden, p) {
+				return l.propose(p, l.st.Climb), true
 			}
 		}
 		if l.open(l.st.Climb) {
-			return l.propose(l.random(), l.st.Climb+1)
+			p, ok := l.random()
+			return l.propose(p, l.st.Climb+1), ok
 		}
 		l.restart()
 	}
 }
 
-// propose records p as proposed for climb c and returns it.
+// move is centre with move m made. In a conditional space a parent's
+// move may switch children on or off: those it activates are drawn as
+// Sample draws them, those it deactivates dropped (Space.Complete), so a
+// parent's neighbour is one point of the children's new subspace.
+func (l *local) move(center Params, m localMove) Params {
+	p := maps.Clone(center)
+	p[l.cfg.Space[m.Dim].Name] = m.Value
+	if l.cfg.Space.Conditional() {
+		return l.cfg.Space.Complete(l.rng, p)
+	}
+	return p
+}
+
+// propose records p as proposed for climb c and returns it (nil: nothing).
 func (l *local) propose(p Params, c int) Params {
+	if p == nil {
+		return nil
+	}
 	l.visit(l.hash(p))
 	l.st.Pending = append(l.st.Pending, localTrial{Params: p, Climb: c})
 	return p
 }
 
-// random samples the space, preferring a point not visited.
-func (l *local) random() Params {
+// random samples the space, preferring a point not visited; false (and
+// nil) when forbidden clauses left nothing to sample.
+func (l *local) random() (Params, bool) {
 	var p Params
 	for range restartTries {
-		if p = l.cfg.Space.Sample(l.rng); !l.seen[l.hash(p)] {
+		var err error
+		if p, err = l.cfg.Space.SampleAllowed(l.rng, l.cfg.Forbidden); err != nil {
+			return nil, false
+		}
+		if !l.seen[l.hash(p)] {
 			break
 		}
 	}
-	return p
+	return p, true
 }
 
-// moves lists p's neighbours (see local), in space order.
+// moves lists p's neighbours (see local), in space order: moves of its
+// active parameters.
 func (l *local) moves(p Params) []localMove {
 	var out []localMove
 	for i, d := range l.cfg.Space {
-		v := p[d.Name]
+		v, active := p[d.Name]
+		if !active {
+			continue
+		}
 		switch d.Type {
 		case ParamArch:
 			for _, a := range l.archs[i].Neighbors(v.Str) {
@@ -329,11 +356,17 @@ func (d Param) neighbors(v Value, step float64) []Value {
 }
 
 // hash is p's key in the visited set: FNV-1a over its values' JSON in
-// space order (architectures canonical, so equal points hash equal).
+// space order (architectures canonical, so equal points hash equal), an
+// inactive parameter's a byte 1 (JSON starts with none).
 func (l *local) hash(p Params) uint64 {
 	h := fnv.New64a()
 	for _, d := range l.cfg.Space {
-		b, _ := json.Marshal(p[d.Name]) // a Value always marshals
+		v, ok := p[d.Name]
+		if !ok {
+			h.Write([]byte{1, 0})
+			continue
+		}
+		b, _ := json.Marshal(v) // a Value always marshals
 		h.Write(b)
 		h.Write([]byte{0})
 	}
@@ -425,9 +458,12 @@ func (l *local) check(st localState) ([]uint64, error) {
 		if m.Dim < 0 || m.Dim >= len(l.cfg.Space) {
 			return nil, fmt.Errorf("moves[%d]: dimension %d of %d", i, m.Dim, len(l.cfg.Space))
 		}
-		p := maps.Clone(st.Center.Params)
-		p[l.cfg.Space[m.Dim].Name] = m.Value
-		if err := l.cfg.Space.Contains(p); err != nil {
+		d := l.cfg.Space[m.Dim]
+		if _, active := st.Center.Params[d.Name]; !active {
+			return nil, fmt.Errorf("moves[%d]: %q is inactive in the centre", i, d.Name)
+		}
+		d.When = nil
+		if err := (Space{d}).Contains(Params{d.Name: m.Value}); err != nil {
 			return nil, fmt.Errorf("moves[%d]: %w", i, err)
 		}
 	}

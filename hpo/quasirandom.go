@@ -32,11 +32,12 @@ func (s *QuasiRandomSettings) Validate() error {
 
 func init() {
 	register(algorithm{
-		name:    AlgorithmQuasiRandom,
-		creates: true,
-		summary: "a scrambled Halton sequence: low-discrepancy points, the space covered more evenly than by random samples",
-		section: func(s Settings) (validator, bool) { return s.QuasiRandom, s.QuasiRandom != nil },
-		new:     func(cfg Config) (Searcher, error) { return newQuasiRandom(cfg), nil },
+		name:        AlgorithmQuasiRandom,
+		creates:     true,
+		conditional: true,
+		summary:     "a scrambled Halton sequence: low-discrepancy points, the space covered more evenly than by random samples",
+		section:     func(s Settings) (validator, bool) { return s.QuasiRandom, s.QuasiRandom != nil },
+		new:         func(cfg Config) (Searcher, error) { return newQuasiRandom(cfg), nil },
 	})
 }
 
@@ -45,12 +46,27 @@ func init() {
 // prime base b, 0.d₁d₂…d_K for n = …d₂d₁, its first K digits (as many as
 // a float64 resolves, leading zeros included) each mapped through a
 // seeded permutation of 0..b−1 of its own when scrambled. The point's
-// index is the window's trial count, so the state is the window alone.
+// index is the window's trial count plus the points skipped as
+// forbidden, so the state is the window and that count.
+//
+// In a conditional space every point is drawn whole, one dimension per
+// parameter, and the parameters inactive in it are dropped (Space.Prune):
+// each parameter keeps its own dimension, and the points where it is
+// active are still evenly spread. A point a forbidden clause rules out is
+// skipped.
 type quasiRandom struct {
 	cfg   Config
 	skip  int
 	perms [][][]int // [dimension][digit position]; nil: unscrambled
-	st    window
+	st    quasiRandomState
+}
+
+// quasiRandomState is all quasi-random search remembers.
+type quasiRandomState struct {
+	window
+	// Forbidden counts the points skipped because a forbidden clause
+	// ruled them out.
+	Forbidden int `json:"forbidden,omitempty"`
 }
 
 func newQuasiRandom(cfg Config) *quasiRandom {
@@ -89,6 +105,9 @@ func (q *quasiRandom) point(n int) Params {
 			perms = q.perms[i]
 		}
 		p[d.Name] = d.fromUnit(radicalInverse(n, prime(i), perms))
+	}
+	if q.cfg.Space.Conditional() {
+		return q.cfg.Space.Prune(p)
 	}
 	return p
 }
@@ -150,7 +169,16 @@ func (q *quasiRandom) end(id string) []Action {
 
 func (q *quasiRandom) fill() []Action {
 	// Point 0 is the origin's corner in every dimension: start at 1.
-	return q.st.fill(q.cfg, func(n int) (Params, bool) { return q.point(q.skip + n + 1), true }, nil)
+	return q.st.fill(q.cfg, func(n int) (Params, bool) {
+		for range maxForbiddenTries {
+			p := q.point(q.skip + q.st.Forbidden + n + 1)
+			if Allowed(q.cfg.Space, q.cfg.Forbidden, p) {
+				return p, true
+			}
+			q.st.Forbidden++
+		}
+		return nil, false // (almost) all forbidden: the search ends
+	}, nil)
 }
 
 func (q *quasiRandom) Progress() float64 { return q.st.progress(q.cfg) }
@@ -158,9 +186,12 @@ func (q *quasiRandom) Progress() float64 { return q.st.progress(q.cfg) }
 func (q *quasiRandom) Snapshot() ([]byte, error) { return marshalSnapshot(AlgorithmQuasiRandom, q.st) }
 
 func (q *quasiRandom) Restore(snapshot []byte) error {
-	var st window
+	var st quasiRandomState
 	if err := unmarshalSnapshot(AlgorithmQuasiRandom, snapshot, &st); err != nil {
 		return err
+	}
+	if st.Forbidden < 0 || st.Forbidden > 1<<40 {
+		return fmt.Errorf("restore quasirandom searcher: forbidden: %d points skipped", st.Forbidden)
 	}
 	if err := st.check(q.cfg); err != nil {
 		return fmt.Errorf("restore quasirandom searcher: %w", err)

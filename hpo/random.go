@@ -25,10 +25,11 @@ type randomState struct {
 
 func init() {
 	register(algorithm{
-		name:    AlgorithmRandom,
-		creates: true,
-		summary: "independent uniform samples of the space (log-uniform for log parameters)",
-		new:     func(cfg Config) (Searcher, error) { return newRandom(cfg), nil },
+		name:        AlgorithmRandom,
+		creates:     true,
+		conditional: true,
+		summary:     "independent uniform samples of the space (log-uniform for log parameters)",
+		new:         func(cfg Config) (Searcher, error) { return newRandom(cfg), nil },
 	})
 }
 
@@ -59,7 +60,10 @@ func (r *random) end(id string) []Action {
 }
 
 func (r *random) fill() []Action {
-	return r.st.fill(r.cfg, func(int) (Params, bool) { return r.cfg.Space.Sample(r.rng), true }, nil)
+	return r.st.fill(r.cfg, func(int) (Params, bool) {
+		p, err := r.cfg.Space.SampleAllowed(r.rng, r.cfg.Forbidden)
+		return p, err == nil // all forbidden: the search ends
+	}, nil)
 }
 
 func (r *random) Progress() float64 { return r.st.progress(r.cfg) }

@@ -45,7 +45,12 @@ type algorithm struct {
 	// (Config.MultiObjective); those that model results implement
 	// VectorSearcher, the others ignore results.
 	vector bool
-	new    func(cfg Config) (Searcher, error)
+	// conditional: the searcher proposes exactly the active parameters of
+	// a conditional space and no configuration a forbidden clause rules
+	// out (supportsConditional; a stopping searcher inherits its
+	// sampler's).
+	conditional bool
+	new         func(cfg Config) (Searcher, error)
 }
 
 // validator is an algorithm's settings section.

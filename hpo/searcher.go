@@ -164,6 +164,11 @@ type Config struct {
 	Constraints []Constraint `json:"constraints,omitempty"`
 	// Settings holds the algorithm's own settings section, if any.
 	Settings Settings `json:"settings"`
+	// Forbidden are clauses ruling configurations of the space out
+	// (ConfigSpace's forbidden clauses): no searcher proposes one, and no
+	// point may be one. Like a conditional space they need an algorithm
+	// that supports them (supportsConditional).
+	Forbidden []Forbidden `json:"forbidden,omitempty"`
 	// Points are tried first, in order, before the algorithm proposes
 	// any (Optuna's enqueue_trial); each must lie in the space.
 	Points []Params `json:"points,omitempty"`
@@ -199,6 +204,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.Space.Validate(); err != nil {
+		return err
+	}
+	if err := c.validateConditional(); err != nil {
 		return err
 	}
 	for i, p := range c.Points {

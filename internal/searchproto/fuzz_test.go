@@ -2,6 +2,7 @@ package searchproto
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"reflect"
 	"strings"
@@ -11,8 +12,10 @@ import (
 	"github.com/gleaner-hpc/gleaner/hpo"
 )
 
-// Request lines come from any program: none may crash a session, and
-// every line gets exactly one answer line.
+// Request lines come from any program: none may crash a session, every
+// line gets exactly one answer line, a refusal names its request (event,
+// or else its line), and an accepted request written back reads back the
+// same (decode ∘ encode = identity).
 func FuzzParseRequest(f *testing.F) {
 	for _, seed := range []string{
 		`{"event":"initial"}`,
@@ -20,15 +23,46 @@ func FuzzParseRequest(f *testing.F) {
 		`{"event":"reported","id":"t00001","samples":640,"metric":0.5}`,
 		`{"event":"finished","id":"t00001","metric":null,"outcome":"stopped"}`,
 		`{"event":"finished","id":"t00002","metric":-0.5,"outcome":"completed"}`, // paused at its budget
-		`{"event":"restore","snapshot":{"type":"random","state":{"rng":"AAAA"}}}`,
+		`{"event":"failed","id":"t00002"}`,
+		`{"event":"restore","snapshot":{"searcher":{"type":"random","state":{"rng":"AAAA"}},"trials":{}}}`,
 		`{"event":"snapshot"}`,
 		`{"event":1e999}`,
+		`{"event":"reported","id":"t00001","samples":1,"metric":NaN}`,
+		`{"event":"reported","id":"t00001","samples":-Infinity,"metric":1}`,
+		`{"event":"finished","id":"t00001","metrc":1,"outcome":"completed"}`,
+		`{"event":"created","id":7}`,
+		`[{"event":"initial"}]`,
 		"",
 	} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
-		_, _ = ParseRequest([]byte(line))
+		r, err := ParseRequest([]byte(line))
+		if err != nil {
+			var re *RequestError
+			if !errors.As(err, &re) {
+				t.Fatalf("%q: refused with %T, not a *RequestError: %v", line, err, err)
+			}
+			if re.Event == "" && re.ID == "" && !errors.Is(err, ErrNotJSON) && !strings.HasPrefix(re.Err.Error(), "event: ") {
+				t.Fatalf("%q: %v names neither the request nor the rule", line, err)
+			}
+		} else {
+			b, err := json.Marshal(r)
+			if err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+			back, err := ParseRequest(b)
+			if err != nil {
+				t.Fatalf("%q written as %s reads back refused: %v", line, b, err)
+			}
+			if !same(t, back.Snapshot, r.Snapshot) {
+				t.Fatalf("%q written as %s reads back snapshot %s", line, b, back.Snapshot)
+			}
+			back.Snapshot, r.Snapshot = nil, nil
+			if !reflect.DeepEqual(back, r) {
+				t.Fatalf("%q written as %s reads back %#v, want %#v", line, b, back, r)
+			}
+		}
 		if strings.ContainsAny(line, "\n\r") {
 			return
 		}
@@ -83,4 +117,20 @@ func FuzzActionRoundTrip(f *testing.F) {
 			t.Fatalf("%s decodes to %#v, want %#v", b, back, want)
 		}
 	})
+}
+
+// same says whether two raw JSON values are the same value (json.Marshal
+// writes "&" as "\u0026").
+func same(t *testing.T, a, b json.RawMessage) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatalf("%s: %v", a, err)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return reflect.DeepEqual(x, y)
 }

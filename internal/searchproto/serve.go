@@ -1,36 +1,3 @@
-// Package searchproto is the Searcher contract (package hpo) as JSON
-// lines, so any program can drive any Gleaner searcher: `gleaner search`
-// reads one request per line and answers each with one line. It is pure:
-// it reads and writes the streams it is given.
-//
-// Requests (one JSON object per line; "event" says which):
-//
-//	{"event":"initial"}                                   the first actions
-//	{"event":"created","id":"t00001"}                     a trial started
-//	{"event":"reported","id":"t00001","samples":6400,"metric":0.31}
-//	{"event":"finished","id":"t00001","metric":0.12,"outcome":"completed"}   or "stopped"; metric null: none
-//	{"event":"failed","id":"t00001"}
-//	{"event":"snapshot"}                                  the searcher's state
-//	{"event":"restore","snapshot":{...}}                  back to a state
-//
-// Answers (one line each): {"actions":[...],"progress":0.25} where each
-// action is one of
-//
-//	{"create":{"id":"t00002","params":{"lr":0.01,"opt":"adam"}}}
-//	{"create":{"id":"t00009","params":{…},"budget":1200,"from":"t00002","stage":"gen 3"}}
-//	{"continue":{"trial_id":"t00002","budget":3600,"stage":"rung 1"}}
-//	{"stop":{"trial_id":"t00001"}}
-//	{"shutdown":{"reason":"all 8 members of the population trained max_budget 38400"}}
-//
-// A create's budget (omitted: 0, to the trainer's end) is the progress at
-// which the trial pauses: it reports there, then ends "completed", holding
-// its checkpoint. A create's from names a trial that paused at a budget:
-// the new trial starts from that checkpoint (progress counts on from its).
-// A continue resumes a paused trial from its checkpoint to a larger
-// budget; the caller answers it with "created" for the same id when it
-// starts, and with "failed" if it cannot continue it. Stage labels the
-// trial for people. A snapshot answers {"snapshot":{...},"progress":…}; a
-// bad request answers {"error":"…"} and the session goes on.
 package searchproto
 
 import (
@@ -47,16 +14,6 @@ import (
 
 // MaxLine bounds one request line (a restore carries a snapshot).
 const MaxLine = 64 << 20
-
-// Request is one line from the caller.
-type Request struct {
-	Event    string          `json:"event"`
-	ID       string          `json:"id,omitempty"`
-	Samples  float64         `json:"samples,omitempty"`
-	Metric   *float64        `json:"metric,omitempty"`
-	Outcome  string          `json:"outcome,omitempty"`
-	Snapshot json.RawMessage `json:"snapshot,omitempty"`
-}
 
 // Action is one action as the protocol writes it: exactly one field set.
 type Action struct {
@@ -90,54 +47,6 @@ type Answer struct {
 	Error    string          `json:"error,omitempty"`
 }
 
-// ParseRequest decodes and checks one request line; errors name the field.
-func ParseRequest(line []byte) (Request, error) {
-	var r Request
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return r, fmt.Errorf("request: %w", err)
-	}
-	if dec.More() {
-		return r, errors.New("request: more than one JSON value on the line")
-	}
-	switch r.Event {
-	case "initial", "snapshot":
-	case "created", "failed":
-		if r.ID == "" {
-			return r, fmt.Errorf("%s: id: missing", r.Event)
-		}
-	case "reported":
-		if r.ID == "" {
-			return r, errors.New("reported: id: missing")
-		}
-		if r.Metric == nil {
-			return r, errors.New("reported: metric: missing")
-		}
-		if math.IsNaN(r.Samples) || r.Samples < 0 {
-			return r, fmt.Errorf("reported: samples: %v must be ≥ 0", r.Samples)
-		}
-	case "finished":
-		if r.ID == "" {
-			return r, errors.New("finished: id: missing")
-		}
-		switch hpo.Outcome(r.Outcome) {
-		case "", hpo.OutcomeCompleted, hpo.OutcomeStopped:
-		default:
-			return r, fmt.Errorf("finished: outcome: %q is not one of completed, stopped", r.Outcome)
-		}
-	case "restore":
-		if len(r.Snapshot) == 0 {
-			return r, errors.New("restore: snapshot: missing")
-		}
-	case "":
-		return r, errors.New("event: missing (want initial, created, reported, finished, failed, snapshot or restore)")
-	default:
-		return r, fmt.Errorf("event: %q is not one of initial, created, reported, finished, failed, snapshot, restore", r.Event)
-	}
-	return r, nil
-}
-
 // Serve runs a session: cfg's searcher answers every request line of in
 // on out, until in ends. It returns an error only when the streams fail
 // or the searcher cannot be made; a bad request is answered with an error
@@ -157,13 +66,13 @@ func serve(cfg hpo.Config, s hpo.Searcher, in io.Reader, out io.Writer) error {
 	sc.Buffer(make([]byte, 0, 64<<10), MaxLine)
 	w := bufio.NewWriter(out)
 	enc := json.NewEncoder(w)
-	for sc.Scan() {
+	ss := &searchSession{cfg: cfg, searcher: s, trials: newLedger()}
+	for n := 1; sc.Scan(); n++ {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
 			continue
 		}
-		ans := answer(cfg, &s, line)
-		if err := enc.Encode(ans); err != nil {
+		if err := enc.Encode(ss.answer(n, line)); err != nil {
 			return err
 		}
 		if err := w.Flush(); err != nil {
@@ -173,45 +82,68 @@ func serve(cfg hpo.Config, s hpo.Searcher, in io.Reader, out io.Writer) error {
 	return sc.Err()
 }
 
-func answer(cfg hpo.Config, s *hpo.Searcher, line []byte) Answer {
+// searchSession is one searcher and the ledger of its trials.
+type searchSession struct {
+	cfg      hpo.Config
+	searcher hpo.Searcher
+	trials   *ledger
+}
+
+// sessionSnapshot is what a snapshot answers and a restore takes.
+type sessionSnapshot struct {
+	Searcher json.RawMessage `json:"searcher"`
+	Trials   ledgerState     `json:"trials"`
+}
+
+// answer answers the request on line n.
+func (ss *searchSession) answer(n int, line []byte) Answer {
+	refuse := func(err error) Answer {
+		var re *RequestError
+		if errors.As(err, &re) && re.Line == 0 {
+			re.Line = n
+		}
+		return Answer{Actions: []Action{}, Error: err.Error(), Progress: ss.searcher.Progress()}
+	}
 	r, err := ParseRequest(line)
 	if err != nil {
-		return Answer{Actions: []Action{}, Error: err.Error(), Progress: (*s).Progress()}
+		return refuse(err)
+	}
+	if err := ss.trials.check(r); err != nil {
+		return refuse(&RequestError{Line: n, Event: r.Event, ID: r.ID, Err: err})
 	}
 	var acts []hpo.Action
 	switch r.Event {
-	case "initial":
-		acts = (*s).Initial()
-	case "created":
-		acts = (*s).TrialCreated(r.ID)
-	case "reported":
-		acts = (*s).TrialReported(r.ID, r.Samples, *r.Metric)
-	case "finished":
+	case EventInitial:
+		acts = ss.searcher.Initial()
+	case EventCreated:
+		acts = ss.searcher.TrialCreated(r.ID)
+	case EventReported:
+		acts = ss.searcher.TrialReported(r.ID, r.Samples, *r.Metric)
+	case EventFinished:
 		metric := math.NaN()
 		if r.Metric != nil {
 			metric = *r.Metric
 		}
-		outcome := hpo.Outcome(r.Outcome)
-		if outcome == "" {
-			outcome = hpo.OutcomeCompleted
-		}
-		acts = (*s).TrialFinished(r.ID, metric, outcome)
-	case "failed":
-		acts = (*s).TrialFailed(r.ID)
-	case "snapshot":
-		snap, err := (*s).Snapshot()
+		acts = ss.searcher.TrialFinished(r.ID, metric, hpo.Outcome(r.Outcome))
+	case EventFailed:
+		acts = ss.searcher.TrialFailed(r.ID)
+	case EventSnapshot:
+		searcher, err := ss.searcher.Snapshot()
 		if err != nil {
-			return Answer{Actions: []Action{}, Error: err.Error(), Progress: (*s).Progress()}
+			return refuse(err)
 		}
-		return Answer{Actions: []Action{}, Snapshot: snap, Progress: (*s).Progress()}
-	case "restore":
-		restored, err := hpo.RestoreSearcher(cfg, r.Snapshot)
+		snap, err := json.Marshal(sessionSnapshot{Searcher: searcher, Trials: ss.trials.state()})
 		if err != nil {
-			return Answer{Actions: []Action{}, Error: err.Error(), Progress: (*s).Progress()}
+			return refuse(err)
 		}
-		*s = restored
+		return Answer{Actions: []Action{}, Snapshot: snap, Progress: ss.searcher.Progress()}
+	case EventRestore:
+		if err := ss.restore(r.Snapshot); err != nil {
+			return refuse(&RequestError{Line: n, Event: r.Event, Err: err})
+		}
 	}
-	out := Answer{Actions: []Action{}, Progress: (*s).Progress()}
+	ss.trials.took(r)
+	out := Answer{Actions: []Action{}, Progress: ss.searcher.Progress()}
 	for _, a := range acts {
 		w, ok := actionOf(a)
 		if !ok {
@@ -220,5 +152,28 @@ func answer(cfg hpo.Config, s *hpo.Searcher, line []byte) Answer {
 		}
 		out.Actions = append(out.Actions, w)
 	}
+	ss.trials.asked(out.Actions)
 	return out
+}
+
+// restore replaces the searcher and the ledger with a snapshot's.
+func (ss *searchSession) restore(raw json.RawMessage) error {
+	var snap sessionSnapshot
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&snap); err != nil {
+		if bytes.Contains(raw, []byte(`"type"`)) {
+			return errors.New(`snapshot: a searcher's snapshot ({"type":…}), not a session's ({"searcher":…,"trials":…}); restore one that gleaner search answered`)
+		}
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	if len(snap.Searcher) == 0 {
+		return errors.New("snapshot: searcher: missing")
+	}
+	s, err := hpo.RestoreSearcher(ss.cfg, snap.Searcher)
+	if err != nil {
+		return fmt.Errorf("snapshot: searcher: %w", err)
+	}
+	ss.searcher, ss.trials = s, ledgerFrom(snap.Trials)
+	return nil
 }

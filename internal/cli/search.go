@@ -33,9 +33,17 @@ Requests: {"event":"initial"}, {"event":"created","id":ID},
 {"event":"finished","id":ID,"metric":M,"outcome":"completed"|"stopped"},
 {"event":"failed","id":ID}, {"event":"snapshot"},
 {"event":"restore","snapshot":S}.
-Answers: {"actions":[{"create":{"id":ID,"params":{...}}}, {"stop":{"trial_id":ID}},
-{"shutdown":{"reason":WHY}}],"progress":P}; a snapshot also has "snapshot"; a bad
-request gets "error" and the session goes on.`,
+Each request carries exactly these fields, every one ("metric" may be
+null in finished only; no NaN or Infinity). A trial's life: a create (or
+continue) action asks for it, created starts it, reported while it runs,
+then finished, or failed (also before created). Answers:
+{"actions":[{"create":{"id":ID,"params":{...}}}, {"continue":{"trial_id":ID,"budget":B}},
+{"stop":{"trial_id":ID}}, {"shutdown":{"reason":WHY}}],"progress":P}; a snapshot
+also has "snapshot" (the searcher's state and its trials). A request that
+breaks a rule (a field missing, misspelt, of the wrong type; an id no create
+named; finished twice, reported after finished, …) gets "error" naming the
+event, the id and the rule (finished "t00007": already finished), the searcher
+does not see it, and the session goes on.`,
 		Example: `  printf '{"event":"initial"}\n' | gleaner search --spec examples/go-mlp/campaign.yaml
   python3 scripts/search_vs_optuna.py          # drives gleaner search from Python`,
 		Args: cobra.NoArgs,

@@ -26,7 +26,9 @@ stdout, until stdin ends.
 The searcher is the one a campaign spec describes (--spec: its space,
 search, objective mode and budget), or an hpo.Config in JSON (--config:
 {"algorithm":"tpe","space":[...],"seed":1,"max_trials":100,
-"max_concurrent":8,"mode":"min","settings":{"tpe":{...}}}).
+"max_concurrent":8,"mode":"min","settings":{"tpe":{...}}}). A config
+without "revision" gets this build's decision rules (hpo.Revision), as a
+new campaign does; name an older revision to replay its rules.
 
 Requests: {"event":"initial"}, {"event":"created","id":ID},
 {"event":"reported","id":ID,"samples":N,"metric":M},
@@ -69,7 +71,9 @@ func searchConfig(specPath, configPath string) (hpo.Config, error) {
 		if err != nil {
 			return hpo.Config{}, err
 		}
-		return spec.SearchConfig(), nil
+		cfg := spec.SearchConfig()
+		cfg.Revision = hpo.Revision // a new search, as a new campaign
+		return cfg, nil
 	}
 	b, err := os.ReadFile(configPath)
 	if err != nil {
@@ -80,6 +84,14 @@ func searchConfig(specPath, configPath string) (hpo.Config, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
 		return hpo.Config{}, fmt.Errorf("--config %s: %w", configPath, err)
+	}
+	// A config that names no revision is a new search: it gets this
+	// build's rules, as a new campaign does (hpo.Revision).
+	var named struct {
+		Revision *int `json:"revision"`
+	}
+	if err := json.Unmarshal(b, &named); err == nil && named.Revision == nil {
+		cfg.Revision = hpo.Revision
 	}
 	if cfg.Seed == 0 {
 		cfg.Seed = 1

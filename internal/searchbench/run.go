@@ -63,7 +63,7 @@ type Step struct {
 // better reports its negation (pbt-toy reports −Q).
 func Run(s Setup) ([]Step, error) {
 	cfg := hpo.Config{Algorithm: algorithmOf(s.Algorithm), Settings: s.Settings, Space: s.Objective.Space, Seed: s.Seed,
-		MaxTrials: s.Trials, MaxConcurrent: s.Workers, Mode: "min"}
+		MaxTrials: s.Trials, MaxConcurrent: s.Workers, Mode: "min", Revision: hpo.Revision} // a new campaign's rules
 	searcher, err := hpo.NewSearcher(cfg)
 	if err != nil {
 		return nil, err

@@ -55,6 +55,8 @@ type inlineHarness struct {
 	// assignFirst: the pool's assignment reaches the campaign before the
 	// registration's completion does.
 	assignFirst bool
+	// metrics, when set, are what a completed run reports (default: loss).
+	metrics func(hpo.Params) map[string]float64
 }
 
 func newInlineHarness(t *testing.T, grant int, runFor time.Duration) *inlineHarness {
@@ -201,8 +203,11 @@ func (h *inlineHarness) runTrial(ctx context.Context, in RunTrialInput) (RunTria
 	}
 	select {
 	case <-time.After(h.runFor):
-		return RunTrialResult{Outcome: RunCompleted, Samples: 100, Checkpoint: ckpt,
-			Metrics: map[string]float64{"loss": scoreOf(in.Trial.Params)}}, nil
+		metrics := map[string]float64{"loss": scoreOf(in.Trial.Params)}
+		if h.metrics != nil {
+			metrics = h.metrics(in.Trial.Params)
+		}
+		return RunTrialResult{Outcome: RunCompleted, Samples: 100, Checkpoint: ckpt, Metrics: metrics}, nil
 	case <-ctx.Done():
 		return RunTrialResult{Outcome: RunStopped, Samples: 50, Checkpoint: ckpt}, nil
 	}

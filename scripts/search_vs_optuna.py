@@ -11,7 +11,8 @@ the Searcher contract as JSON lines (docs/search.md).
 
 The objectives are those of `gleaner bench search` (internal/searchbench):
 Branin, Hartmann-6, Rosenbrock-10, a mixed space (a float, a log-scaled
-float, an integer and a choice), the go-mlp learning curves and pbt-toy,
+float, an integer and a choice), three black-box functions of issue 30
+(rotquad6, styblinski5, logmixed: blackbox.go), the go-mlp learning curves and pbt-toy,
 Jaderberg et al.'s PBT toy problem (its trials carry a training state; it
 reports -Q, minimised).
 
@@ -82,6 +83,49 @@ def mixed(p):
             + (p["layers"] - 7) ** 2 / 10 + MIXED_PENALTY[p["opt"]])
 
 
+ROTQUAD_SHIFT = [1.5, -2, 0.5, 3, -1, 2.5]
+
+
+def householder(v, x):
+    vv = sum(a * a for a in v)
+    vx = sum(a * b for a, b in zip(v, x))
+    return [b - 2 * vx / vv * a for a, b in zip(v, x)]
+
+
+def rotquad6(p):
+    """internal/searchbench/blackbox.go: a rotated quadratic of condition 1,000."""
+    y = [p[f"x{i + 1}"] - ROTQUAD_SHIFT[i] for i in range(6)]
+    y = householder([1, 2, 3, 4, 5, 6], y)
+    y = householder([1, -1, 2, -2, 3, -3], y)
+    return sum(math.pow(10, 3 * i / 5) * v * v for i, v in enumerate(y))
+
+
+STYBLINSKI_SHIFT = [0.3, -0.7, 1.1, -0.2, 0.6]
+STYBLINSKI_MIN = -39.16616570377142
+
+
+def styblinski5(p):
+    """internal/searchbench/blackbox.go: Styblinski-Tang, shifted."""
+    total = 0.0
+    for i in range(5):
+        y = p[f"x{i + 1}"] - STYBLINSKI_SHIFT[i]
+        total += 0.5 * (y * y * y * y - 16 * y * y + 5 * y) - STYBLINSKI_MIN
+    return total
+
+
+LOGMIXED_PENALTY = {"relu": 0.1, "gelu": 0, "tanh": 0.4}
+
+
+def logmixed(p):
+    """internal/searchbench/blackbox.go: log scales with interactions."""
+    lr, batch, wd = math.log10(p["lr"]), math.log10(p["batch"] / 128), math.log10(p["wd"])
+    drop, layers = p["dropout"], p["layers"]
+    a = lr - (-3 + 0.5 * batch)
+    b = wd - (-4 + 2 * drop)
+    return (a * a + 0.5 * b * b + 2 * (drop - 0.3) * (drop - 0.3) + 0.05 * (layers - 4) * (layers - 4)
+            + 0.3 * batch * batch + LOGMIXED_PENALTY[p["act"]])
+
+
 def floats(n, lo, hi):
     return [{"name": f"x{i + 1}", "type": "float", "min": lo, "max": hi} for i in range(n)]
 
@@ -95,6 +139,14 @@ OBJECTIVES = {
                            {"name": "lr", "type": "float", "min": 1e-5, "max": 1, "log": True},
                            {"name": "layers", "type": "int", "min": 1, "max": 20},
                            {"name": "opt", "type": "choice", "choices": ["sgd", "adam", "rmsprop", "adagrad"]}]),
+    "rotquad6": (rotquad6, 0.0, floats(6, -5, 5)),
+    "styblinski5": (styblinski5, 0.0, floats(5, -5, 5)),
+    "logmixed": (logmixed, 0.0, [{"name": "lr", "type": "float", "min": 1e-5, "max": 1, "log": True},
+                                 {"name": "batch", "type": "int", "min": 16, "max": 1024, "log": True},
+                                 {"name": "wd", "type": "float", "min": 1e-6, "max": 0.1, "log": True},
+                                 {"name": "dropout", "type": "float", "min": 0, "max": 0.8},
+                                 {"name": "layers", "type": "int", "min": 1, "max": 8},
+                                 {"name": "act", "type": "choice", "choices": ["relu", "gelu", "tanh"]}]),
 }
 
 def load_curves():
@@ -269,6 +321,8 @@ def run_optuna(method, name, space, seed, trials, workers, sigma):
     pruner = optuna.pruners.NopPruner()
     if method == "optuna-tpe":
         sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True)
+    elif method == "optuna-tpe-multivariate":
+        sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True, multivariate=True)
     else:
         sampler = optuna.samplers.RandomSampler(seed=seed)
     if method == "optuna-sha":
@@ -278,7 +332,7 @@ def run_optuna(method, name, space, seed, trials, workers, sigma):
                                                 reduction_factor=3)
     elif method == "optuna-median":
         pruner = optuna.pruners.MedianPruner(n_startup_trials=5)
-    elif method not in ("optuna-random", "optuna-tpe"):
+    elif method not in ("optuna-random", "optuna-tpe", "optuna-tpe-multivariate"):
         raise ValueError(method)
     dists = {}
     for d in space:
@@ -335,6 +389,8 @@ def gleaner_settings(method, budget):
         set = {"pbt": {"interval": budget / 10, "max_budget": budget}}
     else:
         set = {}
+    if algorithm == "tpe" and variant == "multivariate":
+        set, variant = {"tpe": {"multivariate": True}}, ""
     if variant:
         if variant != "promotion" or algorithm not in ("asha", "hyperband"):
             raise ValueError(f"gleaner-{method}: no such variant")
@@ -463,8 +519,9 @@ def main():
     ap.add_argument("--gleaner", default="bin/gleaner", help="gleaner binary (default bin/gleaner)")
     ap.add_argument("--objectives", default="branin,hartmann6,rosenbrock10,mixed")
     ap.add_argument("--methods", default="optuna-random,optuna-tpe,gleaner-random,gleaner-quasirandom,gleaner-tpe",
-                    help="optuna-random, optuna-tpe, optuna-sha, optuna-hyperband, optuna-median, gleaner-<algorithm>, "
-                         "gleaner-asha-promotion, gleaner-hyperband-promotion, gleaner-pbt (pbt-toy only)")
+                    help="optuna-random, optuna-tpe, optuna-tpe-multivariate, optuna-sha, optuna-hyperband, "
+                         "optuna-median, gleaner-<algorithm>, gleaner-tpe-multivariate, gleaner-asha-promotion, "
+                         "gleaner-hyperband-promotion, gleaner-pbt (pbt-toy only)")
     ap.add_argument("--trials", type=int, default=100)
     ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--seeds", type=int, default=20)

@@ -45,8 +45,9 @@ func (t *tpe) checkState(st tpeState) error {
 		return fmt.Errorf("pending: %d rows for %d trials outstanding", len(st.Pending), len(st.Outstanding))
 	case len(st.Metrics) != len(st.Observed):
 		return fmt.Errorf("metrics: %d for %d observed rows", len(st.Metrics), len(st.Observed))
-	case len(st.Metrics) > st.Ended:
-		return fmt.Errorf("observed: %d rows for %d trials ended", len(st.Observed), st.Ended)
+	case len(st.Metrics) > st.Ended+len(t.cfg.History):
+		// Warm start: the history's results are observations too.
+		return fmt.Errorf("observed: %d rows for %d trials ended and %d in history", len(st.Observed), st.Ended, len(t.cfg.History))
 	}
 	for k, i := range st.Stopped {
 		if i < 0 || int(i) >= len(st.Metrics) || k > 0 && i <= st.Stopped[k-1] {

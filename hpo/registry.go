@@ -25,6 +25,7 @@ type Settings struct {
 	PBT         *PBTSettings         `json:"pbt,omitempty"`
 	Evolution   *EvolutionSettings   `json:"evolution,omitempty"`
 	Local       *LocalSettings       `json:"local,omitempty"`
+	NSGA2       *NSGA2Settings       `json:"nsga2,omitempty"`
 }
 
 // algorithm is one registry entry. A new searcher is one file whose init

@@ -33,12 +33,14 @@ func TestSnapshotsBoundedAt100kTrials(t *testing.T) {
 		{AlgorithmEvolution, Settings{Evolution: &EvolutionSettings{Population: 500}}},
 		{AlgorithmLocal, Settings{}},
 		{AlgorithmLocal, Settings{Local: &LocalSettings{MaxVisited: 40_000}}},
+		{AlgorithmNSGA2, Settings{}},
+		{AlgorithmNSGA2, Settings{NSGA2: &NSGA2Settings{PopulationSize: 500}}},
 	} {
 		name := tc.alg
 		if tc.set.ASHA != nil && tc.set.ASHA.Variant != "" || tc.set.Hyperband != nil && tc.set.Hyperband.Variant != "" {
 			name += "/promotion"
 		}
-		if tc.set.Evolution != nil || tc.set.Local != nil {
+		if tc.set.Evolution != nil || tc.set.Local != nil || tc.set.NSGA2 != nil {
 			name += "/largest"
 		}
 		t.Run(name, func(t *testing.T) {

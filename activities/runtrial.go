@@ -56,7 +56,8 @@ type runState struct {
 // because the worker or server was lost does not.
 func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (workflows.RunTrialResult, error) {
 	info := activity.GetInfo(ctx)
-	r := &runner{a: a, in: in, attempt: int(info.Attempt), wfID: info.WorkflowExecution.ID, log: activity.GetLogger(ctx)}
+	r := &runner{a: a, in: in, attempt: int(info.Attempt), wfID: info.WorkflowExecution.ID, log: activity.GetLogger(ctx),
+		predicted: a.predictedMetrics(in.Trial)}
 	if activity.HasHeartbeatDetails(ctx) {
 		if err := activity.GetHeartbeatDetails(ctx, &r.st); err != nil {
 			return workflows.RunTrialResult{}, fmt.Errorf("reading heartbeat details: %w", err)
@@ -173,6 +174,9 @@ type runner struct {
 	wfID    string
 	log     log.Logger
 	st      runState
+	// predicted are the metrics predicted from the trial's architecture,
+	// added to every report (predictedMetrics).
+	predicted map[string]float64
 
 	// Where the trial lives: absolute, derived from validated names.
 	trialDir, runDir, ckptDir, workDir string
@@ -512,7 +516,7 @@ func (r *runner) progress() workflows.Progress {
 		Samples:    r.last.Samples,
 		Step:       r.last.Step,
 		Epoch:      r.last.Epoch,
-		Metrics:    r.last.Metrics,
+		Metrics:    withPredicted(r.last.Metrics, r.predicted),
 		Checkpoint: r.last.Checkpoint,
 		Malformed:  r.malformedCount(),
 		Failures:   r.runLog.Failures,
@@ -577,7 +581,7 @@ func (r *runner) result(exit cluster.ExitStatus, outcome workflows.RunOutcome) w
 		Samples:    r.last.Samples,
 		Step:       r.last.Step,
 		Epoch:      r.last.Epoch,
-		Metrics:    r.last.Metrics,
+		Metrics:    withPredicted(r.last.Metrics, r.predicted),
 		Checkpoint: r.last.Checkpoint,
 		Exit:       exit,
 		Malformed:  r.malformedCount(),

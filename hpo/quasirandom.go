@@ -34,6 +34,7 @@ func init() {
 	register(algorithm{
 		name:        AlgorithmQuasiRandom,
 		creates:     true,
+		vector:      true,
 		conditional: true,
 		summary:     "a scrambled Halton sequence: low-discrepancy points, the space covered more evenly than by random samples",
 		section:     func(s Settings) (validator, bool) { return s.QuasiRandom, s.QuasiRandom != nil },

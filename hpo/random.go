@@ -27,6 +27,7 @@ func init() {
 	register(algorithm{
 		name:        AlgorithmRandom,
 		creates:     true,
+		vector:      true,
 		conditional: true,
 		summary:     "independent uniform samples of the space (log-uniform for log parameters)",
 		new:         func(cfg Config) (Searcher, error) { return newRandom(cfg), nil },

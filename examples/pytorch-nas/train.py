@@ -81,7 +81,13 @@ and checkpoint writing are python/gleaner_torch.py's, shared by both)
   all exit 0.
 * Global rank 0 reports `samples`, `step`, `epoch` and metrics `loss`
   (mean training loss since the last report), `val_loss` and
-  `val_accuracy` every report_every steps (default: once an epoch), and
+  `val_accuracy` every report_every steps (default: once an epoch), then
+  also `measured_ms_per_sample`: the wall time of this run's training
+  steps (forward, backward, all-reduce, optimiser; not evaluation or
+  checkpoints; the first 5 steps of a run left out as warm-up) per sample
+  of the global batch, on the run's nodes: what the worker's throughput
+  model predicts as `predicted_ms_per_sample` for one node (docs/nas.md),
+  and
   checkpoints atomically (gleaner_trial.save_checkpoint: weights with batch
   norm statistics, optimiser state, counters, the data order's position,
   torch's RNG state, the architecture) every checkpoint_every steps, when
@@ -115,6 +121,7 @@ python3-sklearn install them.
 import json
 import os
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
@@ -446,7 +453,8 @@ def worker(local_rank, rv, env, h, master_addr, master_port, data):
         val_loss, acc = evaluate()
         reporter.report(
             samples=samples, step=step, epoch=epoch(), checkpoint=checkpoint,
-            metrics={"loss": train_loss, "val_loss": val_loss, "val_accuracy": acc, "params": params, "flops": flops},
+            metrics={"loss": train_loss, "val_loss": val_loss, "val_accuracy": acc, "params": params, "flops": flops,
+                     **timer.metrics()},
         )
 
     def save(train_loss):
@@ -485,7 +493,9 @@ def worker(local_rank, rv, env, h, master_addr, master_port, data):
               f"{params} parameters, {flops} multiply-adds per sample; batch {h.batch}, lr {h.lr}, "
               f"step {step} (epoch {epoch():g}) -> {end}", file=sys.stderr, flush=True)
     stopped = False
+    timer = StepTimer(h.batch)
     while not ended():
+        timer.start()
         idx = next_batch()[rank::world].to(device)
         opt.zero_grad(set_to_none=True)
         loss = F.cross_entropy(ddp(xt[idx]), yt[idx])
@@ -497,6 +507,7 @@ def worker(local_rank, rv, env, h, master_addr, master_port, data):
         if position == spe:
             epoch_index, position = epoch_index + 1, 0
         batch_loss, stop = gtorch.step_allreduce(r, loss, len(idx))
+        timer.stop()
         losses.add(batch_loss)
         if stop:
             stopped = True
@@ -533,6 +544,30 @@ def count_main(archs):
         params, flops = count(torch, build_model(torch, a))
         print(json.dumps({"arch": a.canonical(), "params": params, "flops": flops}, separators=(",", ":")))
     return 0
+
+
+class StepTimer:
+    """Times a run's training steps: wall time per sample of the global
+    batch, leaving out the run's first WARMUP steps (allocation, caches)."""
+
+    WARMUP = 5
+
+    def __init__(self, batch):
+        self.batch, self.steps, self.seconds, self.t0 = batch, 0, 0.0, None
+
+    def start(self):
+        self.t0 = time.perf_counter()
+
+    def stop(self):
+        self.steps += 1
+        if self.steps > self.WARMUP:
+            self.seconds += time.perf_counter() - self.t0
+
+    def metrics(self):
+        timed = self.steps - self.WARMUP
+        if timed <= 0:
+            return {}
+        return {"measured_ms_per_sample": 1000 * self.seconds / (timed * self.batch)}
 
 
 def main():

@@ -25,6 +25,7 @@ type Settings struct {
 	PBT         *PBTSettings         `json:"pbt,omitempty"`
 	Evolution   *EvolutionSettings   `json:"evolution,omitempty"`
 	Local       *LocalSettings       `json:"local,omitempty"`
+	MOTPE       *TPESettings         `json:"motpe,omitempty"` // TPE's settings, for motpe
 	NSGA2       *NSGA2Settings       `json:"nsga2,omitempty"`
 }
 

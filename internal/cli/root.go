@@ -50,6 +50,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	bench.AddCommand(newBenchRescaleCmd())
 	bench.AddCommand(newBenchAgentsCmd())
 	bench.AddCommand(newBenchSearchCmd())
+	bench.AddCommand(newBenchSearchMultiCmd())
 	root.AddCommand(bench)
 
 	jpaCmd := &cobra.Command{Use: "jpa", Short: "The Job Profiling Advisor: learn throughput curves online"}

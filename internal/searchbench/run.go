@@ -32,6 +32,11 @@ type Setup struct {
 	// CostSigma is the cost model: a trial's full budget takes exp(N(0,
 	// σ²)) time units (default 0.3 from the CLI; 0: every trial takes 1).
 	CostSigma float64
+	// Durations, when set, replaces the cost model: it returns the seed's
+	// stream of trial durations (a full budget's time), one drawn per
+	// trial created, in order. bench search-multi draws SharedDurations,
+	// which its Optuna script draws alike.
+	Durations func(seed uint64) func() float64
 }
 
 // Step is the state of a run after one more trial ended (or paused at

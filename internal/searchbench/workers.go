@@ -56,6 +56,7 @@ type workers struct {
 	setup    Setup
 	searcher hpo.Searcher
 	cost     *rand.Rand
+	draw     func() float64 // Setup.Durations's stream, if any
 	now      float64
 	seq      int
 	trials   map[string]*simTrial // every trial created, by the searcher's id
@@ -84,6 +85,9 @@ type workers struct {
 func simulate(s Setup, searcher hpo.Searcher) ([]Step, error) {
 	w := &workers{setup: s, searcher: searcher, cost: rand.New(rand.NewPCG(s.Seed, 0x5eed_c057)),
 		trials: map[string]*simTrial{}, best: math.Inf(1)}
+	if s.Durations != nil {
+		w.draw = s.Durations(s.Seed)
+	}
 	if err := w.apply(searcher.Initial()); err != nil {
 		return nil, err
 	}
@@ -177,7 +181,10 @@ func (w *workers) apply(acts []hpo.Action) error {
 				return fmt.Errorf("%s created trial %s twice", alg, a.ID)
 			}
 			d := 1.0
-			if w.setup.CostSigma != 0 {
+			switch {
+			case w.draw != nil:
+				d = w.draw()
+			case w.setup.CostSigma != 0:
 				d = math.Exp(w.setup.CostSigma * w.cost.NormFloat64())
 			}
 			t := &simTrial{id: a.ID, params: a.Params, duration: d, metric: math.NaN(), state: w.setup.Objective.initial()}

@@ -57,6 +57,10 @@ type tpe struct {
 	stopped  []bool      // per observation: its trial was stopped
 	byMetric []int32     // the observations, best first (completed before stopped); older first among equals
 	byValue  [][]int32   // independent mode, per numeric dim: the observations by coordinate; older first among equals
+	on       [][]bool    // per conditional dim, per observation: it is active there (tpe_conditional.go); nil for the others
+	cond     tpeConditions
+	joint    []int // multivariate: the dims modelled jointly (all, on an unconditional space)
+	jdims    []dim // and those dims
 	scr      tpeScratch
 }
 
@@ -85,18 +89,17 @@ type tpeState struct {
 // tpeScratch is one proposal's working memory, kept to spare the garbage
 // collector.
 type tpeScratch struct {
-	below         []int32     // the observations l models, oldest first
-	inBelow       []bool      // per observation
-	wl, wg, wLiar []float64   // weights in l (per below), in g (per observation; 0 in l) and of the liars in g
-	liars         [][]float64 // rows of the trials outstanding when the liar is on
-	lk, gk, sk    []kernel
-	seen          []float64
-	counts        []float64
-	pl, pg        []float64
-	l, g          mixture1
-	colsL, colsG  [][]float64
-	wgJoint       []float64
-	jl, jg        jointMixture
+	tpeSplit              // split's: every observation, the liars when the liar is on
+	cond         tpeSplit // splitFor's, for a conditional dim
+	liarOn       [][]bool // per liar, its active dims (conditional spaces)
+	lk, gk, sk   []kernel
+	seen         []float64
+	counts       []float64
+	pl, pg       []float64
+	l, g         mixture1
+	colsL, colsG [][]float64
+	wgJoint      []float64
+	jl, jg       jointMixture
 }
 
 func newTPE(cfg Config) *tpe {
@@ -106,6 +109,8 @@ func newTPE(cfg Config) *tpe {
 	for _, p := range cfg.Space {
 		t.dims = append(t.dims, newDim(p))
 	}
+	t.cond = newTPEConditions(cfg.Space)
+	t.joint, t.jdims = t.jointDims()
 	t.reindex()
 	// Warm start: earlier campaigns' results are observations like its
 	// own (a restored snapshot replaces them with the ones it kept).
@@ -154,28 +159,46 @@ func (t *tpe) fill() []Action {
 func (t *tpe) Progress() float64 { return t.st.progress(t.cfg) }
 
 // propose returns the next trial's parameters: a row of the model's, its
-// architectures sampled.
+// active architectures sampled; one that forbidden clauses allow.
 func (t *tpe) propose() Params {
 	if len(t.st.Metrics) < t.set.nStartup {
-		return t.cfg.Space.Sample(t.rng)
+		// Without clauses, Sample.
+		p, _ := t.cfg.Space.SampleAllowed(t.rng, t.cfg.Forbidden)
+		return p
 	}
-	p := t.params(t.proposeRow())
-	for _, d := range t.cfg.Space {
-		if d.Type == ParamArch {
-			p[d.Name] = d.sample(t.rng)
+	return t.allowedProposal(func() Params {
+		row := t.proposeRow()
+		p, act := t.params(row), t.cond.active(row)
+		for d, dm := range t.cfg.Space {
+			if dm.Type == ParamArch && (act == nil || act[d]) {
+				p[dm.Name] = dm.sample(t.rng)
+			}
 		}
-	}
-	return p
+		return p
+	})
 }
 
-// proposeRow returns the row the model proposes.
+// proposeRow returns the row the model proposes: in space order, so that
+// a parent's value decides whether its children are proposed (an
+// inactive one is kept as 0).
 func (t *tpe) proposeRow() []float64 {
 	t.split()
+	var row []float64
 	if t.set.multivariate {
-		return t.proposeJoint()
+		if row = t.proposeJoint(); len(t.joint) == len(t.dims) {
+			return row
+		}
+	} else {
+		row = make([]float64, len(t.dims))
 	}
-	row := make([]float64, len(t.dims))
+	if t.cond.conditional() {
+		t.splitLiars()
+	}
+	act := make([]bool, len(t.dims))
 	for d, dm := range t.dims {
+		if !t.cond.activeIn(d, row, act) || t.set.multivariate && t.cond.parent[d] < 0 {
+			continue
+		}
 		switch dm.kind {
 		case dimConst:
 			row[d] = dm.Min
@@ -210,6 +233,7 @@ func (t *tpe) split() {
 		s.liars = t.st.Pending
 	}
 	na := n - nb + len(s.liars)
+	s.on, s.ng = nil, na
 	s.wg = resize(s.wg, n)
 	pos := 0
 	for i, below := range s.inBelow {
@@ -252,28 +276,28 @@ func (t *tpe) proposeNumeric(d int) float64 {
 // fitNumeric fits scr.l and scr.g to numeric dim d's coordinates of the
 // observations split divided.
 func (t *tpe) fitNumeric(d int) {
-	s, dm, col := &t.scr, t.dims[d], t.unit[d]
+	s, sp, dm, col := &t.scr, t.splitFor(d), t.dims[d], t.unit[d]
 	s.lk = s.lk[:0]
-	for b, i := range s.below {
-		s.lk = append(s.lk, kernel{col[i], s.wl[b]})
+	for b, i := range sp.below {
+		s.lk = append(s.lk, kernel{col[i], sp.wl[b]})
 	}
 	slices.SortStableFunc(s.lk, cmpMu)
 	// g's observations are in coordinate order already; merge the liars in.
 	s.sk = s.sk[:0]
-	for j, r := range s.liars {
-		s.sk = append(s.sk, kernel{dm.toUnit(r[d]), s.wLiar[j]})
+	for j, r := range sp.liars {
+		s.sk = append(s.sk, kernel{dm.toUnit(r[d]), sp.wLiar[j]})
 	}
 	slices.SortStableFunc(s.sk, cmpMu)
 	s.gk = s.gk[:0]
 	j := 0
 	for _, i := range t.byValue[d] {
-		if s.inBelow[i] {
+		if sp.skip(i) {
 			continue
 		}
 		for ; j < len(s.sk) && s.sk[j].mu < col[i]; j++ {
 			s.gk = append(s.gk, s.sk[j])
 		}
-		s.gk = append(s.gk, kernel{col[i], s.wg[i]})
+		s.gk = append(s.gk, kernel{col[i], sp.wg[i]})
 	}
 	s.gk = append(s.gk, s.sk[j:]...)
 	step := 0.0
@@ -310,39 +334,40 @@ func (t *tpe) proposeChoice(d int) float64 {
 // fitChoice sets scr.pl and scr.pg to l's and g's probabilities of choice
 // dim d's values, from the observations split divided.
 func (t *tpe) fitChoice(d int) {
-	s, col := &t.scr, t.unit[d]
+	s, sp, col := &t.scr, t.splitFor(d), t.unit[d]
 	c := len(t.dims[d].Choices)
 	s.counts = resize(s.counts, c)
 	clear(s.counts)
 	var wl, wg float64
-	for b, i := range s.below {
-		s.counts[int(col[i])] += s.wl[b]
-		wl += s.wl[b]
+	for b, i := range sp.below {
+		s.counts[int(col[i])] += sp.wl[b]
+		wl += sp.wl[b]
 	}
-	s.pl = choiceProbs(s.counts, wl, len(s.below), t.set.priorWeight, s.pl)
+	s.pl = choiceProbs(s.counts, wl, len(sp.below), t.set.priorWeight, s.pl)
 	clear(s.counts)
-	for i, w := range s.wg { // 0 for the observations in l
+	for i, w := range sp.wg { // 0 for the observations in l and those without d
 		s.counts[int(col[i])] += w
 		wg += w
 	}
-	for j, r := range s.liars {
-		s.counts[int(r[d])] += s.wLiar[j]
-		wg += s.wLiar[j]
+	for j, r := range sp.liars {
+		s.counts[int(r[d])] += sp.wLiar[j]
+		wg += sp.wLiar[j]
 	}
-	s.pg = choiceProbs(s.counts, wg, len(s.wg)-len(s.below)+len(s.liars), t.set.priorWeight, s.pg)
+	s.pg = choiceProbs(s.counts, wg, sp.ng, t.set.priorWeight, s.pg)
 }
 
 // proposeJoint is multivariate TPE's row: of n_ei_candidates drawn from
-// the joint l, the one of highest l/g.
+// the joint l, the one of highest l/g; the dims it does not model jointly
+// (conditional ones) are left 0.
 func (t *tpe) proposeJoint() []float64 {
 	s := &t.scr
-	nd := len(t.dims)
+	nd := len(t.jdims)
 	t.fitJoint()
 	u, x, best := make([]float64, nd), make([]float64, nd), make([]float64, nd)
 	var bestScore float64
 	for c := range t.set.nCandidates {
 		s.jl.sample(t.rng, u)
-		for d, dm := range t.dims {
+		for d, dm := range t.jdims {
 			x[d] = dm.fromUnit(u[d])
 			u[d] = dm.toUnit(x[d])
 		}
@@ -351,28 +376,36 @@ func (t *tpe) proposeJoint() []float64 {
 			bestScore = score
 		}
 	}
-	return best
+	if nd == len(t.dims) {
+		return best
+	}
+	row := make([]float64, len(t.dims))
+	for k, d := range t.joint {
+		row[d] = best[k]
+	}
+	return row
 }
 
 // fitJoint fits scr.jl and scr.jg to the observations split divided.
 func (t *tpe) fitJoint() {
 	s := &t.scr
-	nd := len(t.dims)
+	nd := len(t.jdims)
 	s.colsL, s.colsG = resizeRows(s.colsL, nd), resizeRows(s.colsG, nd)
-	for d, dm := range t.dims {
+	for k, dm := range t.jdims {
+		d := t.joint[k]
 		col := t.unit[d]
-		s.colsL[d] = s.colsL[d][:0]
+		s.colsL[k] = s.colsL[k][:0]
 		for _, i := range s.below {
-			s.colsL[d] = append(s.colsL[d], col[i])
+			s.colsL[k] = append(s.colsL[k], col[i])
 		}
-		s.colsG[d] = s.colsG[d][:0]
+		s.colsG[k] = s.colsG[k][:0]
 		for i, v := range col {
 			if !s.inBelow[i] {
-				s.colsG[d] = append(s.colsG[d], v)
+				s.colsG[k] = append(s.colsG[k], v)
 			}
 		}
 		for _, r := range s.liars {
-			s.colsG[d] = append(s.colsG[d], dm.toUnit(r[d]))
+			s.colsG[k] = append(s.colsG[k], dm.toUnit(r[d]))
 		}
 	}
 	s.wgJoint = s.wgJoint[:0]
@@ -382,16 +415,18 @@ func (t *tpe) fitJoint() {
 		}
 	}
 	s.wgJoint = append(s.wgJoint, s.wLiar...)
-	s.jl.fit(t.dims, s.colsL, s.wl, t.set)
-	s.jg.fit(t.dims, s.colsG, s.wgJoint, t.set)
+	s.jl.fit(t.jdims, s.colsL, s.wl, t.set)
+	s.jg.fit(t.jdims, s.colsG, s.wgJoint, t.set)
 }
 
-// params is a row as Params, its architectures left out.
+// params is a row as Params, its architectures and inactive parameters
+// left out.
 func (t *tpe) params(row []float64) Params {
 	p := make(Params, len(t.dims))
+	act := t.cond.active(row)
 	for d, dm := range t.dims {
 		switch {
-		case dm.Type == ParamArch:
+		case dm.Type == ParamArch, act != nil && !act[d]:
 		case dm.kind == dimChoice:
 			p[dm.Name] = String(dm.Choices[int(row[d])])
 		default:
@@ -401,12 +436,14 @@ func (t *tpe) params(row []float64) Params {
 	return p
 }
 
-// row is Params (inside the space) as a row.
+// row is Params (inside the space) as a row, an absent (inactive)
+// parameter as 0.
 func (t *tpe) row(p Params) []float64 {
 	r := make([]float64, len(t.dims))
 	for d, dm := range t.dims {
+		_, ok := p[dm.Name]
 		switch {
-		case dm.Type == ParamArch:
+		case dm.Type == ParamArch, !ok:
 		case dm.kind == dimChoice:
 			r[d] = float64(slices.Index(dm.Choices, p[dm.Name].Str))
 		default:
@@ -417,15 +454,21 @@ func (t *tpe) row(p Params) []float64 {
 }
 
 // checkRow checks a restored row: one value per parameter, inside the
-// space (0 for an architecture).
+// space (0 for an architecture and for an inactive parameter).
 func (t *tpe) checkRow(r []float64) error {
 	if len(r) != len(t.dims) {
 		return fmt.Errorf("%d values for %d parameters", len(r), len(t.dims))
 	}
 	modelled := make(Space, 0, len(t.dims))
+	act := t.cond.active(r)
 	for d, dm := range t.dims {
 		v := r[d]
 		switch {
+		case act != nil && !act[d]:
+			if v != 0 {
+				return fmt.Errorf("%q: %v for an inactive parameter (%s does not hold), which is kept as 0", dm.Name, v, dm.When)
+			}
+			continue
 		case dm.Type == ParamArch:
 			if v != 0 {
 				return fmt.Errorf("%q: %v for an architecture, which is kept as 0", dm.Name, v)

@@ -35,7 +35,10 @@ type TPESettings struct {
 	// (default false).
 	ConsiderEndpoints bool `json:"consider_endpoints,omitempty"`
 	// Multivariate models the parameters jointly instead of each on its
-	// own (default false).
+	// own (default false). On a conditional space it models the
+	// unconditional parameters jointly and each conditional one on its
+	// own, on the trials where it is active, as Optuna 3.1's
+	// multivariate=True does (tpe_conditional.go).
 	Multivariate bool `json:"multivariate,omitempty"`
 	// ConstantLiar counts the trials outstanding as observations with the
 	// worst metric, so that the trials proposed while others run spread
@@ -106,10 +109,11 @@ func (s *TPESettings) params() tpeParams {
 
 func init() {
 	register(algorithm{
-		name:    AlgorithmTPE,
-		creates: true,
-		summary: "Tree-structured Parzen Estimator (Bergstra et al. 2011, Optuna's defaults): random for n_startup_trials, then the candidate of highest l(x)/g(x)",
-		section: func(s Settings) (validator, bool) { return s.TPE, s.TPE != nil },
-		new:     func(cfg Config) (Searcher, error) { return newTPE(cfg), nil },
+		name:        AlgorithmTPE,
+		creates:     true,
+		conditional: true,
+		summary:     "Tree-structured Parzen Estimator (Bergstra et al. 2011, Optuna's defaults): random for n_startup_trials, then the candidate of highest l(x)/g(x)",
+		section:     func(s Settings) (validator, bool) { return s.TPE, s.TPE != nil },
+		new:         func(cfg Config) (Searcher, error) { return newTPE(cfg), nil },
 	})
 }

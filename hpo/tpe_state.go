@@ -84,6 +84,9 @@ func (t *tpe) observe(row []float64, metric float64, stopped bool) {
 	for d, dm := range t.dims {
 		t.unit[d] = append(t.unit[d], dm.toUnit(row[d]))
 	}
+	if t.cond.conditional() {
+		t.observeActive(row)
+	}
 	// Keys are unique (the index breaks ties), so the search never finds i.
 	at, _ := slices.BinarySearchFunc(t.byMetric, i, t.cmpMetric)
 	t.byMetric = slices.Insert(t.byMetric, at, i)
@@ -157,13 +160,14 @@ func (t *tpe) reindex() {
 		}
 	}
 	t.byMetric = slices.SortedFunc(slices.Values(all), t.cmpMetric)
+	t.reindexActive()
 }
 
-// sortsByValue says whether byValue keeps dim d: a numeric dim in
-// independent mode.
+// sortsByValue says whether byValue keeps dim d: a numeric dim proposed
+// on its own (in independent mode, or conditional in multivariate mode).
 func (t *tpe) sortsByValue(d int) bool {
 	k := t.dims[d].kind
-	return !t.set.multivariate && (k == dimContinuous || k == dimDiscrete)
+	return (!t.set.multivariate || t.cond.parent[d] >= 0) && (k == dimContinuous || k == dimDiscrete)
 }
 
 // cmpMetric orders observations best first, completed before stopped,

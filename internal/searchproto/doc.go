@@ -14,7 +14,17 @@
 //	{"event":"failed","id":"t00001"}
 //	{"event":"snapshot"}                                  the session's state
 //	{"event":"restore","snapshot":{...}}                  back to a state
+//	{"event":"front"}                                     the best trials so far
 //
+// A search of several objectives (Config.Objectives) sends values, one
+// per objective in the config's order, instead of metric; one with
+// constraints adds constraints, one per constraint (null, in finished
+// only, for a value the trial never had):
+//
+//	{"event":"reported","id":"t00001","samples":6400,"values":[0.31,12.5],"constraints":[3.2]}
+//	{"event":"finished","id":"t00001","values":[0.12,null],"constraints":[3.2],"outcome":"completed"}
+//
+// They reach the searcher through hpo.Report and hpo.Finish.
 // Answers (one line each): {"actions":[...],"progress":0.25} where each
 // action is one of
 //
@@ -32,6 +42,15 @@
 // budget; the caller answers it with "created" for the same id when it
 // starts, and with "failed" if it cannot continue it. Stage labels the
 // trial for people. A snapshot answers {"snapshot":{...},"progress":…}.
+// A front answers {"front":{"trials":[{"id":…,"params":…,"values":[…]}],
+// "hypervolume":…,"reference_point":[…]},…}: the Pareto front under
+// constrained domination (a search of one objective: its best trial,
+// with metric). The session keeps only that front (at most MaxFront
+// trials, thinned by crowding) and the parameters of the trials in
+// flight or paused (at most MaxPaused), and its snapshot carries them.
+// A searcher's own snapshot ({"type":…}, which sessions answered before
+// they kept their trials) restores too: the trials it may have asked for
+// take any event until the session has heard of them.
 //
 // A trial's life: a create (or continue) action asks for it; "created"
 // starts it; "reported" any number of times while it runs; it ends with

@@ -32,6 +32,14 @@ func FuzzParseRequest(f *testing.F) {
 		`{"event":"finished","id":"t00001","metrc":1,"outcome":"completed"}`,
 		`{"event":"created","id":7}`,
 		`[{"event":"initial"}]`,
+		`{"event":"reported","id":"t00001","samples":1,"values":[0.5,12],"constraints":[3.5]}`,
+		`{"event":"finished","id":"t00001","values":[0.5,null],"constraints":[null],"outcome":"stopped"}`,
+		`{"event":"finished","id":"t00001","values":[1, NaN],"outcome":"completed"}`,
+		`{"event":"reported","id":"t00001","samples":1,"values":[-Infinity]}`,
+		`{"event":"finished","id":"t00001","metric":1,"values":[1],"outcome":"completed"}`,
+		`{"event":"reported","id":"t00001","samples":1,"values":[],"constraints":[[1]]}`,
+		`{"event":"front"}`,
+		`{"event":"restore","snapshot":{"type":"random","state":{"created":2,"ended":0}}}`,
 		"",
 	} {
 		f.Add(seed)
@@ -76,6 +84,9 @@ func FuzzParseRequest(f *testing.F) {
 		}
 		if got := strings.Count(out.String(), "\n"); got != want {
 			t.Fatalf("%d answer lines for %d requests:\n%s", got, want, out.String())
+		}
+		if want == 2 {
+			vectorSession(t, twoObjectives(), `{"event":"initial"}`, line) // one answer each, and no panic
 		}
 	})
 }

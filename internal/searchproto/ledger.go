@@ -4,10 +4,15 @@ package searchproto
 // caller created, which ended. It refuses events out of order.
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // The rules of a trial's life a request can break; a refusal wraps one
@@ -30,6 +35,10 @@ const (
 	running        // created
 	finished       // finished: completed or stopped; a continue may ask for it again
 	failed
+	// legacy: a trial a searcher restored from its own snapshot (no
+	// session's) may have asked for, created or ended before it; the
+	// session cannot tell which, so it takes any event for it.
+	legacy
 )
 
 // ledger keeps what a session needs to check events, in memory bounded
@@ -45,6 +54,10 @@ type ledger struct {
 	ended       map[string]phase // ended trials whose ids are not numbered
 	finished    bitSet
 	failed      bitSet
+	// legacyCreated: the session began from a searcher's own snapshot
+	// that had created this many trials; those of them the session has
+	// heard nothing of since are legacy.
+	legacyCreated int
 }
 
 func newLedger() *ledger {
@@ -61,6 +74,8 @@ func (l *ledger) phase(id string) phase {
 			return finished
 		case l.failed.has(n):
 			return failed
+		case n <= l.legacyCreated:
+			return legacy
 		}
 		return unknown
 	}
@@ -98,6 +113,9 @@ func (l *ledger) check(r Request) error {
 		return nil
 	}
 	p := l.phase(r.ID)
+	if p == legacy {
+		return nil
+	}
 	switch r.Event {
 	case EventCreated:
 		switch p {
@@ -133,7 +151,7 @@ func (l *ledger) took(r Request) {
 	switch r.Event {
 	case EventInitial:
 		l.initialSent = true
-	case EventCreated:
+	case EventCreated, EventReported:
 		l.set(r.ID, running)
 	case EventFinished:
 		l.set(r.ID, finished)
@@ -169,10 +187,13 @@ type ledgerState struct {
 	// numbered.
 	FinishedIDs []string `json:"finished_ids,omitempty"`
 	FailedIDs   []string `json:"failed_ids,omitempty"`
+	// LegacyCreated: the session began from a searcher's own snapshot of
+	// this many trials created (legacyLedger).
+	LegacyCreated int `json:"legacy_created,omitempty"`
 }
 
 func (l *ledger) state() ledgerState {
-	s := ledgerState{InitialSent: l.initialSent, Finished: l.finished.bytes(), Failed: l.failed.bytes()}
+	s := ledgerState{InitialSent: l.initialSent, Finished: l.finished.bytes(), Failed: l.failed.bytes(), LegacyCreated: l.legacyCreated}
 	for id, p := range l.live {
 		if p == asked {
 			s.Asked = append(s.Asked, id)
@@ -195,7 +216,7 @@ func (l *ledger) state() ledgerState {
 
 func ledgerFrom(s ledgerState) *ledger {
 	l := newLedger()
-	l.initialSent = s.InitialSent
+	l.initialSent, l.legacyCreated = s.InitialSent, s.LegacyCreated
 	l.finished, l.failed = bitSetOf(s.Finished), bitSetOf(s.Failed)
 	for _, ids := range []struct {
 		ids []string
@@ -205,6 +226,22 @@ func ledgerFrom(s ledgerState) *ledger {
 			l.set(id, ids.p)
 		}
 	}
+	return l
+}
+
+// legacyLedger is the ledger of a session restored from a searcher's own
+// snapshot ({"type":…,"state":…}, what gleaner search answered before
+// sessions kept their trials): it knows none of the trials, so it takes
+// any event for one the searcher could have asked for before the
+// snapshot (numbered up to created, the snapshot's count) until it hears
+// of it, and refuses the rest as any session does. created < 0: the
+// snapshot did not say; every numbered id could have been asked for.
+func legacyLedger(created int) *ledger {
+	l := newLedger()
+	if created < 0 {
+		created = math.MaxInt32
+	}
+	l.legacyCreated, l.initialSent = created, created > 0
 	return l
 }
 
@@ -242,3 +279,43 @@ func (s *bitSet) clear(n int) {
 }
 
 func (s *bitSet) bytes() []byte { return s.b }
+
+// searcherCreated reads how many trials a searcher's snapshot had
+// created: every Gleaner searcher keeps its in-flight window (hpo's
+// window: "created", "ended") in its state, a stopping searcher inside
+// its sampler's; the largest count found. -1 when none is found.
+func searcherCreated(snapshot []byte) int {
+	var v any
+	if err := json.Unmarshal(snapshot, &v); err != nil {
+		return -1
+	}
+	created := -1
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			c, okC := v["created"].(float64)
+			_, okE := v["ended"].(float64)
+			if okC && okE && c == math.Trunc(c) && c >= 0 && c < math.MaxInt32 {
+				created = max(created, int(c))
+			}
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				walk(v[k])
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		case string:
+			// A sampler's snapshot kept as a JSON string.
+			if strings.HasPrefix(v, "{") {
+				var inner any
+				if json.Unmarshal([]byte(v), &inner) == nil {
+					walk(inner)
+				}
+			}
+		}
+	}
+	walk(v)
+	return created
+}

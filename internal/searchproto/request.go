@@ -2,9 +2,9 @@ package searchproto
 
 // Decoding one request line and checking its fields. Every event lists
 // its fields in requestFields; every field has one entry in fields (how
-// to read it, write it and say it is missing). A new field (a vector of
-// objective values) is one entry there and its name in each event that
-// carries it.
+// to read it, write it and say it is missing, and whether another field
+// stands in for it). A new field is one entry there and its name in each
+// event that carries it.
 
 import (
 	"bytes"
@@ -23,12 +23,18 @@ import (
 // Request is one line from the caller. Its JSON is the wire format's:
 // MarshalJSON writes its event's fields, UnmarshalJSON is ParseRequest.
 type Request struct {
-	Event    string
-	ID       string          // the trial's: created, reported, finished, failed
-	Samples  float64         // reported: the trial's progress, in the search's budget unit
-	Metric   *float64        // reported, finished: the objective; nil for a trial that finished without one
-	Outcome  string          // finished: completed or stopped
-	Snapshot json.RawMessage // restore: a snapshot that a snapshot request answered
+	Event   string
+	ID      string   // the trial's: created, reported, finished, failed
+	Samples float64  // reported: the trial's progress, in the search's budget unit
+	Metric  *float64 // reported, finished: the objective (a search of one); nil for a trial that finished without one
+	// Values (reported, finished; a search of several objectives instead
+	// of Metric) has one value per objective, in the config's order; nil
+	// where a finished trial has none. Constraints (reported, finished;
+	// a search with constraints) has one per constraint, nil likewise.
+	Values      []*float64
+	Constraints []*float64
+	Outcome     string          // finished: completed or stopped
+	Snapshot    json.RawMessage // restore: a snapshot that a snapshot request answered
 }
 
 // UnmarshalJSON reads one request as ParseRequest does.
@@ -50,21 +56,25 @@ const (
 	EventFailed   = "failed"
 	EventSnapshot = "snapshot"
 	EventRestore  = "restore"
+	EventFront    = "front"
 )
 
 // requestFields lists, per event, every field besides "event" that it
-// carries, each required; a field not listed is refused.
+// carries, each required unless its entry in fields says otherwise (an
+// alternative to another field, or optional); a field not listed is
+// refused.
 var requestFields = map[string][]string{
 	EventInitial:  nil,
 	EventCreated:  {"id"},
-	EventReported: {"id", "samples", "metric"},
-	EventFinished: {"id", "metric", "outcome"},
+	EventReported: {"id", "samples", "metric", "values", "constraints"},
+	EventFinished: {"id", "metric", "values", "constraints", "outcome"},
 	EventFailed:   {"id"},
 	EventSnapshot: nil,
 	EventRestore:  {"snapshot"},
+	EventFront:    nil,
 }
 
-var eventNames = []string{EventInitial, EventCreated, EventReported, EventFinished, EventFailed, EventSnapshot, EventRestore}
+var eventNames = []string{EventInitial, EventCreated, EventReported, EventFinished, EventFailed, EventSnapshot, EventRestore, EventFront}
 
 // A requestField is one field of the wire format: how to read it into a
 // Request (or say what is wrong with its value; the caller names the
@@ -73,6 +83,14 @@ type requestField struct {
 	parse   func(raw json.RawMessage, r *Request) error
 	value   func(r Request) any
 	missing string
+	// or names the field that stands in for this one: a request carries
+	// exactly one of the two (metric for one objective, values for
+	// several). optional: a request may leave it out (constraints, for a
+	// search without any). present says whether a Request carries such a
+	// field, for MarshalJSON.
+	or       string
+	optional bool
+	present  func(r Request) bool
 }
 
 var fields = map[string]requestField{
@@ -122,6 +140,28 @@ var fields = map[string]requestField{
 		},
 		value:   func(r Request) any { return r.Metric },
 		missing: "; a number, or null for a trial that finished without one",
+		or:      "values",
+		present: func(r Request) bool { return r.Values == nil },
+	},
+	"values": {
+		parse: func(raw json.RawMessage, r *Request) (err error) {
+			r.Values, err = parseNumbers(raw, r.Event, "objective")
+			return err
+		},
+		value:   func(r Request) any { return r.Values },
+		missing: "; one number per objective (null for one a finished trial has none of)",
+		or:      "metric",
+		present: func(r Request) bool { return r.Values != nil },
+	},
+	"constraints": {
+		parse: func(raw json.RawMessage, r *Request) (err error) {
+			r.Constraints, err = parseNumbers(raw, r.Event, "constraint")
+			return err
+		},
+		value:    func(r Request) any { return r.Constraints },
+		missing:  "; one number per constraint (null for one a finished trial has none of)",
+		optional: true,
+		present:  func(r Request) bool { return r.Constraints != nil },
 	},
 	"outcome": {
 		parse: func(raw json.RawMessage, r *Request) error {
@@ -164,6 +204,9 @@ func (r Request) MarshalJSON() ([]byte, error) {
 	b.WriteString(`{"event":`)
 	b.Write(event)
 	for _, name := range requestFields[r.Event] {
+		if f := fields[name]; f.present != nil && !f.present(r) {
+			continue
+		}
 		v, err := json.Marshal(fields[name].value(r))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -208,7 +251,11 @@ func (e *RequestError) Unwrap() error { return e.Err }
 // ParseRequest decodes one request line and checks its fields (not the
 // session's state: which trials exist). A refusal is a *RequestError that
 // names the event, the id and the field.
-func ParseRequest(line []byte) (Request, error) {
+func ParseRequest(line []byte) (Request, error) { return parseRequest(line, nil) }
+
+// parseRequest is ParseRequest for a search of these objectives: a
+// result must be the one they want (nil: any).
+func parseRequest(line []byte, want *objectives) (Request, error) {
 	decoded, err := decodeObject(line)
 	if err != nil {
 		if at, tok, key, ok := notJSONNumber(line, err); ok {
@@ -219,12 +266,13 @@ func ParseRequest(line []byte) (Request, error) {
 		}
 		return Request{}, &RequestError{Err: err}
 	}
-	return checkRequest(decoded)
+	return checkRequest(decoded, want)
 }
 
 // checkRequest validates one decoded request: its event, then every field
-// that event carries, in requestFields' order.
-func checkRequest(line map[string]json.RawMessage) (Request, error) {
+// that event carries, in requestFields' order, then its result against
+// the search's objectives (want; nil: any).
+func checkRequest(line map[string]json.RawMessage, want *objectives) (Request, error) {
 	var r Request
 	fail := func(format string, a ...any) (Request, error) {
 		return Request{}, &RequestError{Event: r.Event, ID: r.ID, Err: fmt.Errorf(format, a...)}
@@ -257,12 +305,30 @@ func checkRequest(line map[string]json.RawMessage) (Request, error) {
 		}
 	}
 	for _, name := range allowed {
+		f := fields[name]
 		raw, ok := line[name]
-		if !ok {
-			return fail("%s: missing%s", name, fields[name].missing)
+		_, alternative := line[f.or]
+		switch {
+		case !ok && (f.optional || alternative):
+			continue
+		case !ok && want != nil && f.or != "" && want.field() != name:
+			continue // the search wants the other one: missing, named there
+		case !ok:
+			return fail("%s: missing%s", name, f.missing)
+		case alternative && slices.Index(allowed, f.or) < slices.Index(allowed, name):
+			return fail("%s: sent with %s; send metric for a search of one objective, values for one of several", name, f.or)
 		}
-		if err := fields[name].parse(raw, &r); err != nil {
+		if err := f.parse(raw, &r); err != nil {
+			var item itemError
+			if errors.As(err, &item) {
+				return fail("%s[%d]: %v", name, item.i, item.err)
+			}
 			return fail("%s: %v", name, err)
+		}
+	}
+	if want != nil {
+		if err := want.check(r); err != nil {
+			return fail("%v", err)
 		}
 	}
 	return r, nil
@@ -297,7 +363,8 @@ func (e nonJSONNumber) Error() string {
 	if key == "" {
 		key = `""`
 	}
-	if e.key == "metric" {
+	switch strings.TrimRight(e.key, "[0123456789]") {
+	case "metric", "values", "constraints":
 		hint = "; send null for no value"
 	}
 	return fmt.Sprintf("%s: %s is not JSON%s", key, e.token, hint)
@@ -305,8 +372,12 @@ func (e nonJSONNumber) Error() string {
 
 func (e nonJSONNumber) Unwrap() error { return ErrNotJSON }
 
-// valueKey finds the key before a value that ends a line's prefix.
-var valueKey = regexp.MustCompile(`"([^"\\]*)"\s*:\s*$`)
+// valueKey finds the key before a value that ends a line's prefix;
+// itemKey the key of a list of plain values that the prefix ends in.
+var (
+	valueKey = regexp.MustCompile(`"([^"\\]*)"\s*:\s*$`)
+	itemKey  = regexp.MustCompile(`"([^"\\]*)"\s*:\s*\[([^\[\]{}"]*)$`)
+)
 
 // notJSONNumber says whether the syntax error err stopped at NaN,
 // Infinity or -Infinity, where that token starts, and the key whose value
@@ -327,11 +398,13 @@ func notJSONNumber(line []byte, err error) (at int, tok, key string, ok bool) {
 	default:
 		return 0, "", "", false
 	}
-	m := valueKey.FindSubmatch(line[:at])
-	if m == nil {
-		return 0, "", "", false
+	if m := valueKey.FindSubmatch(line[:at]); m != nil {
+		return at, tok, string(m[1]), true
 	}
-	return at, tok, string(m[1]), true
+	if m := itemKey.FindSubmatch(line[:at]); m != nil {
+		return at, tok, fmt.Sprintf("%s[%d]", m[1], bytes.Count(m[2], []byte(","))), true
+	}
+	return 0, "", "", false
 }
 
 // named returns the event and id a request line names, as far as it
@@ -374,11 +447,56 @@ func parseNumber(raw json.RawMessage) (*float64, error) {
 	return &x, nil
 }
 
+// parseNumbers decodes a list of one number per objective (what says
+// which) or constraint: null only where a finished trial has none.
+func parseNumbers(raw json.RawMessage, event, what string) ([]*float64, error) {
+	if !bytes.HasPrefix(raw, []byte("[")) {
+		return nil, fmt.Errorf("%s is not a list; want one number per %s", short(raw), what)
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, fmt.Errorf("%s: %w", short(raw), err)
+	}
+	if len(items) == 0 {
+		return nil, fmt.Errorf("[] is empty; want one number per %s", what)
+	}
+	out := make([]*float64, len(items))
+	for i, item := range items {
+		x, err := parseNumber(item)
+		if err != nil {
+			return nil, itemError{i, err}
+		}
+		if x == nil && event == EventReported {
+			return nil, itemError{i, errors.New("null; a report carries every value (null is for a trial that finished without one)")}
+		}
+		out[i] = x
+	}
+	return out, nil
+}
+
+// itemError: the i-th item of a list is wrong.
+type itemError struct {
+	i   int
+	err error
+}
+
+func (e itemError) Error() string { return fmt.Sprintf("[%d]: %v", e.i, e.err) }
+
 func fieldList(names []string) string {
 	if len(names) == 0 {
 		return "it carries no other field"
 	}
-	return "its fields: event, " + strings.Join(names, ", ")
+	var list []string
+	for i, name := range names {
+		switch or := fields[name].or; {
+		case or != "" && slices.Index(names, or) < i:
+			continue // written with its alternative
+		case or != "":
+			name += " or " + or
+		}
+		list = append(list, name)
+	}
+	return "its fields: event, " + strings.Join(list, ", ")
 }
 
 // short quotes a value for a message, cut to a readable length.

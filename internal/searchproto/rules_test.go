@@ -25,7 +25,7 @@ const (
 // lines before it are taken, it is refused with a message naming its
 // event, its id (or else its line) and the rule, and the session goes on.
 func TestServeRefusesBadRequests(t *testing.T) {
-	events := "initial, created, reported, finished, failed, snapshot, restore"
+	events := "initial, created, reported, finished, failed, snapshot, restore, front"
 	for _, c := range []struct {
 		name   string
 		before []string
@@ -106,7 +106,7 @@ func TestServeRefusesBadRequests(t *testing.T) {
 		{"id empty", []string{initial}, `{"event":"failed","id":""}`,
 			`failed: id: "" is empty; want the id of a create action`},
 		{"misspelt field", []string{initial, created1}, `{"event":"finished","id":"t00001","metrc":0.5,"outcome":"completed"}`,
-			`finished "t00001": metrc: not a field of finished (its fields: event, id, metric, outcome)`},
+			`finished "t00001": metrc: not a field of finished (its fields: event, id, metric or values, constraints, outcome)`},
 		{"another event's field", []string{initial, created1}, `{"event":"created","id":"t00002","metric":0.5}`,
 			`created "t00002": metric: not a field of created (its fields: event, id)`},
 		{"a field of an event that has none", nil, `{"event":"initial","id":"t00001"}`,
@@ -131,8 +131,19 @@ func TestServeRefusesBadRequests(t *testing.T) {
 			`restore: snapshot: missing`},
 		{"restore, snapshot not an object", nil, `{"event":"restore","snapshot":"abc"}`,
 			`restore: snapshot: "abc" is not an object; want a snapshot that gleaner search answered`},
-		{"restore a searcher's snapshot", nil, `{"event":"restore","snapshot":{"type":"random","state":{}}}`,
-			`restore: snapshot: a searcher's snapshot ({"type":…}), not a session's ({"searcher":…,"trials":…}); restore one that gleaner search answered`},
+		{"restore another searcher's own snapshot", nil, `{"event":"restore","snapshot":{"type":"tpe","state":{}}}`,
+			`restore: snapshot: restore random searcher: snapshot is of a "tpe" searcher`},
+		{"front with a field", nil, `{"event":"front","id":"t00001"}`,
+			`front: id: not a field of front (it carries no other field)`},
+
+		// Results: metric for one objective (testConfig), values for several
+		// (objectives_test.go).
+		{"values for one objective", []string{initial, created1}, `{"event":"reported","id":"t00001","samples":1,"values":[0.5]}`,
+			`reported "t00001": values: this search has one objective; send metric`},
+		{"constraints without any", []string{initial, created1}, `{"event":"finished","id":"t00001","metric":0.5,"constraints":[1],"outcome":"completed"}`,
+			`finished "t00001": constraints: this search has no constraints`},
+		{"metric and values", []string{initial, created1}, `{"event":"finished","id":"t00001","metric":0.5,"values":[0.5],"outcome":"completed"}`,
+			`finished "t00001": values: sent with metric; send metric for a search of one objective, values for one of several`},
 		{"restore another searcher's state", nil, `{"event":"restore","snapshot":{"searcher":{"type":"tpe","state":{}},"trials":{}}}`,
 			`restore: snapshot: searcher: restore random searcher: snapshot is of a "tpe" searcher`},
 	} {
@@ -177,7 +188,7 @@ func TestServeTakesATrialsLife(t *testing.T) {
 		fail1,
 		created1,
 	}, "\n")
-	require.NoError(t, serve(testConfig(), s, strings.NewReader(in), &out))
+	require.NoError(t, serve(newSession(testConfig(), s), strings.NewReader(in), &out))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	for _, l := range lines[:9] {
 		require.NotContains(t, l, `"error"`)
@@ -208,9 +219,9 @@ func TestLedgerBoundedAt100k(t *testing.T) {
 	const n = 100_000
 	cfg := testConfig()
 	cfg.MaxTrials, cfg.MaxConcurrent = n, 8
-	s, err := hpo.NewSearcher(cfg)
+	s, err := hpo.NewSearcher(cfg.Config)
 	require.NoError(t, err)
-	ss := &searchSession{cfg: cfg, searcher: s, trials: newLedger()}
+	ss := newSession(cfg, s)
 	queue := []string{}
 	take := func(line string) {
 		a := ss.answer(0, []byte(line))

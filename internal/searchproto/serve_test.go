@@ -11,12 +11,12 @@ import (
 	"github.com/gleaner-hpc/gleaner/hpo"
 )
 
-func testConfig() hpo.Config {
-	return hpo.Config{Algorithm: hpo.AlgorithmRandom, Seed: 3, MaxTrials: 3, MaxConcurrent: 2, Mode: "min",
-		Space: hpo.Space{{Name: "lr", Type: hpo.ParamFloat, Min: 1e-4, Max: 1, Log: true}, {Name: "opt", Type: hpo.ParamChoice, Choices: []string{"sgd", "adam"}}}}
+func testConfig() Config {
+	return Config{Config: hpo.Config{Algorithm: hpo.AlgorithmRandom, Seed: 3, MaxTrials: 3, MaxConcurrent: 2, Mode: "min",
+		Space: hpo.Space{{Name: "lr", Type: hpo.ParamFloat, Min: 1e-4, Max: 1, Log: true}, {Name: "opt", Type: hpo.ParamChoice, Choices: []string{"sgd", "adam"}}}}}
 }
 
-func session(t *testing.T, cfg hpo.Config, requests ...string) []Answer {
+func session(t *testing.T, cfg Config, requests ...string) []Answer {
 	t.Helper()
 	var out strings.Builder
 	require.NoError(t, Serve(cfg, strings.NewReader(strings.Join(requests, "\n")+"\n"), &out))
@@ -99,7 +99,7 @@ func TestServeWritesBudgetsFromAndContinue(t *testing.T) {
 	var out strings.Builder
 	in := `{"event":"initial"}` + "\n" + `{"event":"created","id":"t00001"}` + "\n" +
 		`{"event":"finished","id":"t00001","metric":0.5,"outcome":"completed"}` + "\n"
-	require.NoError(t, serve(testConfig(), s, strings.NewReader(in), &out))
+	require.NoError(t, serve(newSession(testConfig(), s), strings.NewReader(in), &out))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Equal(t, []string{
 		`{"actions":[{"create":{"id":"t00001","params":{"lr":0.01},"budget":1200,"stage":"gen 0"}},` +

@@ -36,8 +36,15 @@ never gets worse. An empty leaderboard
 says why when the campaign knows: trials that finished without ever
 reporting the objective metric (see gleaner status).
 
+A campaign of several objectives or with constraints prints its Pareto
+front's size and hypervolume first, then per trial its non-dominated
+rank (1: on the front), each objective's value and, with constraints,
+whether it is feasible; the trials go by rank, then the least crowded
+first (docs/campaign-spec.md).
+
 --json prints one JSON array of entries, best first (warnings go to
-stderr).`,
+stderr); with several objectives each has values, constraints,
+infeasible and rank.`,
 		Example: `  gleaner leaderboard go-mlp-spirals
   gleaner leaderboard go-mlp-spirals --top 3
   gleaner leaderboard go-mlp-spirals --json | jq '.[0].params'`,
@@ -79,6 +86,13 @@ func (o *leaderboardOptions) run(ctx context.Context, flags *pflag.FlagSet, name
 	}
 	l = topN(l, o.top)
 	var why *workflows.CampaignStatus
+	if !o.json && slices.ContainsFunc(l, func(e workflows.LeaderboardEntry) bool { return e.Values != nil }) {
+		// Several objectives: their names and the front come with the status.
+		if s, err := c.Status(ctx, name); err == nil && s.Pareto != nil {
+			writeParetoLeaderboard(stdout, l, s) // pareto.go
+			return nil
+		}
+	}
 	if len(l) == 0 {
 		// Say why it is empty: the campaign warns when its trials finish
 		// without the objective. Without the status, the bare message.

@@ -195,7 +195,9 @@ func writeStatus(w io.Writer, s workflows.CampaignStatus, url string) {
 	if s.WarmStarted > 0 {
 		fmt.Fprintf(w, "warm      the searcher started from %d trials of earlier campaigns (search.warm_start)\n", s.WarmStarted)
 	}
-	if b := s.Best; b != nil {
+	if s.Pareto != nil {
+		writeStatusPareto(w, s) // pareto.go
+	} else if b := s.Best; b != nil {
 		fmt.Fprintf(w, "best      %s %s %.6g by %s (%s, %s samples): %s\n",
 			s.Objective, s.Mode, b.Score, b.TrialID, b.State, formatCount(b.Samples), b.Params.Format(4))
 	} else {
@@ -274,6 +276,9 @@ func progressLine(p client.Progress) string {
 	}
 	if s.Best != nil {
 		fmt.Fprintf(&b, "  best %.6g (%s)", s.Best.Score, s.Best.TrialID)
+	}
+	if f := s.Pareto; f != nil && f.Size > 0 {
+		fmt.Fprintf(&b, "  front %d, hypervolume %.6g", f.Size, f.Hypervolume)
 	}
 	if s.Failed > 0 {
 		fmt.Fprintf(&b, "  failed %d", s.Failed)

@@ -1,0 +1,130 @@
+package integration_test
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gleaner-hpc/gleaner"
+	"github.com/gleaner-hpc/gleaner/hpo"
+	"github.com/gleaner-hpc/gleaner/internal/devenv"
+	"github.com/gleaner-hpc/gleaner/internal/devserver"
+	"github.com/gleaner-hpc/gleaner/internal/testenv"
+	"github.com/gleaner-hpc/gleaner/nas"
+	"github.com/gleaner-hpc/gleaner/worker"
+	"github.com/gleaner-hpc/gleaner/workflows"
+)
+
+// Hardware-aware NAS of real PyTorch trainers: NSGA-II over cell
+// architectures with two objectives, validation accuracy (max) and the
+// training time per sample the worker's throughput model predicts for
+// the architecture (min), which train.py never reports. Every trial
+// carries its prediction from its first report, so the front trades
+// accuracy against speed from the first generation on; the front's
+// predicted latencies are the model's, and the trainer's own measurement
+// of the same quantity (measured_ms_per_sample) is logged beside them
+// (timings are not asserted: docs/search.md records a measured run).
+func TestHardwareAwareNASCampaign(t *testing.T) {
+	py := nasPython(t)
+	script, err := filepath.Abs("../../examples/pytorch-nas/train.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	modelFile, err := filepath.Abs("../../examples/pytorch-nas/throughput-model.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := worker.LoadThroughputModel(modelFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startServer(t, devserver.Options{})
+	const tq = "nas-pareto"
+	cfg := devenv.WorkerConfig(tq, filepath.Join(t.TempDir(), "data"), 4)
+	cfg.Pool, cfg.ThroughputModel = testenv.FastPool, modelFile
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	w, err := devenv.StartWorker(ctx, srv, devenv.WorkerOptions{Config: cfg})
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+
+	const trials, population = 8, 4
+	spec := gleaner.CampaignSpec{
+		Name:    "nas-pareto",
+		Kind:    "nas",
+		Pool:    tq,
+		Command: []string{py, script},
+		Env:     map[string]string{"OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"},
+		Space: hpo.Space{
+			{Name: "arch", Type: hpo.ParamArch, Architecture: &nasCellSpace},
+			testenv.Fixed("lr", "0.05"),
+			testenv.Fixed("epochs", "2"),
+		},
+		Search: gleaner.SearchSpec{
+			Algorithm: "nsga2",
+			Settings:  hpo.Settings{NSGA2: &hpo.NSGA2Settings{PopulationSize: population}},
+		},
+		Objectives: []gleaner.ObjectiveSpec{
+			{Metric: "val_accuracy", Mode: "max"},
+			{Metric: gleaner.MetricPredictedLatency, Mode: "min"},
+		},
+		Budget:    gleaner.Budget{MaxTrials: trials, MaxConcurrent: 2},
+		Resources: gleaner.Resources{MinNodes: 1, MaxNodes: 1},
+		Trial:     gleaner.TrialPolicy{GracePeriod: gleaner.Duration(5 * time.Second), MaxRestarts: 1},
+	}
+	if err := spec.WithDefaults().Validate(); err != nil {
+		t.Fatalf("spec: %v", err)
+	}
+	res := campaignResult(t, startCampaign(t, srv.Client(), tq, spec), 5*time.Minute)
+	if res.State != workflows.CampaignCompleted || res.Completed != trials || res.Failed != 0 {
+		t.Fatalf("result %s %+v, want %d trials completed", res.State, res.CampaignCounts, trials)
+	}
+	metrics := map[string]map[string]float64{} // by trial id: the final report's
+	for _, r := range trialReports(t, srv.Client(), spec.Name, trials) {
+		metrics[r.TrialID] = r.Metrics
+		want := 1000 / mustPredict(t, model, r.Params["arch"].Str)
+		if got := r.Metrics[gleaner.MetricPredictedLatency]; math.Abs(got-want) > 1e-9*want {
+			t.Errorf("trial %s: %s %v, want the model's %v", r.TrialID, gleaner.MetricPredictedLatency, got, want)
+		}
+	}
+	f := res.Pareto
+	if f == nil || len(f.Trials) == 0 {
+		t.Fatalf("no Pareto front in the result: %+v", res)
+	}
+	var errs []float64
+	for _, e := range f.Trials {
+		if len(e.Values) != 2 || e.Infeasible {
+			t.Fatalf("front trial %s: values %v infeasible %v, want 2 feasible values", e.TrialID, e.Values, e.Infeasible)
+		}
+		pred := 1000 / mustPredict(t, model, e.Params["arch"].Str)
+		if math.Abs(e.Values[1]-pred) > 1e-9*pred {
+			t.Errorf("front trial %s: latency %v, want the prediction %v", e.TrialID, e.Values[1], pred)
+		}
+		if m, ok := metrics[e.TrialID]["measured_ms_per_sample"]; ok && m > 0 {
+			errs = append(errs, math.Abs(pred-m)/m)
+			t.Logf("front: %s %s val_accuracy %.3f predicted %.4f ms/sample measured %.4f", e.TrialID, nas.Hash(e.Params["arch"].Str), e.Values[0], pred, m)
+		}
+	}
+	if f.Hypervolume <= 0 || len(f.ReferencePoint) != 2 {
+		t.Errorf("front hypervolume %v at %v, want > 0 at a derived 2-value reference point", f.Hypervolume, f.ReferencePoint)
+	}
+	slices.Sort(errs)
+	if len(errs) > 0 {
+		t.Logf("%d front trials: predicted vs measured ms/sample, median relative error %.1f%%, max %.1f%%",
+			len(errs), 100*errs[len(errs)/2], 100*errs[len(errs)-1])
+	}
+}
+
+func mustPredict(t *testing.T, m *nas.ThroughputModel, arch string) float64 {
+	t.Helper()
+	v, err := m.Predict(arch)
+	if err != nil {
+		t.Fatalf("predicting %s: %v", arch, err)
+	}
+	return v
+}

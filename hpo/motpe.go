@@ -94,17 +94,16 @@ type motpeScratch struct {
 
 func newMOTPE(cfg Config) *motpe {
 	set := cfg.Settings.MOTPE.params()
-	pcg := newPCG(cfg.Seed)
-	m := &tpe{cfg: cfg, set: set, pcg: pcg, rng: rand.New(pcg)}
+	// The model is a TPE searcher of the same space and settings, without
+	// warm start: motpe feeds it the observations.
+	base := cfg
+	base.Settings, base.History = Settings{TPE: cfg.Settings.MOTPE}, nil
+	m := newTPE(base)
 	// Optuna 3.1's joint scoring (revisionJointHeight) from the start:
 	// no campaign ran motpe under older rules.
 	m.set.jointHeight = true
 	// motpe bounds the observations itself (forgetOldest below).
 	m.set.maxObs = math.MaxInt32
-	for _, p := range cfg.Space {
-		m.dims = append(m.dims, newDim(p))
-	}
-	m.reindex()
 	s := &motpe{cfg: cfg, goals: cfg.Goals(), set: set, m: m}
 	if !cfg.MultiObjective() {
 		for _, o := range cfg.History {

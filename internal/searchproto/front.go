@@ -77,11 +77,15 @@ type pausedTrial struct {
 	Params hpo.Params `json:"params,omitempty"`
 }
 
-// frontEntry is a front's trial as the session compares it.
+// frontEntry is a front's trial as the session compares it: its result,
+// and once computed its total violation and its values to minimise
+// (each offer compares with every entry).
 type frontEntry struct {
 	id     string
 	params hpo.Params
 	result hpo.Result
+	viol   float64
+	key    []float64
 }
 
 // best keeps a session's front and the parameters it needs to fill it.
@@ -90,6 +94,7 @@ type best struct {
 	ref      []float64 // the config's reference point; nil: derived
 	front    []frontEntry
 	thinned  int
+	answered *Front             // the last answer, until the front changes
 	inFlight map[string]pending // asked or running
 	paused   []pausedTrial      // oldest first, at most MaxPaused
 }
@@ -151,14 +156,15 @@ func (b *best) offer(id string, r hpo.Result) {
 		return
 	}
 	g := b.objs.goals
-	for _, e := range b.front {
-		if g.Dominates(e.result, r) || sameResult(g, e.result, r) {
+	e := b.entry(id, b.params(id), r)
+	for _, f := range b.front {
+		if dominates(f, e) || f.viol == e.viol && slices.Equal(f.key, e.key) {
 			return
 		}
 	}
-	e := frontEntry{id: id, params: b.params(id), result: r}
-	b.front = slices.DeleteFunc(b.front, func(f frontEntry) bool { return f.id == id || g.Dominates(r, f.result) })
+	b.front = slices.DeleteFunc(b.front, func(f frontEntry) bool { return f.id == id || dominates(e, f) })
 	b.front = append(b.front, e)
+	b.answered = nil
 	for len(b.front) > MaxFront {
 		rs := make([]hpo.Result, len(b.front))
 		for i, f := range b.front {
@@ -176,14 +182,48 @@ func (b *best) offer(id string, r hpo.Result) {
 	}
 }
 
-// sameResult: a and b are equally good, neither better in anything: the
-// same values and the same violation.
-func sameResult(g hpo.Goals, a, b hpo.Result) bool {
-	return slices.Equal(a.Values, b.Values) && g.Violation(a) == g.Violation(b)
+// entry is a result as the front compares it.
+func (b *best) entry(id string, params hpo.Params, r hpo.Result) frontEntry {
+	e := frontEntry{id: id, params: params, result: r, viol: b.objs.goals.Violation(r), key: make([]float64, len(r.Values))}
+	for i, v := range r.Values {
+		if b.objs.goals.Modes[i] == "max" {
+			v = -v
+		}
+		e.key[i] = v
+	}
+	return e
 }
 
-// answer is the front as a front request answers it.
+// dominates is hpo.Goals.Dominates (constrained domination) on entries'
+// precomputed violations and values, for results with every value.
+func dominates(a, b frontEntry) bool {
+	if a.viol != b.viol {
+		return a.viol < b.viol
+	}
+	if a.viol > 0 {
+		return false // equally infeasible
+	}
+	better := false
+	for i := range a.key {
+		if a.key[i] > b.key[i] {
+			return false
+		}
+		better = better || a.key[i] < b.key[i]
+	}
+	return better
+}
+
+// answer is the front as a front request answers it, computed again only
+// when the front has changed (its exact hypervolume takes a while for a
+// large front of three objectives or more).
 func (b *best) answer() *Front {
+	if b.answered == nil {
+		b.answered = b.compute()
+	}
+	return b.answered
+}
+
+func (b *best) compute() *Front {
 	g := b.objs.goals
 	f := &Front{Trials: []FrontTrial{}, Thinned: b.thinned}
 	entries := slices.Clone(b.front)
@@ -280,7 +320,7 @@ func bestFrom(objs *objectives, ref []float64, s *frontState) (*best, error) {
 			return nil, fmt.Errorf("front: trials[%d] (%s): not a result of this search's %s and %s",
 				i, t.ID, count(len(objs.names), "objective"), count(len(objs.constraints), "constraint"))
 		}
-		b.front = append(b.front, frontEntry{id: t.ID, params: t.Params, result: r})
+		b.front = append(b.front, b.entry(t.ID, t.Params, r))
 	}
 	return b, nil
 }

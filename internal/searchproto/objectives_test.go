@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -307,5 +308,23 @@ func TestConfigReferencePoint(t *testing.T) {
 		cfg.ReferencePoint = c.ref
 		err := cfg.Validate()
 		require.EqualError(t, err, c.want)
+	}
+}
+
+// The front's dominance is hpo.Goals.Dominates, on values computed once:
+// checked against it on seeded random results, with ties, both modes and
+// infeasible ones.
+func TestFrontDominatesAsHPO(t *testing.T) {
+	cfg := twoObjectives()
+	cfg.Objectives[1].Mode = "max"
+	b := newBest(objectivesOf(cfg.Config), nil)
+	g := b.objs.goals
+	r := rand.New(rand.NewPCG(3, 4))
+	pick := func() hpo.Result {
+		return hpo.Result{Values: []float64{float64(r.IntN(3)), float64(r.IntN(3))}, Constraints: []float64{float64(2 + r.IntN(5))}}
+	}
+	for i := 0; i < 5000; i++ {
+		x, y := pick(), pick()
+		require.Equal(t, g.Dominates(x, y), dominates(b.entry("a", nil, x), b.entry("b", nil, y)), "%v %v", x, y)
 	}
 }

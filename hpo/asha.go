@@ -175,6 +175,13 @@ func (r *ashaRule) observe(id string, samples, loss float64) bool {
 
 func (r *ashaRule) forget(id string) { delete(r.Passed, id) }
 
+func (r *ashaRule) level(id string) int {
+	if k, ok := r.Passed[id]; ok {
+		return k + 1
+	}
+	return 0
+}
+
 func (r *ashaRule) check() error {
 	for k, g := range r.Rungs {
 		if len(g.Best) > g.N || len(g.Best) > ashaKeep || !slices.IsSorted(g.Best) {

@@ -146,6 +146,20 @@ func (r *hyperbandRule) observe(id string, samples, loss float64) bool {
 	return b.observe(id, samples, loss)
 }
 
+// level counts rungs at the budgets R/η^j the brackets share: bracket s's
+// rung k is at R/η^(s−k), level S−s+k+1 (S the last bracket).
+func (r *hyperbandRule) level(id string) int {
+	b, ok := r.Of[id]
+	if !ok {
+		return 0
+	}
+	k := r.Brackets[b].level(id)
+	if k == 0 {
+		return 0
+	}
+	return len(r.Brackets) - 1 - b + k
+}
+
 func (r *hyperbandRule) forget(id string) {
 	if b, ok := r.Of[id]; ok {
 		r.Brackets[b].forget(id)

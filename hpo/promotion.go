@@ -52,6 +52,15 @@ import (
 // unless the first rung is R: Hyperband's bracket 0 gives complete
 // results, which rank above every other bracket's; the other brackets'
 // first rungs, R/η^s, differ, and TPE ranks their metrics together.
+//
+// From revisionRungRank a TPE sampler learns instead from the rung each
+// trial was judged at last: its first-rung metric is told as rungKey (by
+// the rung's level), and each time a continued trial pauses higher the
+// sampler's observation of it is replaced (rungLearner) by its rungKey
+// there, or by its metric, complete, at R. TPE so ranks trials as Optuna
+// ranks pruned ones: the furthest rung reached first, then the metric
+// there. On curves that cross, a first-rung metric favours fast starters
+// that plateau high (issue 30; docs/search.md).
 type promoter struct {
 	cfg     Config
 	name    string // asha or hyperband: the snapshot's type
@@ -64,7 +73,11 @@ type promoter struct {
 	// expected is the budget the search should spend in all: Progress's
 	// denominator.
 	expected float64
-	st       promoterState
+	// levels are the rungs' distinct budgets, ascending, when the sampler
+	// is told each trial's result at the highest rung it reached
+	// (revisionRungRank); nil before.
+	levels []float64
+	st     promoterState
 }
 
 // promoterState is the snapshot. Its size is bounded by the brackets'
@@ -95,6 +108,9 @@ type promoRun struct {
 	Bracket int  `json:"bracket"`
 	Rung    int  `json:"rung"`
 	First   bool `json:"first,omitempty"`
+	// Told is the metric the sampler holds for a continued trial: its
+	// rungKey at the rung below (revisionRungRank).
+	Told float64 `json:"told,omitempty"`
 }
 
 // promoRung is a rung: N trials recorded there, and the best ashaKeep of
@@ -172,6 +188,9 @@ func newPromoter(cfg Config, name, sampler string, eta float64, ladders [][]floa
 			prev = budget
 		}
 	}
+	if _, ok := p.sampler.(rungLearner); ok && cfg.Revision >= revisionRungRank {
+		p.levels = budgetLevels(slices.Concat(ladders...))
+	}
 	p.st = p.fresh()
 	return p, nil
 }
@@ -220,17 +239,36 @@ func (p *promoter) TrialFinished(id string, metric float64, outcome Outcome) []A
 	if !ok {
 		return nil
 	}
-	if run.First {
-		told := outcome
+	paused := outcome == OutcomeCompleted && !math.IsNaN(metric)
+	switch {
+	case run.First:
+		told, m := outcome, metric
 		if len(p.ladders[run.Bracket]) > 1 {
 			told = OutcomeStopped // a metric at the first rung, below R
+			if p.levels != nil && paused {
+				m = p.told(run, metric)
+			}
 		}
-		p.propose(p.sampler.TrialFinished(id, metric, told))
+		p.propose(p.sampler.TrialFinished(id, m, told))
+	case p.levels != nil && paused:
+		// A continued trial paused higher: the sampler ranks it there.
+		top := run.Rung == len(p.ladders[run.Bracket])-1
+		m := metric
+		if !top {
+			m = p.told(run, metric)
+		}
+		p.sampler.(rungLearner).relearn(run.Told, m, !top)
 	}
-	if outcome == OutcomeCompleted && !math.IsNaN(metric) {
+	if paused {
 		p.record(run, id, p.loss(metric))
 	}
 	return p.fill()
+}
+
+// told is the metric the sampler is told for a trial paused below the
+// top at run's rung with metric: its rungKey there.
+func (p *promoter) told(run promoRun, metric float64) float64 {
+	return toldKey(p.cfg.Mode, levelOf(p.levels, p.ladders[run.Bracket][run.Rung]), p.loss(metric))
 }
 
 func (p *promoter) TrialFailed(id string) []Action {
@@ -346,7 +384,11 @@ func (p *promoter) promote(b, k, i int) Action {
 	rec := &p.st.Rungs[b][k].Top[i]
 	rec.Promoted = true
 	p.st.reopen(rec.ID)
-	p.st.Running[rec.ID] = promoRun{Bracket: b, Rung: k + 1}
+	run := promoRun{Bracket: b, Rung: k + 1}
+	if p.levels != nil {
+		run.Told = toldKey(p.cfg.Mode, levelOf(p.levels, p.ladders[b][k]), rec.Value)
+	}
+	p.st.Running[rec.ID] = run
 	return Continue{TrialID: rec.ID, Budget: p.ladders[b][k+1], Stage: p.stage(b, k+1)}
 }
 

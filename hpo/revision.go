@@ -21,4 +21,10 @@ package hpo
 // kernel by its height (no 1/σ), and counts in Scott's bandwidth only the
 // parameters with more than one value (jointMixture, parzen.go).
 // Independent TPE and every other searcher decide as in revision 1.
-const Revision = 2
+//
+// Revision 3 (revisionRungRank, rungrank.go): ASHA and Hyperband, both
+// variants, tell a TPE sampler each trial's result at the highest rung it
+// reached, ranked by that rung, furthest first, then by the metric there
+// (Optuna's ranking of pruned trials); promotion tells it again each time
+// a trial pauses higher. Other samplers are fed as in revision 2.
+const Revision = 3

@@ -12,7 +12,9 @@ import (
 // that only creates: random, quasirandom, grid or tpe) chooses every
 // trial, and its rule, fed every report, stops the trials it judges
 // hopeless. The sampler sees each trial's end as usual, a stopped trial's
-// with OutcomeStopped and its last metric.
+// with OutcomeStopped and its last metric; from revisionRungRank, under
+// ASHA's or Hyperband's rule, a TPE sampler is told a stopped trial's
+// rungKey instead, so that it ranks it by the rung it reached first.
 type stopper struct {
 	cfg     Config
 	name    string
@@ -21,6 +23,10 @@ type stopper struct {
 	// stopped are outstanding trials the rule stopped: their later reports
 	// are ignored.
 	stopped []string
+	// rungRank: a stopped trial's metric reaches the sampler as its
+	// rungKey (revisionRungRank), for a rule with rungs and a sampler
+	// that learns from metrics.
+	rungRank bool
 }
 
 // rule is an early-stopping rule. Metrics reach it oriented so that lower
@@ -30,6 +36,14 @@ type rule interface {
 	observe(id string, samples, loss float64) bool
 	// forget drops an ended trial's per-trial state.
 	forget(id string)
+}
+
+// rungRule is a rule with rungs (ASHA's, Hyperband's).
+type rungRule interface {
+	// level is the level of the highest rung trial id has reached: 0
+	// before the first, 1 at the lowest budget any trial is judged at,
+	// one more per factor η.
+	level(id string) int
 }
 
 // stopperState is the snapshot: the sampler's own, the rule's, and the
@@ -56,7 +70,11 @@ func newStopper(cfg Config, name, sampler string, r rule) (*stopper, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &stopper{cfg: cfg, name: name, sampler: s, rule: r}, nil
+	st := &stopper{cfg: cfg, name: name, sampler: s, rule: r}
+	_, rungs := r.(rungRule)
+	_, learns := s.(rungLearner)
+	st.rungRank = rungs && learns && cfg.Revision >= revisionRungRank
+	return st, nil
 }
 
 // samplerNames lists the algorithms a stopping searcher can sample with.
@@ -95,6 +113,11 @@ func (s *stopper) TrialReported(id string, samples, metric float64) []Action {
 }
 
 func (s *stopper) TrialFinished(id string, metric float64, outcome Outcome) []Action {
+	if s.rungRank && outcome == OutcomeStopped && !math.IsNaN(metric) {
+		// Ranked as Optuna ranks a pruned trial: by the rung it reached,
+		// then by its metric there (the last, where the rule stopped it).
+		metric = toldKey(s.cfg.Mode, s.rule.(rungRule).level(id), clamp(s.loss(metric), -math.MaxFloat64, math.MaxFloat64))
+	}
 	s.ended(id)
 	return s.sampler.TrialFinished(id, metric, outcome)
 }

@@ -187,6 +187,32 @@ OBJECTIVES["go-mlp"] = (None, min(c[-1][1] for c in CURVES.values()), [
 ])
 
 
+CROSSING_BUDGET = 81  # crossing: a trial's full budget, one report per unit
+
+
+def crossing_loss(lr, q1, q2, t):
+    """crossing (internal/searchbench/crossing.go): fast starters (high lr)
+    plateau high, slow starters end lower; t is the fraction trained."""
+    u = (math.log10(lr) + 4) / 4
+    q = 0.4 * ((q1 - 0.7) ** 2 + (q2 - 0.2) ** 2)
+    p = 0.05 + 0.6 * (u - 0.15) ** 2 + q
+    tau = 0.01 + 0.1 * (1 - u) ** 3
+    return p + (2 - p) * math.exp(-t / tau)
+
+
+def crossing_curve(p):
+    return [(float(s), crossing_loss(p["lr"], p["q1"], p["q2"], s / CROSSING_BUDGET))
+            for s in range(1, CROSSING_BUDGET + 1)]
+
+
+OBJECTIVES["crossing"] = (None, min(crossing_loss(10 ** (4 * i / 100000 - 4), 0.7, 0.2, 1) for i in range(100001)), [
+    {"name": "lr", "type": "float", "min": 1e-4, "max": 1, "log": True},
+    {"name": "q1", "type": "float", "min": 0, "max": 1},
+    {"name": "q2", "type": "float", "min": 0, "max": 1},
+])
+CURVE_OBJECTIVES = {"go-mlp": go_mlp_curve, "crossing": crossing_curve}
+
+
 TOY_STEPS = 40  # pbt-toy: a trial's full budget, in gradient steps
 
 
@@ -207,7 +233,7 @@ SLACK = 1e-9  # relative rounding allowed when progress meets a budget
 
 
 def full_budget(name):
-    return {"go-mlp": CURVE_BUDGET, "pbt-toy": float(TOY_STEPS)}.get(name, 1.0)
+    return {"go-mlp": CURVE_BUDGET, "crossing": float(CROSSING_BUDGET), "pbt-toy": float(TOY_STEPS)}.get(name, 1.0)
 
 
 def segment(name, p, start=0.0, state=TOY_START, budget=0.0):
@@ -231,7 +257,7 @@ def segment(name, p, start=0.0, state=TOY_START, budget=0.0):
             x = nxt
         return out
     f, _, _ = OBJECTIVES[name]
-    pts = go_mlp_curve(p) if f is None else [(1.0, f(p))]
+    pts = CURVE_OBJECTIVES[name](p) if f is None else [(1.0, f(p))]
     for samples, value in pts:
         if samples <= start:
             continue
@@ -319,10 +345,13 @@ def run_optuna(method, name, space, seed, trials, workers, sigma):
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     budget = full_budget(name)
     pruner = optuna.pruners.NopPruner()
-    if method == "optuna-tpe":
-        sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True)
-    elif method == "optuna-tpe-multivariate":
+    if method == "optuna-tpe-multivariate":
         sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True, multivariate=True)
+        method = "optuna-tpe"
+    elif method.startswith("optuna-tpe"):
+        sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True)
+        if method != "optuna-tpe":
+            method = "optuna-" + method[len("optuna-tpe-"):]  # optuna-tpe-sha: TPE under that pruner
     else:
         sampler = optuna.samplers.RandomSampler(seed=seed)
     if method == "optuna-sha":
@@ -332,7 +361,7 @@ def run_optuna(method, name, space, seed, trials, workers, sigma):
                                                 reduction_factor=3)
     elif method == "optuna-median":
         pruner = optuna.pruners.MedianPruner(n_startup_trials=5)
-    elif method not in ("optuna-random", "optuna-tpe", "optuna-tpe-multivariate"):
+    elif method not in ("optuna-random", "optuna-tpe"):
         raise ValueError(method)
     dists = {}
     for d in space:
@@ -377,7 +406,12 @@ def run_optuna(method, name, space, seed, trials, workers, sigma):
 
 def gleaner_settings(method, budget):
     """The hpo algorithm and settings a gleaner-<method> runs, as
-    `gleaner bench search` gives them (searchbench.DefaultSettings)."""
+    `gleaner bench search` gives them (searchbench.DefaultSettings), and
+    the revision of the rules: <algorithm>[-promotion][+<sampler>][@<revision>]
+    (asha-promotion+tpe@3: promotion ASHA sampling with TPE, revision 3;
+    without @, this build's rules, as a new campaign)."""
+    method, _, rev = method.partition("@")
+    method, _, sampler = method.partition("+")
     algorithm, _, variant = method.partition("-")
     if algorithm == "asha":
         set = {"asha": {"min_budget": budget / 27, "reduction_factor": 3, "max_budget": budget}}
@@ -395,7 +429,11 @@ def gleaner_settings(method, budget):
         if variant != "promotion" or algorithm not in ("asha", "hyperband"):
             raise ValueError(f"gleaner-{method}: no such variant")
         set[algorithm]["variant"] = variant
-    return algorithm, set
+    if sampler:
+        if algorithm not in ("asha", "hyperband", "median"):
+            raise ValueError(f"gleaner-{method}+{sampler}: only a stopping searcher takes a sampler")
+        set[algorithm]["sampler"] = sampler
+    return algorithm, set, int(rev) if rev else None
 
 
 class SimTrial:
@@ -410,9 +448,11 @@ class SimTrial:
 
 def run_gleaner(gleaner, method, name, space, seed, trials, workers, sigma):
     budget = full_budget(name)
-    algorithm, settings = gleaner_settings(method, budget)
+    algorithm, settings, revision = gleaner_settings(method, budget)
     cfg = {"algorithm": algorithm, "space": space, "seed": seed, "max_trials": trials,
            "max_concurrent": workers, "mode": "min", "settings": settings}
+    if revision is not None:
+        cfg["revision"] = revision
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(cfg, f)
         path = f.name
@@ -519,9 +559,11 @@ def main():
     ap.add_argument("--gleaner", default="bin/gleaner", help="gleaner binary (default bin/gleaner)")
     ap.add_argument("--objectives", default="branin,hartmann6,rosenbrock10,mixed")
     ap.add_argument("--methods", default="optuna-random,optuna-tpe,gleaner-random,gleaner-quasirandom,gleaner-tpe",
-                    help="optuna-random, optuna-tpe, optuna-tpe-multivariate, optuna-sha, optuna-hyperband, "
-                         "optuna-median, gleaner-<algorithm>, gleaner-tpe-multivariate, gleaner-asha-promotion, "
-                         "gleaner-hyperband-promotion, gleaner-pbt (pbt-toy only)")
+                    help="optuna-random, optuna-tpe, optuna-sha, optuna-hyperband, optuna-median, optuna-tpe-sha, "
+                         "optuna-tpe-hyperband (TPE under that pruner), optuna-tpe-multivariate, gleaner-<algorithm>, "
+                         "gleaner-tpe-multivariate, gleaner-asha-promotion, "
+                         "gleaner-hyperband-promotion, gleaner-pbt (pbt-toy only); a gleaner method may add "
+                         "+<sampler> and @<revision>: gleaner-asha-promotion+tpe@2")
     ap.add_argument("--trials", type=int, default=100)
     ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--seeds", type=int, default=20)
@@ -531,6 +573,10 @@ def main():
     ap.add_argument("--by", choices=["trials", "budget"], default="trials",
                     help="columns: after N ended trials, or after spending B full trial budgets")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--wins", action="store_true",
+                    help="also print, per objective, each method's win probability against each other at the last "
+                         "column: the chance a run of the row's finds a better best than a run of the column's "
+                         "(ties count half), over all pairs of seeds")
     args = ap.parse_args()
     at = [int(n) for n in args.at.split(",")]
     results = []
@@ -572,7 +618,8 @@ def main():
                 return best
 
             cols = {n: quartiles([best_at(r, n) for r in runs]) for n in at}
-            results.append({"objective": name, "optimum": optimum, "method": method, "best": cols})
+            results.append({"objective": name, "optimum": optimum, "method": method, "best": cols,
+                            "last": [best_at(r, at[-1]) for r in runs]})
     if args.json:
         json.dump(results, sys.stdout, indent=1)
         return
@@ -587,6 +634,19 @@ def main():
             q1, med, q3 = r["best"][n]
             cells.append(f"{med:.4g} [{q1:.4g}, {q3:.4g}]")
         print(f"| {r['objective']} | {r['optimum']:g} | {r['method']} | " + " | ".join(cells) + " |")
+    if args.wins:
+        for name in args.objectives.split(","):
+            rows = [r for r in results if r["objective"] == name]
+            print(f"\n{name}: win probability of the row against the column at {col}={at[-1]}\n")
+            print("| method | " + " | ".join(r["method"] for r in rows) + " |")
+            print("|---|" + "---|" * len(rows))
+            for a in rows:
+                print(f"| {a['method']} | " + " | ".join(f"{win(a['last'], b['last']):.2f}" for b in rows) + " |")
+
+
+def win(xs, ys):
+    """The chance that a draw from xs is below one from ys, ties half."""
+    return sum((x < y) + 0.5 * (x == y) for x in xs for y in ys) / (len(xs) * len(ys))
 
 
 if __name__ == "__main__":

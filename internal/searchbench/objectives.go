@@ -136,7 +136,7 @@ func (o Objective) segment(p hpo.Params, from float64, st State, budget float64)
 // NAS benchmark, in a fixed order. The NAS benchmark is
 // left out of a build without its table (LookupObjectives says why).
 func Objectives() []Objective {
-	objs := []Objective{branin(), hartmann6(), rosenbrock(10), mixed(), rotQuad6(), styblinski5(), logMixed(), goMLP(), pbtToy(), nqm()}
+	objs := []Objective{branin(), hartmann6(), rosenbrock(10), mixed(), rotQuad6(), styblinski5(), logMixed(), goMLP(), crossing(), pbtToy(), nqm()}
 	if o, err := nasCell(); err == nil {
 		objs = append(objs, o)
 	}

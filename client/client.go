@@ -125,7 +125,7 @@ func (c *Client) Submit(ctx context.Context, spec gleaner.CampaignSpec) (Campaig
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		// Without this the SDK answers a duplicate with the existing run.
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		StaticSummary:                            fmt.Sprintf("%s campaign %s: %d trials, %s %s", spec.Kind, spec.Name, spec.Budget.MaxTrials, spec.Objective.Mode, spec.Objective.Metric),
+		StaticSummary:                            fmt.Sprintf("%s campaign %s: %d trials, %s", spec.Kind, spec.Name, spec.Budget.MaxTrials, spec.ObjectiveText()),
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			temporal.NewSearchAttributeKeyKeyword(gleaner.SearchAttrCampaign).ValueSet(spec.Name),
 			temporal.NewSearchAttributeKeyKeyword(gleaner.SearchAttrKind).ValueSet(gleaner.WorkflowKindCampaign),

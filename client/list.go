@@ -233,7 +233,8 @@ func (c *Client) addSpecs(ctx context.Context, out []CampaignSummary) {
 			}
 			spec := in.Spec.WithDefaults()
 			out[i].MaxTrials = spec.Budget.MaxTrials
-			out[i].Objective, out[i].Mode = spec.Objective.Metric, spec.Objective.Mode
+			o := spec.PrimaryObjective()
+			out[i].Objective, out[i].Mode = o.Metric, o.Mode
 		}()
 	}
 	wg.Wait()

@@ -109,9 +109,9 @@ func (d *devRun) submit(ctx context.Context, c *client.Client, camp devCampaign)
 		return started, err
 	}
 	spec := camp.spec.WithDefaults()
-	d.say("submitted campaign %s (%s): %d trials, at most %d at a time, on %d–%d nodes each, %s %s",
+	d.say("submitted campaign %s (%s): %d trials, at most %d at a time, on %d–%d nodes each, %s",
 		started.Name, camp.from, spec.Budget.MaxTrials, spec.Budget.MaxConcurrent,
-		spec.Resources.MinNodes, spec.Resources.MaxNodes, spec.Objective.Mode, spec.Objective.Metric)
+		spec.Resources.MinNodes, spec.Resources.MaxNodes, spec.ObjectiveText())
 	if devBuiltinTrainer(spec) {
 		d.say("its trainer, %s: the Go example trainer built into %s (gleaner %s)", examples.GoMLPCommand, d.exe, ExampleTrainerCommand)
 	}

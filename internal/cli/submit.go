@@ -124,7 +124,7 @@ func (o *submitOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, s
 		}
 		return err
 	}
-	fmt.Fprintf(stdout, "submitted campaign %s: %d trials, %s %s\n", camp.Name, spec.Budget.MaxTrials, spec.Objective.Mode, spec.Objective.Metric)
+	fmt.Fprintf(stdout, "submitted campaign %s: %d trials, %s\n", camp.Name, spec.Budget.MaxTrials, spec.ObjectiveText())
 	fmt.Fprintf(stdout, "  workflow  %s (run %s)\n", camp.WorkflowID, camp.RunID)
 	fmt.Fprintf(stdout, "  trials    %s\n", trialModeLine(spec))
 	if camp.UIURL != "" {

@@ -99,7 +99,7 @@ func (o *trialsOptions) run(ctx context.Context, flags *pflag.FlagSet, name stri
 		fmt.Fprintf(stdout, "campaign %s has no trials yet\n", name)
 		return nil
 	}
-	writeTrials(stdout, trials, spec.Objective.Metric)
+	writeTrials(stdout, trials, spec.PrimaryObjective().Metric)
 	writeTrialFailures(stdout, trials) // failures.go: each reason whole
 	if note := trialsNote(trials, o.limit, created, list.Busy); note != "" {
 		fmt.Fprintln(stdout, note)

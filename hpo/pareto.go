@@ -198,7 +198,10 @@ func (g Goals) Hypervolume(rs []Result, ref []float64) float64 {
 			pts = append(pts, p)
 		}
 	}
-	return hypervolumeMin(nondominatedMin(pts), r)
+	if len(r) > 3 {
+		pts = nondominatedMin(pts) // fewer slices; below 4 the sweeps skip them
+	}
+	return hypervolumeMin(pts, r)
 }
 
 // nondominatedMin keeps the points no other point dominates (duplicates
@@ -220,10 +223,11 @@ func nondominatedMin(pts [][]float64) [][]float64 {
 	return out
 }
 
-// hypervolumeMin is the exact hypervolume of mutually non-dominated
-// minimisation points below ref: a sweep in two dimensions, slicing along
-// the last objective above that (Zitzler's HSO; fine for the fronts of a
-// few hundred points campaigns keep).
+// hypervolumeMin is the exact hypervolume of minimisation points below
+// ref (dominated ones add nothing): a sweep in two dimensions, slicing
+// along the last objective above that (Zitzler's HSO): O(n log n) in two
+// dimensions, O(n² log n) in three, for the fronts of up to 1,000 trials
+// campaigns keep.
 func hypervolumeMin(pts [][]float64, ref []float64) float64 {
 	if len(pts) == 0 {
 		return 0
@@ -238,7 +242,12 @@ func hypervolumeMin(pts [][]float64, ref []float64) float64 {
 	}
 	if d == 2 {
 		s := slices.Clone(pts)
-		slices.SortFunc(s, func(a, b []float64) int { return cmpFloat(a[0], b[0]) })
+		slices.SortFunc(s, func(a, b []float64) int {
+			if c := cmpFloat(a[0], b[0]); c != 0 {
+				return c
+			}
+			return cmpFloat(a[1], b[1])
+		})
 		vol, prevY := 0.0, ref[1]
 		for _, p := range s {
 			if p[1] < prevY {
@@ -247,6 +256,9 @@ func hypervolumeMin(pts [][]float64, ref []float64) float64 {
 			}
 		}
 		return vol
+	}
+	if d == 3 {
+		return hypervolume3(pts, ref)
 	}
 	s := slices.Clone(pts)
 	slices.SortFunc(s, func(a, b []float64) int { return cmpFloat(a[d-1], b[d-1]) })
@@ -264,7 +276,45 @@ func hypervolumeMin(pts [][]float64, ref []float64) float64 {
 		for i := 0; i <= k; i++ {
 			proj[i] = s[i][:d-1]
 		}
-		vol += h * hypervolumeMin(nondominatedMin(proj), ref[:d-1])
+		// Dominated projections add nothing and need no filtering: the
+		// two-dimensional sweep skips them (O(k log k) a slice, so
+		// O(n² log n) in three dimensions).
+		vol += h * hypervolumeMin(proj, ref[:d-1])
+	}
+	return vol
+}
+
+// hypervolume3 is hypervolumeMin in three dimensions: the points taken in
+// order of the third objective, each slab's area that of the staircase of
+// the points below it, kept non-dominated and sorted by the first
+// objective as points arrive: O(n²) at worst, milliseconds for 1,000.
+func hypervolume3(pts [][]float64, ref []float64) float64 {
+	s := slices.Clone(pts)
+	slices.SortFunc(s, func(a, b []float64) int { return cmpFloat(a[2], b[2]) })
+	var stair [][]float64 // x ascending, y descending
+	area, vol := 0.0, 0.0
+	for k, p := range s {
+		// p is dominated in (x, y) by the step at or left of its x.
+		i, _ := slices.BinarySearchFunc(stair, p[0], func(q []float64, x float64) int { return cmpFloat(q[0], x) })
+		dominated := (i < len(stair) && stair[i][0] == p[0] && stair[i][1] <= p[1]) || (i > 0 && stair[i-1][1] <= p[1])
+		if !dominated {
+			j := i
+			for j < len(stair) && stair[j][1] >= p[1] {
+				j++ // the steps p dominates
+			}
+			stair = slices.Replace(stair, i, j, p[:2])
+			area = 0
+			prevY := ref[1]
+			for _, q := range stair {
+				area += (ref[0] - q[0]) * (prevY - q[1])
+				prevY = q[1]
+			}
+		}
+		top := ref[2]
+		if k+1 < len(s) {
+			top = s[k+1][2]
+		}
+		vol += area * (top - p[2])
 	}
 	return vol
 }

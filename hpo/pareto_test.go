@@ -1,8 +1,10 @@
 package hpo
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -136,4 +138,57 @@ func TestConfigObjectivesValidation(t *testing.T) {
 	one := base
 	one.Objectives = []Objective{{Metric: "loss", Mode: "min"}}
 	assert.NoError(t, one.Validate(), "one objective in the list is a single-objective search")
+}
+
+func TestHypervolumeWithDominatedPointsInSlices(t *testing.T) {
+	g := Goals{Modes: []string{"min", "min", "min"}}
+	// (1,1,1) dominates the other two: only its box counts.
+	hv := g.Hypervolume([]Result{res(1, 1, 1), res(1.5, 1.5, 1.5), res(1, 1.9, 1.2)}, []float64{2, 2, 2})
+	assert.InDelta(t, 1.0, hv, 1e-12)
+	hv4 := Goals{Modes: []string{"min", "min", "min", "min"}}.Hypervolume([]Result{res(1, 1, 1, 1), res(1.5, 1, 1.5, 1.5)}, []float64{2, 2, 2, 2})
+	assert.InDelta(t, 1.0, hv4, 1e-12)
+}
+
+func BenchmarkHypervolume(b *testing.B) {
+	for _, d := range []int{2, 3} {
+		g := Goals{Modes: slices.Repeat([]string{"min"}, d)}
+		rng := rand.New(rand.NewPCG(3, 4))
+		rs := make([]Result, 1000)
+		ref := slices.Repeat([]float64{1.1}, d)
+		for i := range rs {
+			v := make([]float64, d)
+			norm := 0.0
+			for j := range v {
+				v[j] = rng.NormFloat64()
+				norm += v[j] * v[j]
+			}
+			for j := range v {
+				v[j] = math.Abs(v[j]) / math.Sqrt(norm) // on the unit sphere: a DTLZ2-like front
+			}
+			rs[i] = Result{Values: v}
+		}
+		b.Run(fmt.Sprintf("front1000_d%d", d), func(b *testing.B) {
+			for b.Loop() {
+				g.Hypervolume(rs, ref)
+			}
+		})
+	}
+}
+
+// The three-dimensional staircase agrees with the general slicing (a
+// fourth objective every point has at 0, reference 1) on random sets with
+// dominated points, ties and duplicates.
+func TestHypervolume3AgreesWithSlicing(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 200 {
+		n := 1 + rng.IntN(40)
+		var pts3, pts4 [][]float64
+		for range n {
+			p := []float64{float64(rng.IntN(6)) / 5, float64(rng.IntN(6)) / 5, float64(rng.IntN(6)) / 5}
+			pts3 = append(pts3, p)
+			pts4 = append(pts4, append(slices.Clone(p), 0))
+		}
+		want := hypervolumeMin(nondominatedMin(pts4), []float64{1.1, 1.1, 1.1, 1})
+		assert.InDelta(t, want, hypervolume3(pts3, []float64{1.1, 1.1, 1.1}), 1e-9)
+	}
 }

@@ -102,6 +102,9 @@ func (s CampaignSpec) validateObjectives() error {
 			return fmt.Errorf("constraints[%d]: min %v > max %v", i, *c.Min, *c.Max)
 		}
 	}
+	if err := s.validatePredicted(); err != nil {
+		return err
+	}
 	if r := s.ReferencePoint; len(r) > 0 {
 		n := len(s.ObjectiveList())
 		switch {
@@ -170,4 +173,30 @@ func (s CampaignSpec) ObjectiveText() string {
 		text += fmt.Sprintf(", %d constraints", n)
 	}
 	return text
+}
+
+// validatePredicted checks that only a NAS campaign names a metric the
+// worker predicts from a trial's architecture (PredictedMetric): an HPO
+// trial has no architecture to predict from, so it would never have one.
+func (s CampaignSpec) validatePredicted() error {
+	if s.Kind == "nas" {
+		return nil
+	}
+	field := func(name string, i int, metric string) error {
+		return fmt.Errorf("%s[%d].metric: %s is predicted from a trial's architecture: only a kind: nas campaign has it (docs/nas.md, \"Hardware-aware search\")", name, i, metric)
+	}
+	for i, o := range s.Objectives {
+		if PredictedMetric(o.Metric) {
+			return field("objectives", i, o.Metric)
+		}
+	}
+	for i, c := range s.Constraints {
+		if PredictedMetric(c.Metric) {
+			return field("constraints", i, c.Metric)
+		}
+	}
+	if PredictedMetric(s.Objective.Metric) {
+		return fmt.Errorf("objective.metric: %s is predicted from a trial's architecture: only a kind: nas campaign has it (docs/nas.md, \"Hardware-aware search\")", s.Objective.Metric)
+	}
+	return nil
 }

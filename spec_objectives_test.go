@@ -2,6 +2,7 @@ package gleaner_test
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,11 +10,11 @@ import (
 	"github.com/gleaner-hpc/gleaner/hpo"
 )
 
-// vectorAlgorithm is an algorithm that takes several objectives, or ""
-// when this build has none.
+// vectorAlgorithm is an algorithm that takes several objectives and no
+// settings (random), or "" when this build has none.
 func vectorAlgorithm() string {
-	if v := hpo.VectorAlgorithms(); len(v) > 0 {
-		return v[0]
+	if v := hpo.VectorAlgorithms(); slices.Contains(v, hpo.AlgorithmRandom) {
+		return hpo.AlgorithmRandom // needs no settings
 	}
 	return ""
 }
@@ -93,6 +94,9 @@ func TestSpecObjectivesErrors(t *testing.T) {
 		{two + "reference_point: [1]\n", "reference_point: 1 values for 2 objectives"},
 		{two + "reference_point: [1, .nan]\n", "reference_point[1]"},
 		{"objective: {metric: loss}\nreference_point: [1]\n", "reference_point: a hypervolume needs several objectives or a constraint"},
+		{"objectives: [{metric: acc, mode: max}, {metric: predicted_ms_per_sample}]\n", "objectives[1].metric: predicted_ms_per_sample is predicted from a trial's architecture: only a kind: nas campaign has it"},
+		{two + "constraints: [{metric: predicted_samples_per_second, min: 100}]\n", "constraints[0].metric: predicted_samples_per_second is predicted"},
+		{"objective: {metric: predicted_ms_per_sample}\n", "objective.metric: predicted_ms_per_sample is predicted"},
 		{"objective: {metric: loss}\n", ""},
 		{"budget: {max_trials: 4}\n", "objective.metric: empty"},
 	}

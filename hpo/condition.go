@@ -271,7 +271,7 @@ func (s Space) SampleAllowed(rng *rand.Rand, forbidden []Forbidden) (Params, err
 
 // supportsConditional reports whether algorithm name, with settings s,
 // handles conditional spaces and forbidden clauses: random, quasirandom,
-// grid, evolution and local search do, and a stopping searcher (median,
+// grid, TPE, evolution and local search do, and a stopping searcher (median,
 // ASHA, Hyperband) whose sampler does, since it leaves parameters to its
 // sampler. The others (PBT, which perturbs every parameter of a member)
 // are refused a conditional space rather than handed params they would

@@ -196,7 +196,7 @@ func (t *tpe) proposeRow() []float64 {
 	}
 	act := make([]bool, len(t.dims))
 	for d, dm := range t.dims {
-		if !t.cond.activeIn(d, row, act) || t.set.multivariate && t.cond.parent[d] < 0 {
+		if !t.cond.activeIn(d, row, act) || t.set.multivariate && !t.cond.has(d) {
 			continue
 		}
 		switch dm.kind {
@@ -233,7 +233,6 @@ func (t *tpe) split() {
 		s.liars = t.st.Pending
 	}
 	na := n - nb + len(s.liars)
-	s.on, s.ng = nil, na
 	s.wg = resize(s.wg, n)
 	pos := 0
 	for i, below := range s.inBelow {
@@ -361,8 +360,8 @@ func (t *tpe) fitChoice(d int) {
 // (conditional ones) are left 0.
 func (t *tpe) proposeJoint() []float64 {
 	s := &t.scr
-	nd := len(t.jdims)
 	t.fitJoint()
+	nd := len(t.jdims)
 	u, x, best := make([]float64, nd), make([]float64, nd), make([]float64, nd)
 	var bestScore float64
 	for c := range t.set.nCandidates {
@@ -389,6 +388,9 @@ func (t *tpe) proposeJoint() []float64 {
 // fitJoint fits scr.jl and scr.jg to the observations split divided.
 func (t *tpe) fitJoint() {
 	s := &t.scr
+	if t.jdims == nil { // a tpe that newTPE did not build (motpe's)
+		t.joint, t.jdims = t.jointDims()
+	}
 	nd := len(t.jdims)
 	s.colsL, s.colsG = resizeRows(s.colsL, nd), resizeRows(s.colsG, nd)
 	for k, dm := range t.jdims {

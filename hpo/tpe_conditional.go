@@ -67,6 +67,10 @@ func newTPEConditions(s Space) tpeConditions {
 	return c
 }
 
+// has reports whether dim d is conditional. A tpe built without
+// newTPEConditions (motpe builds its own) has none.
+func (c tpeConditions) has(d int) bool { return d < len(c.parent) && c.parent[d] >= 0 }
+
 // conditional reports whether the space has a conditional parameter.
 func (c tpeConditions) conditional() bool {
 	return slices.ContainsFunc(c.parent, func(j int) bool { return j >= 0 })
@@ -75,8 +79,7 @@ func (c tpeConditions) conditional() bool {
 // activeIn sets act[d] to whether dim d is active in row, given act for
 // the dims before it (its parent among them), and returns it.
 func (c tpeConditions) activeIn(d int, row []float64, act []bool) bool {
-	j := c.parent[d]
-	act[d] = j < 0 || act[j] && slices.Contains(c.allowed[d], row[j])
+	act[d] = !c.has(d) || act[c.parent[d]] && slices.Contains(c.allowed[d], row[c.parent[d]])
 	return act[d]
 }
 
@@ -117,6 +120,8 @@ func (t *tpe) splitFor(d int) *tpeSplit {
 	all := &t.scr.tpeSplit
 	on := t.on[d]
 	if on == nil {
+		// Derived here, not by split: motpe sets the scratch's split itself.
+		all.on, all.ng = nil, len(all.wg)-len(all.below)+len(all.liars)
 		return all
 	}
 	sp := &t.scr.cond
@@ -174,7 +179,7 @@ func (t *tpe) splitLiars() {
 func (t *tpe) reindexActive() {
 	t.on = make([][]bool, len(t.dims))
 	for d := range t.dims {
-		if t.cond.parent[d] >= 0 {
+		if t.cond.has(d) {
 			t.on[d] = make([]bool, 0, len(t.st.Observed))
 		}
 	}
@@ -187,7 +192,7 @@ func (t *tpe) reindexActive() {
 func (t *tpe) observeActive(row []float64) {
 	act := t.cond.active(row)
 	for d := range t.on {
-		if t.cond.parent[d] >= 0 {
+		if t.cond.has(d) {
 			t.on[d] = append(t.on[d], act[d])
 		}
 	}
@@ -199,7 +204,7 @@ func (t *tpe) jointDims() ([]int, []dim) {
 	var idx []int
 	var dims []dim
 	for d, dm := range t.dims {
-		if t.cond.parent[d] < 0 {
+		if !t.cond.has(d) {
 			idx, dims = append(idx, d), append(dims, dm)
 		}
 	}

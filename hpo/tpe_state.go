@@ -167,7 +167,7 @@ func (t *tpe) reindex() {
 // on its own (in independent mode, or conditional in multivariate mode).
 func (t *tpe) sortsByValue(d int) bool {
 	k := t.dims[d].kind
-	return (!t.set.multivariate || t.cond.parent[d] >= 0) && (k == dimContinuous || k == dimDiscrete)
+	return (!t.set.multivariate || t.cond.has(d)) && (k == dimContinuous || k == dimDiscrete)
 }
 
 // cmpMetric orders observations best first, completed before stopped,

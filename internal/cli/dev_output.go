@@ -66,17 +66,34 @@ func devProgressLine(elapsed time.Duration, p client.Progress, slots int) string
 		fmt.Fprintf(&b, "%d nodes, %d in use", total, inUse)
 	}
 	b.WriteString(" | best ")
-	if s.Best == nil {
+	switch {
+	case s.Pareto != nil:
+		fmt.Fprintf(&b, "front %d, hypervolume %.4g", s.Pareto.Size, s.Pareto.Hypervolume)
+	case s.Best == nil:
 		b.WriteString("-")
-	} else {
+	default:
 		fmt.Fprintf(&b, "%s %.4g (trial %d)", s.Objective, s.Best.Score, s.Best.Number)
 	}
 	return b.String()
 }
 
 // devWriteLeaderboard prints the top 10, best first, in the table
-// `leaderboard` and `submit --wait` print (writeLeaderboard).
-func devWriteLeaderboard(w io.Writer, l []workflows.LeaderboardEntry, obj gleaner.ObjectiveSpec) {
+// `leaderboard` and `submit --wait` print (writeLeaderboard; for several
+// objectives, the front and the trials by non-dominated rank:
+// writeParetoLeaderboard).
+func devWriteLeaderboard(w io.Writer, res workflows.CampaignResult, spec gleaner.CampaignSpec) {
+	l := res.Leaderboard
+	if spec.MultiObjective() && res.Pareto != nil {
+		if len(l) == 0 {
+			fmt.Fprintln(w, "leaderboard: empty (no trial reported every objective: "+goalsText(spec.ObjectiveList(), spec.Constraints)+")")
+			return
+		}
+		l = topN(l, 10)
+		fmt.Fprintf(w, "\nleaderboard (top %d, by non-dominated rank):\n", len(l))
+		writeParetoLeaderboard(w, l, res.Pareto, spec.ObjectiveList(), spec.Constraints) // pareto.go
+		return
+	}
+	obj := spec.PrimaryObjective()
 	if len(l) == 0 {
 		fmt.Fprintln(w, "leaderboard: empty (no trial reported "+obj.Metric+")")
 		return
@@ -167,7 +184,7 @@ func (d *devRun) follow(ctx context.Context, c *client.Client, camp client.Campa
 	if res.Reason != "" {
 		fmt.Fprintf(d.stdout, "  reason: %s\n", res.Reason)
 	}
-	devWriteLeaderboard(d.stdout, res.Leaderboard, spec.WithDefaults().Objective)
+	devWriteLeaderboard(d.stdout, res, spec.WithDefaults())
 	devWriteUI(d.stdout, d.ui, namespace, camp)
 	if d.dashboard != "" {
 		fmt.Fprintf(d.stdout, "\nGleaner dashboard: %s\n  the campaign:    %s#/c/%s\n  its pool:        %s#/p/%s\n",

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/client"
 	"github.com/gleaner-hpc/gleaner/hpo"
 	"github.com/gleaner-hpc/gleaner/workflows"
@@ -98,11 +99,11 @@ func TestWriteResultWarns(t *testing.T) {
 	res := workflows.CampaignResult{Campaign: "c", State: workflows.CampaignCompleted, Warnings: []string{missedWarning}}
 	res.Completed = 3
 	var b bytes.Buffer
-	writeResult(&b, client.Campaign{Name: "c"}, res)
+	writeResult(&b, client.Campaign{Name: "c"}, res, gleaner.CampaignSpec{})
 	require.Equal(t, "campaign c completed: 3 completed, 0 stopped, 0 failed\n  warning   "+missedWarning+"\n", b.String())
 
 	res = workflows.CampaignResult{Campaign: "c", State: workflows.CampaignFailed, Reason: "budget.max_failures: 2 trials failed (max 2)"}
 	b.Reset()
-	writeResult(&b, client.Campaign{Name: "c"}, res)
+	writeResult(&b, client.Campaign{Name: "c"}, res, gleaner.CampaignSpec{})
 	require.NotContains(t, b.String(), "reason", "a failure's reason comes with its error")
 }

@@ -89,7 +89,7 @@ func (o *leaderboardOptions) run(ctx context.Context, flags *pflag.FlagSet, name
 	if !o.json && slices.ContainsFunc(l, func(e workflows.LeaderboardEntry) bool { return e.Values != nil }) {
 		// Several objectives: their names and the front come with the status.
 		if s, err := c.Status(ctx, name); err == nil && s.Pareto != nil {
-			writeParetoLeaderboard(stdout, l, s) // pareto.go
+			writeParetoLeaderboard(stdout, l, s.Pareto, s.Objectives, s.Constraints) // pareto.go
 			return nil
 		}
 	}

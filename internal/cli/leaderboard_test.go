@@ -41,6 +41,6 @@ func TestDevPrintsTheLeaderboardAsSubmitDoes(t *testing.T) {
 	}
 	var table, dev bytes.Buffer
 	writeLeaderboard(&table, l)
-	devWriteLeaderboard(&dev, l, gleaner.ObjectiveSpec{Metric: "val_loss", Mode: "min"})
+	devWriteLeaderboard(&dev, workflows.CampaignResult{Leaderboard: l}, gleaner.CampaignSpec{Objective: gleaner.ObjectiveSpec{Metric: "val_loss", Mode: "min"}})
 	require.Equal(t, "\nleaderboard (top 2, lowest val_loss first):\n"+table.String(), dev.String())
 }

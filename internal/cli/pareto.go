@@ -92,18 +92,19 @@ func writeStatusPareto(w io.Writer, s workflows.CampaignStatus) {
 }
 
 // writeParetoLeaderboard prints a campaign's leaderboard of several
-// objectives: its front's hypervolume, then each trial's rank (1: the
-// front), its objectives' values and whether it is feasible.
-func writeParetoLeaderboard(w io.Writer, l []workflows.LeaderboardEntry, s workflows.CampaignStatus) {
-	if f := s.Pareto; f != nil {
-		fmt.Fprintf(w, "Pareto front of %d trials (%s), %s\n", f.Size, goalsText(s.Objectives, s.Constraints), f.HypervolumeText())
+// objectives, as leaderboard, submit --wait and dev's summary show it:
+// its front's hypervolume (f; nil: not known), then each trial's rank
+// (1: the front), its objectives' values and whether it is feasible.
+func writeParetoLeaderboard(w io.Writer, l []workflows.LeaderboardEntry, f *gleaner.ParetoFront, objectives []hpo.Objective, constraints []hpo.Constraint) {
+	if f != nil {
+		fmt.Fprintf(w, "Pareto front of %d trials (%s), %s\n", f.Size, goalsText(objectives, constraints), f.HypervolumeText())
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := []string{"RANK", "TRIAL"}
-	for _, o := range s.Objectives {
+	for _, o := range objectives {
 		head = append(head, strings.ToUpper(o.Metric)+" ("+o.Mode+")")
 	}
-	cons := len(s.Constraints) > 0
+	cons := len(constraints) > 0
 	if cons {
 		head = append(head, "FEASIBLE")
 	}

@@ -62,7 +62,7 @@ func TestWriteParetoLeaderboard(t *testing.T) {
 	l := append(s.Pareto.Trials, workflows.LeaderboardEntry{TrialID: "t00001", Number: 1, Score: 0.4, Values: []float64{0.4, 0.9},
 		Constraints: map[string]float64{"mem": 4}, Infeasible: true, State: workflows.TrialCompleted, Samples: 100, Rank: 2})
 	var b bytes.Buffer
-	writeParetoLeaderboard(&b, l, s)
+	writeParetoLeaderboard(&b, l, s.Pareto, s.Objectives, s.Constraints)
 	want := `Pareto front of 2 trials (min loss, max acc; mem ≤ 3.5), hypervolume 0.25 at reference point (1, 0.5)
 RANK  TRIAL   LOSS (min)  ACC (max)  FEASIBLE  STATE      SAMPLES  RESTARTS  PARAMS
 1     t00003  0.25        0.75       yes       completed  12.3k    0         lr=0.01
@@ -86,4 +86,38 @@ func TestStatusJSONOneObjectiveUnchanged(t *testing.T) {
 		`"size":2,"hypervolume":0.25,"reference_point":[1,0.5]}`} {
 		require.Contains(t, string(b), field)
 	}
+}
+
+// `gleaner dev` and `submit --wait` print a campaign of several
+// objectives' end as leaderboard does: the front, its hypervolume and
+// the trials by rank, a column per objective; never one SCORE.
+func TestEndedCampaignPrintsTheFront(t *testing.T) {
+	s := paretoStatus()
+	memMax := 3.5
+	spec := gleaner.CampaignSpec{Objectives: []gleaner.ObjectiveSpec{{Metric: "loss", Mode: "min"}, {Metric: "acc", Mode: "max"}},
+		Constraints: []hpo.Constraint{{Metric: "mem", Max: &memMax}}}
+	res := workflows.CampaignResult{Campaign: "c", State: workflows.CampaignCompleted, Pareto: s.Pareto, Leaderboard: s.Pareto.Trials}
+	res.Completed = 2
+	var table bytes.Buffer
+	writeParetoLeaderboard(&table, res.Leaderboard, s.Pareto, s.Objectives, s.Constraints)
+	require.Contains(t, table.String(), "LOSS (min)  ACC (max)  FEASIBLE")
+
+	var b bytes.Buffer
+	writeResult(&b, client.Campaign{Name: "c"}, res, spec)
+	require.Equal(t, "campaign c completed: 2 completed, 0 stopped, 0 failed\n"+table.String(), b.String())
+	require.NotContains(t, b.String(), "SCORE")
+
+	b.Reset()
+	devWriteLeaderboard(&b, res, spec)
+	require.Equal(t, "\nleaderboard (top 2, by non-dominated rank):\n"+table.String(), b.String())
+
+	b.Reset()
+	res.Leaderboard, res.Pareto = nil, gleaner.NewParetoFront(s.Objectives, s.Constraints, nil, nil, 0)
+	devWriteLeaderboard(&b, res, spec)
+	require.Equal(t, "leaderboard: empty (no trial reported every objective: min loss, max acc; mem ≤ 3.5)\n", b.String())
+}
+
+// dev's progress line says the front and its hypervolume.
+func TestDevProgressLineFront(t *testing.T) {
+	require.Contains(t, devProgressLine(0, client.Progress{Status: paretoStatus()}, 4), "| best front 2, hypervolume 0.25")
 }

@@ -138,7 +138,7 @@ func (o *submitOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, s
 	}
 
 	// Ctrl-C now stops only the following: say so (interrupt.go).
-	return followInterrupted(ctx, o.waitFor(ctx, c, camp, stdout, stderr), camp.Name, flags)
+	return followInterrupted(ctx, o.waitFor(ctx, c, camp, spec, stdout, stderr), camp.Name, flags)
 }
 
 // taskQueueDescriber is what warnIfNoWorker asks; a Temporal client is one.

@@ -71,6 +71,7 @@ func (s *ASHASettings) Validate() error {
 func init() {
 	register(algorithm{
 		name:    AlgorithmASHA,
+		vector:  true, // with several objectives or constraints, MO-ASHA (moasha.go)
 		summary: "asynchronous successive halving at rungs r·η^k: variant stopping (default; a trial past a rung goes on only if in the top 1/η there) or promotion (a trial pauses at each rung; the top 1/η are continued to the next)",
 		section: func(s Settings) (validator, bool) { return s.ASHA, s.ASHA != nil },
 		sampler: func(s Settings) string {
@@ -87,6 +88,9 @@ func init() {
 			r := &ashaRule{MinBudget: set.MinBudget, Eta: set.ReductionFactor, MaxBudget: set.MaxBudget, Passed: map[string]int{}}
 			if r.Eta == 0 {
 				r.Eta = 3
+			}
+			if cfg.MultiObjective() {
+				return newMOASHA(cfg, set, r)
 			}
 			if set.Variant == VariantPromotion {
 				return newPromoter(cfg, AlgorithmASHA, set.Sampler, r.Eta, [][]float64{ashaLadder(r)}, nil)
@@ -149,29 +153,42 @@ func (r *ashaRule) budget(k int) float64 { return r.MinBudget * math.Pow(r.Eta, 
 const rungSlack = 1e-9
 
 func (r *ashaRule) observe(id string, samples, loss float64) bool {
-	next := 0
-	if k, ok := r.Passed[id]; ok {
-		next = k + 1
-	}
-	for ; samples >= r.budget(next)*(1-rungSlack) && (r.MaxBudget == 0 || r.budget(next) <= r.MaxBudget*(1+rungSlack)); next++ {
-		r.Passed[id] = next
-		for len(r.Rungs) <= next {
+	return r.climb(id, samples, func(k int) bool {
+		for len(r.Rungs) <= k {
 			r.Rungs = append(r.Rungs, ashaRung{})
 		}
-		g := &r.Rungs[next]
+		g := &r.Rungs[k]
 		g.N++
 		i, _ := slices.BinarySearch(g.Best, loss)
 		g.Best = slices.Insert(g.Best, i, loss)
 		if len(g.Best) > ashaKeep {
 			g.Best = g.Best[:ashaKeep]
 		}
-		top := max(int(float64(g.N)/r.Eta), 1)
-		if loss > g.Best[min(top, len(g.Best))-1] {
+		return loss > g.Best[min(top(g.N, r.Eta), len(g.Best))-1]
+	})
+}
+
+// climb walks the rungs that trial id's report at samples newly reaches
+// (rung k at budget r·η^k, none past MaxBudget when it is set), judging
+// the trial at each: true as soon as behind(k) says it fell behind at
+// rung k. The judging is one objective's (observe) or several's
+// (moRule.observeResult).
+func (r *ashaRule) climb(id string, samples float64, behind func(k int) bool) bool {
+	next := 0
+	if k, ok := r.Passed[id]; ok {
+		next = k + 1
+	}
+	for ; samples >= r.budget(next)*(1-rungSlack) && (r.MaxBudget == 0 || r.budget(next) <= r.MaxBudget*(1+rungSlack)); next++ {
+		r.Passed[id] = next
+		if behind(next) {
 			return true
 		}
 	}
 	return false
 }
+
+// top is how many of n results recorded at a rung go on: max(⌊n/η⌋, 1).
+func top(n int, eta float64) int { return max(int(float64(n)/eta), 1) }
 
 func (r *ashaRule) forget(id string) { delete(r.Passed, id) }
 

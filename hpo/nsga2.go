@@ -238,7 +238,13 @@ func eliteOf(vg Goals, ms []paretoMember, n int) []paretoMember {
 // non-dominated rank, then by crowding distance within the rank, larger
 // first, then by index.
 func paretoOrder(vg Goals, rs []Result) []int {
-	ranks := vg.Ranks(rs)
+	order, _ := paretoRanked(vg, rs)
+	return order
+}
+
+// paretoRanked is paretoOrder with each result's rank.
+func paretoRanked(vg Goals, rs []Result) (order, ranks []int) {
+	ranks = vg.Ranks(rs)
 	crowd := make([]float64, len(rs))
 	for r := 0; ; r++ {
 		var front []int
@@ -258,14 +264,14 @@ func paretoOrder(vg Goals, rs []Result) []int {
 			crowd[front[j]] = d
 		}
 	}
-	order := make([]int, len(rs))
+	order = make([]int, len(rs))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int {
 		return cmp.Or(cmp.Compare(ranks[a], ranks[b]), cmp.Compare(crowd[b], crowd[a]))
 	})
-	return order
+	return order, ranks
 }
 
 // permute returns xs[order[0]], xs[order[1]], ….

@@ -41,6 +41,12 @@ type Row struct {
 	Nodes    int            `json:"k,omitempty"`
 	Params   map[string]any `json:"p,omitempty"`
 	Error    string         `json:"e,omitempty"` // its first line
+	// Values and Infeasible are set in a campaign of several objectives
+	// or with constraints (campaign_pareto.go): its objectives' latest
+	// values, in the spec's order (nil until a report carried every
+	// one), and whether that report breaks a constraint.
+	Values     []float64 `json:"vs,omitempty"`
+	Infeasible bool      `json:"inf,omitempty"`
 	// Version is the campaign's version when the row last changed.
 	Version int64 `json:"-"`
 }
@@ -70,13 +76,24 @@ type CampaignPage struct {
 
 // SpecView is what the page needs of the campaign's spec.
 type SpecView struct {
-	Objective  string    `json:"objective"`
-	Mode       string    `json:"mode"`
-	Algorithm  string    `json:"algorithm"`
-	Pool       string    `json:"pool"`
-	Inline     bool      `json:"inline,omitempty"`
-	BudgetUnit string    `json:"budget_unit"`
-	Space      hpo.Space `json:"space"`
+	// Objective and Mode are the first objective's: the one the history,
+	// the learning curves, the parallel coordinates, the slices and the
+	// importance follow.
+	Objective string `json:"objective"`
+	Mode      string `json:"mode"`
+	// Objectives and Constraints are set in a campaign of several
+	// objectives or with constraints (gleaner.CampaignSpec.MultiObjective):
+	// its rows carry Values, its status a Pareto front.
+	Objectives  []hpo.Objective  `json:"objectives,omitempty"`
+	Constraints []hpo.Constraint `json:"constraints,omitempty"`
+	// ReferencePoint is the spec's reference_point (the status's Pareto
+	// says the one its hypervolume is measured at).
+	ReferencePoint []float64 `json:"reference_point,omitempty"`
+	Algorithm      string    `json:"algorithm"`
+	Pool           string    `json:"pool"`
+	Inline         bool      `json:"inline,omitempty"`
+	BudgetUnit     string    `json:"budget_unit"`
+	Space          hpo.Space `json:"space"`
 	// Boundaries are the budgets, in BudgetUnit, at which the search
 	// decides (ASHA and Hyperband rungs, PBT generations).
 	Boundaries     []float64 `json:"boundaries,omitempty"`
@@ -102,9 +119,14 @@ type Columns struct {
 	Error    map[int]string `json:"e"`
 	// Params are a column per parameter: nil where a trial has none.
 	Params map[string][]any `json:"p"`
+	// Values and Infeasible only in a campaign of several objectives or
+	// with constraints (Row.Values; Infeasible sparse, by index).
+	Values     [][]float64  `json:"vs,omitempty"`
+	Infeasible map[int]bool `json:"inf,omitempty"`
 }
 
-func columnsOf(rows []*rowEntry, space hpo.Space) Columns {
+func columnsOf(rows []*rowEntry, spec SpecView) Columns {
+	space := spec.Space
 	n := len(rows)
 	c := Columns{ID: make([]string, n), N: make([]int, n), State: make([]gleaner.TrialState, n), Stage: map[int]string{},
 		Value: make([]*float64, n), Best: make([]*float64, n), Ended: make([]int64, n),
@@ -112,6 +134,10 @@ func columnsOf(rows []*rowEntry, space hpo.Space) Columns {
 		Error: map[int]string{}, Params: map[string][]any{}}
 	for _, p := range space {
 		c.Params[p.Name] = make([]any, n)
+	}
+	multi := spec.Objectives != nil
+	if multi {
+		c.Values, c.Infeasible = make([][]float64, n), map[int]bool{}
 	}
 	for i, e := range rows {
 		r := e.row
@@ -122,6 +148,12 @@ func columnsOf(rows []*rowEntry, space hpo.Space) Columns {
 		}
 		if r.Error != "" {
 			c.Error[i] = r.Error
+		}
+		if multi {
+			c.Values[i] = r.Values
+			if r.Infeasible {
+				c.Infeasible[i] = true
+			}
 		}
 		for name, v := range r.Params {
 			col, ok := c.Params[name]
@@ -144,7 +176,8 @@ func sameRow(a, b Row) bool {
 	same := func(x, y *float64) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
 	return a.ID == b.ID && a.N == b.N && a.State == b.State && a.Stage == b.Stage && same(a.Value, b.Value) && same(a.Best, b.Best) &&
 		a.Started == b.Started && a.Ended == b.Ended && a.Samples == b.Samples && a.Restarts == b.Restarts &&
-		a.Rescales == b.Rescales && a.Nodes == b.Nodes && a.Error == b.Error && maps.Equal(a.Params, b.Params)
+		a.Rescales == b.Rescales && a.Nodes == b.Nodes && a.Error == b.Error && maps.Equal(a.Params, b.Params) &&
+		slices.Equal(a.Values, b.Values) && a.Infeasible == b.Infeasible
 }
 
 type campaignWatch struct {
@@ -195,10 +228,12 @@ func (s *Server) readCampaign(ctx context.Context, w *campaignWatch) error {
 		return err
 	}
 	spec := specView(l.Spec)
+	values := newRowValues(spec) // campaign_pareto.go
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, t := range l.Trials {
 		row := rowOf(t, spec.Objective, spec.Mode)
+		values.set(&row, t)
 		if e := w.rows[t.TrialID]; e != nil && sameRow(e.row, row) {
 			continue
 		}
@@ -284,10 +319,14 @@ func trialNumber(id string) int {
 }
 
 func specView(spec gleaner.CampaignSpec) SpecView {
-	v := SpecView{Objective: spec.Objective.Metric, Mode: spec.Objective.Mode, Algorithm: spec.Search.Algorithm,
+	first := spec.PrimaryObjective()
+	v := SpecView{Objective: first.Metric, Mode: first.Mode, Algorithm: spec.Search.Algorithm,
 		Pool: spec.Pool, Inline: spec.Trial.Inline, BudgetUnit: spec.Search.BudgetUnit, Space: spec.Space}
 	if v.BudgetUnit == "" {
 		v.BudgetUnit = gleaner.BudgetSamples
+	}
+	if spec.MultiObjective() {
+		v.Objectives, v.Constraints, v.ReferencePoint = spec.ObjectiveList(), spec.Constraints, spec.ReferencePoint
 	}
 	ladder := func(min, eta, maxB float64) []float64 {
 		if !(min > 0) || !(eta > 1) || !(maxB >= min) {
@@ -321,12 +360,15 @@ func specView(spec gleaner.CampaignSpec) SpecView {
 // importance ranks the space's numeric and categorical parameters over
 // the trials that reported the objective.
 func importance(spec gleaner.CampaignSpec, trials []gleaner.TrialStatus) ([]hpo.ParamImportance, string) {
+	// The first objective's: a campaign of several ranks its parameters
+	// by that one (the page says so).
+	first := spec.PrimaryObjective()
 	var in []hpo.Observation
 	for _, t := range trials {
 		ended := t.State == gleaner.TrialCompleted || t.State == gleaner.TrialStopped || t.State == gleaner.TrialAtRung ||
 			t.State == gleaner.TrialParked
 		// A trial's score as the leaderboard counts it: its best value.
-		if best := rowOf(t, spec.Objective.Metric, spec.Objective.Mode).Best; best != nil && ended && len(t.Params) > 0 {
+		if best := rowOf(t, first.Metric, first.Mode).Best; best != nil && ended && len(t.Params) > 0 {
 			// Stopped before their budget: their value is an intermediate
 			// one, ranked after every completed trial's.
 			in = append(in, hpo.Observation{Params: t.Params, Metric: *best, Stopped: t.State != gleaner.TrialCompleted})
@@ -341,7 +383,7 @@ func importance(spec gleaner.CampaignSpec, trials []gleaner.TrialStatus) ([]hpo.
 		}
 		in = sample
 	}
-	imp, err := hpo.Importance(spec.Space, in, spec.Objective.Mode != "max", 0)
+	imp, err := hpo.Importance(spec.Space, in, first.Mode != "max", 0)
 	if err != nil {
 		return nil, err.Error()
 	}
@@ -394,7 +436,7 @@ func (cw *campaignWatch) answer(since int64, zip bool) (b []byte, zipped bool, e
 		}
 	}
 	slices.SortFunc(entries, func(a, b *rowEntry) int { return a.row.N - b.row.N })
-	page.Rows = columnsOf(entries, page.Spec.Space)
+	page.Rows = columnsOf(entries, page.Spec)
 	if b, err = json.Marshal(page); err != nil {
 		return nil, false, err
 	}

@@ -251,12 +251,20 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 }
 
 // trialsCSV is the trial table as CSV: a row per trial, a column per
-// parameter.
+// parameter; in a campaign of several objectives, a value_METRIC column
+// per objective (its latest complete result) and, with constraints,
+// feasible (yes, no; empty without a result).
 func trialsCSV(rows []Row, spec SpecView) []byte {
 	var b bytes.Buffer
 	cw := csv.NewWriter(&b)
 	head := []string{"trial", "number", "state", "stage", spec.Objective, "best_" + spec.Objective, "started", "ended",
 		"samples", "restarts", "rescales"}
+	for _, o := range spec.Objectives {
+		head = append(head, "value_"+o.Metric)
+	}
+	if spec.Objectives != nil && len(spec.Constraints) > 0 {
+		head = append(head, "feasible")
+	}
 	for _, p := range spec.Space {
 		head = append(head, p.Name)
 	}
@@ -276,6 +284,16 @@ func trialsCSV(rows []Row, spec SpecView) []byte {
 	for _, r := range rows {
 		rec := []string{r.ID, strconv.Itoa(r.N), string(r.State), r.Stage, num(r.Value), num(r.Best), when(r.Started), when(r.Ended),
 			strconv.FormatFloat(r.Samples, 'g', -1, 64), strconv.Itoa(r.Restarts), strconv.Itoa(r.Rescales)}
+		for i := range spec.Objectives {
+			if r.Values == nil {
+				rec = append(rec, "")
+			} else {
+				rec = append(rec, strconv.FormatFloat(r.Values[i], 'g', -1, 64))
+			}
+		}
+		if spec.Objectives != nil && len(spec.Constraints) > 0 {
+			rec = append(rec, feasibleText(r))
+		}
 		for _, p := range spec.Space {
 			switch v := r.Params[p.Name].(type) {
 			case nil:

@@ -131,12 +131,13 @@ func (o Objective) segment(p hpo.Params, from float64, st State, budget float64)
 }
 
 // Objectives are the standard test functions, three black-box functions
-// of issue 30 (blackbox.go), the learning-curve table, the stateful
-// problems (PBT's toy problem, the noisy quadratic model) and the tabular
-// NAS benchmark, in a fixed order. The NAS benchmark is
-// left out of a build without its table (LookupObjectives says why).
+// of issue 30 (blackbox.go) and its conditional space (conditional.go),
+// the learning-curve tables, the stateful problems (PBT's toy problem,
+// the noisy quadratic model) and the tabular NAS benchmark, in a fixed
+// order. The NAS benchmark is left out of a build without its table
+// (LookupObjectives says why).
 func Objectives() []Objective {
-	objs := []Objective{branin(), hartmann6(), rosenbrock(10), mixed(), rotQuad6(), styblinski5(), logMixed(), goMLP(), crossing(), pbtToy(), nqm()}
+	objs := []Objective{branin(), hartmann6(), rosenbrock(10), mixed(), rotQuad6(), styblinski5(), logMixed(), conditional(), goMLP(), crossing(), pbtToy(), nqm()}
 	if o, err := nasCell(); err == nil {
 		objs = append(objs, o)
 	}

@@ -162,8 +162,16 @@ var ErrNoGrid = errors.New("an architecture parameter has no grid")
 // CanRun says why method cannot run on o (nil: it can): PBT creates
 // trials from others' checkpoints, which only a stateful objective has;
 // grid search enumerates the space, which an architecture parameter
-// forbids.
+// forbids; an algorithm that does not search conditional spaces is
+// refused one (hpo.Config.Validate says so, naming it).
 func CanRun(method string, o Objective) error {
+	if o.Space.Conditional() {
+		cfg := hpo.Config{Algorithm: algorithmOf(method), Settings: DefaultSettings(method, o), Space: o.Space,
+			MaxTrials: 1, MaxConcurrent: 1, Mode: "min"}
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("%s on %s: %w", method, o.Name, err)
+		}
+	}
 	switch algorithmOf(method) {
 	case hpo.AlgorithmPBT:
 		if !o.Stateful() {

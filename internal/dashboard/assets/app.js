@@ -149,11 +149,12 @@ function campaignView(name) {
     <h1>${esc(name)} <span id="c-state"></span></h1>
     <div class="stats" id="c-stats"></div>
     <div class="grid">
-      <section class="card" id="history"><header><h2>Optimisation history</h2><label class="controls"><input type="checkbox" id="h-time"> against time</label></header><div class="plot"></div><div class="legend"><span><i style="background:#2f6fde"></i>trial's score (its best value)</span><span><i style="background:#d23c3c"></i>best so far</span></div></section>
-      <section class="card" id="curves"><header><h2>Learning curves</h2><label class="controls">top <input type="number" id="cv-top" min="0" max="1000" value="10" style="width:60px"></label></header><div class="plot"></div><div class="legend" id="cv-legend"></div></section>
+      <section class="card" id="pareto" hidden><header><h2>Pareto front</h2><span class="controls" id="pf-axes"></span></header><div class="plot"></div><div class="legend" id="pf-legend"></div><div class="muted" id="pf-hv"></div></section>
+      <section class="card" id="history"><header><h2>Optimisation history</h2><span class="muted first-of"></span><label class="controls"><input type="checkbox" id="h-time"> against time</label></header><div class="plot"></div><div class="legend"><span><i style="background:#2f6fde"></i>trial's score (its best value)</span><span><i style="background:#d23c3c"></i>best so far</span></div></section>
+      <section class="card" id="curves"><header><h2>Learning curves</h2><span class="muted first-of"></span><label class="controls">top <input type="number" id="cv-top" min="0" max="1000" value="10" style="width:60px"></label></header><div class="plot"></div><div class="legend" id="cv-legend"></div></section>
       <section class="card wide" id="parallel"><header><h2>Parallel coordinates</h2><span class="muted" id="pc-note"></span><button id="pc-clear">clear brushes</button></header><div class="plot"></div></section>
-      <section class="card" id="importance"><header><h2>Parameter importance</h2><span class="muted">PED-ANOVA, top 10% vs all</span></header><div class="plot"></div></section>
-      <section class="card" id="slices"><header><h2>Slices</h2></header><div class="slices"></div></section>
+      <section class="card" id="importance"><header><h2>Parameter importance</h2><span class="muted"><span class="first-of"></span> PED-ANOVA, top 10% vs all</span></header><div class="plot"></div></section>
+      <section class="card" id="slices"><header><h2>Slices</h2><span class="muted first-of"></span></header><div class="slices"></div></section>
       <section class="card wide" id="trials"><header><h2>Trials</h2>
         <span class="controls"><select id="t-state"><option value="">every state</option></select><input type="text" id="t-filter" placeholder="filter: id, parameter, error"><a id="t-csv">CSV</a><a id="t-json">JSON</a></span></header>
         <div id="t-table"></div><div id="t-detail"></div></section>
@@ -180,6 +181,7 @@ function campaignView(name) {
     st.version = p.version; st.page = p;
     asOf(p.as_of);
     header(st);
+    if (first) setupObjectives(st, base);
     if (first) {
       // The first answer holds every trial, by number: the history is
       // drawn from its columns before anything else is built.
@@ -188,11 +190,17 @@ function campaignView(name) {
       await new Promise(r => requestAnimationFrame(() => setTimeout(r)));
     }
     for (const r of rowsOf(p.rows)) st.rows.set(r.id, r);
+    // Several objectives: the front is the status's; it may change
+    // while no row does.
+    const front = JSON.stringify(p.status.pareto || null), frontChanged = !!p.spec.objectives && front !== st.frontJSON;
+    if (frontChanged) { st.frontJSON = front; st.front = new Set(((p.status.pareto || {}).trials || []).map(e => e.trial_id)); }
     if (changed) {
       st.sorted = [...st.rows.values()].sort((a, b) => a.n - b.n);
       if (!first) drawHistory(st, columnsOf(st.sorted));
-      drawParallel(st); drawSlices(st); drawTable(st, base);
+      drawParallel(st); drawSlices(st);
     }
+    if (changed || frontChanged) drawTable(st, base);
+    if (p.spec.objectives && (changed || frontChanged)) drawPareto(st, base);
     const imp = JSON.stringify([p.importance, p.importance_note]);
     if (imp !== st.impJSON) { st.impJSON = imp; drawImportance(st); }
     if (changed) {
@@ -202,7 +210,7 @@ function campaignView(name) {
     if (changed || now - curvesAt > 10000) { curvesAt = now; await loadCurves(); }
     if (changed || now - tlAt > 10000) { tlAt = now; await loadTimeline(); }
   }, 2000);
-  window.onresize = () => { if (st.sorted) { drawHistory(st, columnsOf(st.sorted)); drawParallel(st); drawSlices(st); } };
+  window.onresize = () => { if (st.sorted) { drawHistory(st, columnsOf(st.sorted)); drawParallel(st); drawSlices(st); if (st.page.spec.objectives) drawPareto(st, base); } };
   return {stop() { main.stop(); window.onresize = null; }};
 }
 
@@ -213,6 +221,13 @@ function rowsOf(c) {
     const p = {};
     for (const [k, col] of ps) if (col[i] != null) p[k] = col[i];
     out[i] = {id: c.id[i], n: c.n[i], s: c.s[i], g: c.g[i], v: c.v[i], b: c.b[i], t1: c.t1[i], m: c.m[i], r: c.r[i], x: c.x[i], k: c.k[i], e: c.e[i], p};
+    if (c.vs) {
+      // Several objectives: their values (null until a report carried
+      // every one), as columns o0, o1… to sort by, and feasibility.
+      const vs = c.vs[i], r = out[i];
+      r.vs = vs; r.inf = !!(c.inf && c.inf[i]); r.fe = vs ? (r.inf ? 'no' : 'yes') : null;
+      if (vs) vs.forEach((v, k) => { r['o' + k] = v; });
+    }
   }
   return out;
 }
@@ -222,7 +237,11 @@ function header(st) {
   $('#c-state').innerHTML = pill(s.state) + (p.ui_url ? ` <a href="${esc(p.ui_url)}" style="font-size:13px">in Temporal UI</a>` : '');
   const stat = (v, l) => `<div class="stat"><b>${v}</b><span>${l}</span></div>`;
   const best = s.best ? `${fmt(s.best.score)} <span class="muted" style="font-size:12px">${esc(s.best.trial_id)}</span>` : '–';
-  $('#c-stats').innerHTML = stat(best, `best ${esc(p.spec.objective)} (${esc(p.spec.mode)})`) + stat(`${s.completed + s.stopped + s.failed}/${s.max_trials || '∞'}`, 'trials ended') +
+  // Several objectives: the front's size and hypervolume are the best.
+  const f = s.pareto, goals = (p.spec.objectives || []).map(o => `${o.mode} ${o.metric}`).join(', ');
+  const bestStat = p.spec.objectives ? stat(f ? f.size : 0, `on the Pareto front (${esc(goals)})`) + stat(f && f.reference_point ? fmt(f.hypervolume) : '–', 'hypervolume') :
+    stat(best, `best ${esc(p.spec.objective)} (${esc(p.spec.mode)})`);
+  $('#c-stats').innerHTML = bestStat + stat(`${s.completed + s.stopped + s.failed}/${s.max_trials || '∞'}`, 'trials ended') +
     stat(s.running, 'running') + stat(s.waiting, 'waiting for nodes') + stat(s.paused, 'paused') + stat(s.completed, 'completed') + stat(s.stopped, 'stopped') +
     stat(`<span class="${s.failed ? 'bad' : ''}">${s.failed}</span>`, 'failed') + (s.parked ? stat(s.parked, 'parked') : '') +
     stat(esc(p.spec.algorithm || 'random'), 'search') + stat(p.spec.pool ? `<a href="#/p/${encodeURIComponent(p.spec.pool)}">${esc(p.spec.pool)}</a>` : '–', 'pool' + (p.spec.inline ? ' (inline)' : ''));
@@ -394,27 +413,61 @@ function drawSlices(st) {
 }
 
 const COLS = [['id', 'trial'], ['n', '#', 1], ['s', 'state'], ['g', 'stage'], ['v', 'value', 1], ['b', 'best', 1], ['m', 'samples', 1], ['r', 'restarts', 1], ['x', 'rescales', 1], ['k', 'nodes', 1], ['t1', 'ended', 1], ['e', 'failure']];
-function drawTable(st, base) {
+// The table's columns: with several objectives, one per objective (its
+// latest complete result), feasibility when there are constraints, and
+// whether the trial is on the front, instead of one value and best.
+function colsOf(st) {
+  const sp = st.page.spec;
+  if (!sp.objectives) return COLS;
+  return [...COLS.slice(0, 4), ...sp.objectives.map((o, k) => ['o' + k, `${o.metric} (${o.mode})`, 1]), ...((sp.constraints || []).length ? [['fe', 'feasible']] : []),
+    ['pf', 'front'], ...COLS.slice(6)];
+}
+const TABLE_PER = 50;
+// The table's rows as filtered, brushed and sorted.
+function tableRows(st) {
   const f = st.filter, state = st.state, key = st.sort.key, dir = st.sort.dir;
-  let rows = st.sorted.filter(r => (!state || r.s === state) && (Object.keys(st.brush).length === 0 || brushed(st, r)) &&
+  if (st.front) for (const r of st.sorted) r.pf = st.front.has(r.id) ? 1 : null;
+  const rows = st.sorted.filter(r => (!state || r.s === state) && (Object.keys(st.brush).length === 0 || brushed(st, r)) &&
     (!f || r.id.toLowerCase().includes(f) || (r.e || '').toLowerCase().includes(f) || JSON.stringify(r.p || {}).toLowerCase().includes(f)));
-  rows = [...rows].sort((a, b) => { const x = a[key], y = b[key]; if (x == null) return 1; if (y == null) return -1; return (x < y ? -1 : x > y ? 1 : 0) * dir; });
-  const per = 50, pages = Math.max(1, Math.ceil(rows.length / per)); st.pageNo = Math.min(st.pageNo, pages - 1);
+  return [...rows].sort((a, b) => { const x = a[key], y = b[key]; if (x == null) return 1; if (y == null) return -1; return (x < y ? -1 : x > y ? 1 : 0) * dir; });
+}
+// selectTrial selects a trial clicked in a chart: the table turns to its
+// page (clearing the filters that hide it) and shows its detail.
+function selectTrial(st, base, id) {
+  if (!tableRows(st).some(r => r.id === id)) {
+    st.filter = ''; st.state = ''; st.brush = {}; $('#t-filter').value = ''; $('#t-state').value = ''; drawParallel(st);
+  }
+  const i = tableRows(st).findIndex(r => r.id === id);
+  if (i >= 0) st.pageNo = Math.floor(i / TABLE_PER);
+  st.selected = id; drawTable(st, base);
+  if (st.page.spec.objectives) drawPareto(st, base);
+  $('#trials').scrollIntoView({block: 'nearest'});
+  showTrial(st, base, id);
+}
+async function showTrial(st, base, id) {
+  let d;
+  try { d = await api(`${base}/trials/${encodeURIComponent(id)}`); } catch (e) { if (e !== STALE) showError(e); return; }
+  $('#t-detail').innerHTML = `<h2>${esc(d.trial_id)} ${pill(d.state)}</h2>` + (d.failure ? `<pre class="detail" id="t-failure">${esc(d.failure)}</pre>` : '') +
+    `<pre class="detail">${esc(JSON.stringify({params: d.params, metrics: d.metrics, samples: d.samples, restarts: d.restarts, rescales: d.rescales, nodes: d.nodes, checkpoint: d.checkpoint}, null, 2))}</pre>`;
+}
+function drawTable(st, base) {
+  const key = st.sort.key, dir = st.sort.dir, COLS = colsOf(st);
+  const rows = tableRows(st);
+  const per = TABLE_PER, pages = Math.max(1, Math.ceil(rows.length / per)); st.pageNo = Math.min(st.pageNo, pages - 1);
   const shown = rows.slice(st.pageNo * per, st.pageNo * per + per);
   const params = st.page.spec.space.filter(p => !p.architecture).map(p => p.name);
-  const cell = (r, k) => k === 's' ? pill(r.s) : k === 'e' ? esc(r.e || '') : k === 't1' ? (r.t1 ? clock(r.t1) : '') : typeof r[k] === 'number' ? fmt(r[k]) : esc(r[k] ?? '');
+  const cell = (r, k) => k === 's' ? pill(r.s) : k === 'pf' ? (r.pf ? '<b class="on-front" title="on the Pareto front">●</b>' : '') :
+    k === 'fe' ? (r.fe ? `<span class="${r.fe === 'no' ? 'bad' : ''}">${r.fe}</span>` : '') : k === 'e' ? esc(r.e || '') : k === 't1' ? (r.t1 ? clock(r.t1) : '') : typeof r[k] === 'number' ? fmt(r[k]) : esc(r[k] ?? '');
   $('#t-table').innerHTML = `<table data-rows="${rows.length}"><thead><tr>${COLS.map(([k, l, num]) => `<th data-k="${k}" class="${num ? 'num' : ''}">${l}${k === key ? (dir > 0 ? ' ▲' : ' ▼') : ''}</th>`).join('')}${params.map(p => `<th>${esc(p)}</th>`).join('')}</tr></thead><tbody>` +
     shown.map(r => `<tr data-id="${esc(r.id)}" class="${r.id === st.selected ? 'sel' : ''}">${COLS.map(([k, , num]) => `<td class="${k === 'e' ? 'err' : num ? 'num' : ''}">${cell(r, k)}</td>`).join('')}${params.map(p => `<td>${r.p && r.p[p] != null ? esc(typeof r.p[p] === 'number' ? fmt(r.p[p]) : r.p[p]) : ''}</td>`).join('')}</tr>`).join('') +
     `</tbody></table><div class="pager"><button id="t-prev">‹</button> page ${st.pageNo + 1} of ${pages} · ${rows.length} trials${Object.keys(st.brush).length ? ' (brushed)' : ''} <button id="t-next">›</button></div>`;
   $('#t-table thead').onclick = e => { const k = e.target.closest('th')?.dataset.k; if (!k) return; st.sort = {key: k, dir: st.sort.key === k ? -st.sort.dir : 1}; drawTable(st, base); };
   $('#t-prev').onclick = () => { st.pageNo = Math.max(0, st.pageNo - 1); drawTable(st, base); };
   $('#t-next').onclick = () => { st.pageNo++; drawTable(st, base); };
-  $('#t-table tbody').onclick = async e => {
+  $('#t-table tbody').onclick = e => {
     const id = e.target.closest('tr')?.dataset.id; if (!id) return; st.selected = id; drawTable(st, base);
-    let d;
-    try { d = await api(`${base}/trials/${encodeURIComponent(id)}`); } catch (e) { if (e !== STALE) showError(e); return; }
-    $('#t-detail').innerHTML = `<h2>${esc(d.trial_id)} ${pill(d.state)}</h2>` + (d.failure ? `<pre class="detail" id="t-failure">${esc(d.failure)}</pre>` : '') +
-      `<pre class="detail">${esc(JSON.stringify({params: d.params, metrics: d.metrics, samples: d.samples, restarts: d.restarts, rescales: d.rescales, nodes: d.nodes, checkpoint: d.checkpoint}, null, 2))}</pre>`;
+    if (st.page.spec.objectives) drawPareto(st, base);
+    showTrial(st, base, id);
   };
 }
 
@@ -444,6 +497,100 @@ function drawTimeline(t) {
   });
   el.innerHTML = svg + '</svg>';
   el.dataset.trials = trials.length; el.dataset.spans = spans; el.dataset.markers = marks;
+}
+
+// ---- several objectives --------------------------------------------------
+// A campaign of several objectives or with constraints: the panels that
+// follow one objective say they follow the first; the Pareto panel shows
+// the front (the campaign's status computes it, as status and
+// leaderboard show it) among every trial with a complete result.
+function setupObjectives(st, base) {
+  const sp = st.page.spec, objs = sp.objectives;
+  if (!objs) return;
+  const note = objs.length > 1 ? `${sp.objective} (${sp.mode}), the first of ${objs.length} objectives` : `${sp.objective} (${sp.mode})`;
+  document.querySelectorAll('.first-of').forEach(el => { el.textContent = note; });
+  $('#pareto').hidden = false;
+  st.px = 0; st.py = Math.min(1, objs.length - 1);
+  if (objs.length >= 3) {
+    const opts = sel => objs.map((o, k) => `<option value="${k}"${k === sel ? ' selected' : ''}>${esc(o.metric)}</option>`).join('');
+    $('#pf-axes').innerHTML = `<label>x <select id="pf-x">${opts(st.px)}</select></label><label>y <select id="pf-y">${opts(st.py)}</select></label>`;
+    $('#pf-x').onchange = e => { st.px = +e.target.value; drawPareto(st, base); };
+    $('#pf-y').onchange = e => { st.py = +e.target.value; drawPareto(st, base); };
+  }
+}
+
+// The hypervolume as every window says it (gleaner.ParetoFront's
+// HypervolumeText).
+const g6 = v => String(+(+v).toPrecision(6));
+function hypervolumeText(f) {
+  if (!f || !f.reference_point) return 'hypervolume 0 (no feasible trial with every objective yet)';
+  return `hypervolume ${g6(f.hypervolume)} at reference point (${f.reference_point.map(g6).join(', ')})${f.reference_derived ? ' (derived)' : ''}`;
+}
+
+// drawPareto plots every trial with a complete result in two objectives
+// (x, y: the first two, or the ones picked); the front's trials stand
+// out, the feasible ones joined by their attainment staircase up to the
+// reference point, the area they dominate shaded when there are exactly
+// two objectives (it is then the hypervolume); infeasible trials are
+// crosses. With one objective and constraints, x is the trial number.
+function drawPareto(st, base) {
+  const el = $('#pareto .plot'), sp = st.page.spec, objs = sp.objectives, f = st.page.status.pareto || {trials: [], size: 0};
+  const one = objs.length === 1, px = st.px, py = one ? 0 : st.py;
+  const xo = one ? {metric: 'trial number', mode: 'min'} : objs[px], yo = objs[py];
+  const onFront = new Map((f.trials || []).map(e => [e.trial_id, e]));
+  const xOf = (vs, n) => one ? n : vs[px];
+  // A front trial at the values the campaign ranked it by; the others at
+  // their latest complete result.
+  const pts = [];
+  for (const r of st.sorted) {
+    const e = onFront.get(r.id);
+    if (e) pts.push({id: r.id, n: r.n, x: xOf(e.values, e.number), y: e.values[py], front: true, inf: !!e.infeasible, vs: e.values, s: r.s});
+    else if (r.vs) pts.push({id: r.id, n: r.n, x: xOf(r.vs, r.n), y: r.vs[py], front: false, inf: r.inf, vs: r.vs, s: r.s});
+  }
+  for (const [id, e] of onFront) if (!st.rows.has(id)) pts.push({id, n: e.number, x: xOf(e.values, e.number), y: e.values[py], front: true, inf: !!e.infeasible, vs: e.values, s: e.state});
+  const ref = f.reference_point, rx = ref && !one ? ref[px] : null, ry = ref ? ref[py] : null;
+  // The staircase: the feasible front trials no other beats in both of
+  // these two objectives, in minimisation terms (sign), best x first.
+  const sx0 = xo.mode === 'max' ? -1 : 1, sy0 = yo.mode === 'max' ? -1 : 1;
+  let stair = pts.filter(q => q.front && !q.inf && (rx == null || sx0 * q.x < sx0 * rx) && (ry == null || sy0 * q.y < sy0 * ry))
+    .sort((a, b) => sx0 * a.x - sx0 * b.x || sy0 * a.y - sy0 * b.y);
+  let lowest = Infinity;
+  stair = stair.filter(q => { if (sy0 * q.y < lowest) { lowest = sy0 * q.y; return true; } return false; });
+  const xr = extent([...pts.map(q => q.x), ...(rx != null ? [rx] : [])]), yr = extent([...pts.map(q => q.y), ...(ry != null ? [ry] : [])]);
+  // Where the staircase starts and ends: the reference point, else the
+  // plot's worst edge.
+  const xEnd = rx != null ? rx : sx0 > 0 ? xr[1] : xr[0], yEnd = ry != null ? ry : sy0 > 0 ? yr[1] : yr[0];
+  const plot = canvasPlot(el, {height: 300, x: xr, y: yr, xlabel: one ? 'trial number' : `${xo.metric} (${xo.mode})`, ylabel: `${yo.metric} (${yo.mode})`,
+    draw(g, sx, sy) {
+      if (stair.length) {
+        const path = () => { g.beginPath(); g.moveTo(sx(stair[0].x), sy(yEnd)); stair.forEach((q, j) => { g.lineTo(sx(q.x), sy(q.y)); g.lineTo(sx(j + 1 < stair.length ? stair[j + 1].x : xEnd), sy(q.y)); }); };
+        if (objs.length === 2 && ref) { path(); g.lineTo(sx(xEnd), sy(yEnd)); g.closePath(); g.fillStyle = 'rgba(210,60,60,.08)'; g.fill(); }
+        path(); g.strokeStyle = '#d23c3c'; g.lineWidth = 1.5; g.stroke();
+      }
+      const cross = (q, color, r) => { const X = sx(q.x), Y = sy(q.y); g.strokeStyle = color; g.lineWidth = 1.5; g.beginPath(); g.moveTo(X - r, Y - r); g.lineTo(X + r, Y + r); g.moveTo(X + r, Y - r); g.lineTo(X - r, Y + r); g.stroke(); };
+      for (const q of pts) if (!q.front) { if (q.inf) cross(q, '#9aa3b5', 3); else { g.fillStyle = 'rgba(47,111,222,.55)'; g.beginPath(); g.arc(sx(q.x), sy(q.y), 3, 0, 7); g.fill(); } }
+      for (const q of pts) if (q.front) { if (q.inf) cross(q, '#d98b12', 4.5); else { g.fillStyle = '#d23c3c'; g.strokeStyle = '#fff'; g.lineWidth = 1.5; g.beginPath(); g.arc(sx(q.x), sy(q.y), 5, 0, 7); g.fill(); g.stroke(); } }
+      if (ref && rx != null) { const X = sx(rx), Y = sy(ry); g.strokeStyle = '#1d2330'; g.lineWidth = 1.5; g.beginPath(); g.moveTo(X - 6, Y); g.lineTo(X + 6, Y); g.moveTo(X, Y - 6); g.lineTo(X, Y + 6); g.stroke(); }
+      const sel = pts.find(q => q.id === st.selected);
+      if (sel) { g.strokeStyle = '#1d2330'; g.lineWidth = 2; g.beginPath(); g.arc(sx(sel.x), sy(sel.y), 8, 0, 7); g.stroke(); }
+    }});
+  const label = q => `${q.id}${q.front ? ' · on the front' : ''}${q.inf ? ' · infeasible' : ''} (${q.s})\n` + objs.map((o, k) => `${o.metric} ${fmt(q.vs[k])}`).join('  ');
+  hover(el, plot, pts.map(q => [q.x, q.y, label(q)]));
+  plot.cv.onclick = ev => {
+    const r = plot.cv.getBoundingClientRect(), mx = ev.clientX - r.left, my = ev.clientY - r.top;
+    let best = null, bd = 100;
+    for (const q of pts) { const dx = plot.sx(q.x) - mx, dy = plot.sy(q.y) - my, d = dx * dx + dy * dy; if (d < bd) { bd = d; best = q; } }
+    if (best) selectTrial(st, base, best.id);
+  };
+  const nFront = pts.filter(q => q.front).length, nInf = pts.filter(q => q.inf).length;
+  $('#pf-legend').innerHTML = `<span><i style="background:#d23c3c"></i>on the Pareto front (${nFront}${f.size > nFront ? ' of ' + f.size : ''})</span><span><i style="background:#2f6fde"></i>other trials</span>` +
+    `<span>✕ infeasible (${nInf})</span><span>— attainment staircase</span>${ref ? '<span>+ reference point</span>' : ''}` +
+    (objs.length === 2 && ref ? '<span><i style="background:rgba(210,60,60,.2)"></i>dominated: the hypervolume</span>' : '') + (f.thinned ? `<span>${f.thinned} crowded trials left the front</span>` : '');
+  $('#pf-hv').textContent = `${f.size} trials on the front, ${hypervolumeText(f)}`;
+  if (!pts.length) $('#pf-hv').textContent = 'no trial has reported every objective yet';
+  Object.assign(el.dataset, {points: pts.length, front: nFront, infeasible: nInf, staircase: stair.length, x: xo.metric, y: yo.metric,
+    hypervolume: f.reference_point ? f.hypervolume : '',
+    frontAt: JSON.stringify(pts.filter(q => q.front).map(q => [plot.sx(q.x), plot.sy(q.y), q.id]))}); // where to click, for tests
 }
 
 // ---- pool ----------------------------------------------------------------

@@ -81,6 +81,14 @@ func Algorithms() []string {
 	return names
 }
 
+// CreatesOnly reports whether an algorithm only creates trials and never
+// stops, pauses or continues one (so it searches black-box functions, and
+// can sample for a stopping searcher).
+func CreatesOnly(name string) bool {
+	a, ok := lookup(name)
+	return ok && a.creates
+}
+
 // Describe returns an algorithm's one-line summary ("" if unknown).
 func Describe(name string) string {
 	if a, ok := lookup(name); ok {

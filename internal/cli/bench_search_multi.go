@@ -53,8 +53,8 @@ hypervolume on a seed beats that sampler's on a seed, ties half.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.algorithms, "algorithms", strings.Join(hpo.VectorAlgorithms(), ","),
-		"comma-separated algorithms that take several objectives")
+	f.StringVar(&o.algorithms, "algorithms", strings.Join(blackBoxVectorAlgorithms(), ","),
+		"comma-separated algorithms that take several objectives (asha needs learning curves: not these problems)")
 	f.StringVar(&o.problems, "problems", strings.Join(searchbench.ProblemNames(), ","), "comma-separated problems")
 	f.IntVar(&o.trials, "trials", 100, "trials per run")
 	f.IntVar(&o.workers, "workers", searchbench.DefaultWorkers, "trials in parallel")
@@ -215,4 +215,17 @@ func winCell(wins []multiWin, optuna []searchbench.HVCurve, c searchbench.HVCurv
 		return "best"
 	}
 	return "-"
+}
+
+// blackBoxVectorAlgorithms are the algorithms of several objectives that
+// only create trials: those the problems, black-box functions without
+// learning curves, can run.
+func blackBoxVectorAlgorithms() []string {
+	var out []string
+	for _, a := range hpo.VectorAlgorithms() {
+		if hpo.CreatesOnly(a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }

@@ -73,3 +73,14 @@ func TestBenchSearchMultiBadFlags(t *testing.T) {
 		require.ErrorContains(t, err, want)
 	}
 }
+
+// Without --algorithms every algorithm of several objectives that only
+// creates trials runs (asha, which needs learning curves, is left out).
+func TestBenchSearchMultiDefaultAlgorithms(t *testing.T) {
+	out, _, err := runCLI(t, "bench", "search-multi", "--problems", "tnk", "--trials", "12", "--seeds", "1", "--at", "12")
+	require.NoError(t, err)
+	for _, a := range []string{"nsga2", "motpe", "random", "quasirandom"} {
+		require.Regexp(t, `tnk\s+0\.655059\s+`+a+`\s`, out)
+	}
+	require.NotContains(t, out, "asha")
+}

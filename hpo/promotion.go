@@ -60,7 +60,9 @@ import (
 // there, or by its metric, complete, at R. TPE so ranks trials as Optuna
 // ranks pruned ones: the furthest rung reached first, then the metric
 // there. On curves that cross, a first-rung metric favours fast starters
-// that plateau high (issue 30; docs/search.md).
+// that plateau high (issue 30; docs/search.md). From revisionOneRung a
+// TPE sampler is fed each trial's result at each rung it pauses at
+// (rungFeed) and fitted on one rung's results, as BOHB.
 type promoter struct {
 	cfg     Config
 	name    string // asha or hyperband: the snapshot's type
@@ -77,7 +79,10 @@ type promoter struct {
 	// is told each trial's result at the highest rung it reached
 	// (revisionRungRank); nil before.
 	levels []float64
-	st     promoterState
+	// feed: the sampler is fed by rung (revisionOneRung), each result at
+	// each rung a trial pauses at; nil otherwise.
+	feed *rungFeed
+	st   promoterState
 }
 
 // promoterState is the snapshot. Its size is bounded by the brackets'
@@ -191,6 +196,10 @@ func newPromoter(cfg Config, name, sampler string, eta float64, ladders [][]floa
 	if _, ok := p.sampler.(rungLearner); ok && cfg.Revision >= revisionRungRank {
 		p.levels = budgetLevels(slices.Concat(ladders...))
 	}
+	if t, ok := p.sampler.(*tpe); ok && cfg.Revision >= revisionOneRung {
+		p.feed = newRungFeed(t)
+		p.sampler = p.feed
+	}
 	p.st = p.fresh()
 	return p, nil
 }
@@ -240,17 +249,23 @@ func (p *promoter) TrialFinished(id string, metric float64, outcome Outcome) []A
 		return nil
 	}
 	paused := outcome == OutcomeCompleted && !math.IsNaN(metric)
+	if p.feed != nil && paused {
+		p.feed.result(id, levelOf(p.levels, p.ladders[run.Bracket][run.Rung]), p.loss(metric))
+		if run.Rung == len(p.ladders[run.Bracket])-1 {
+			p.feed.result(id, levelComplete, p.loss(metric))
+		}
+	}
 	switch {
 	case run.First:
 		told, m := outcome, metric
 		if len(p.ladders[run.Bracket]) > 1 {
 			told = OutcomeStopped // a metric at the first rung, below R
-			if p.levels != nil && paused {
+			if p.feed == nil && p.levels != nil && paused {
 				m = p.told(run, metric)
 			}
 		}
 		p.propose(p.sampler.TrialFinished(id, m, told))
-	case p.levels != nil && paused:
+	case p.feed == nil && p.levels != nil && paused:
 		// A continued trial paused higher: the sampler ranks it there.
 		top := run.Rung == len(p.ladders[run.Bracket])-1
 		m := metric

@@ -27,4 +27,10 @@ package hpo
 // reached, ranked by that rung, furthest first, then by the metric there
 // (Optuna's ranking of pruned trials); promotion tells it again each time
 // a trial pauses higher. Other samplers are fed as in revision 2.
-const Revision = 3
+//
+// Revision 4 (revisionOneRung, rungfeed.go): ASHA and Hyperband, both
+// variants, fit a TPE sampler on the results at one rung only, as BOHB:
+// the largest budget with at least max(n_startup_trials, d+2) results
+// (complete results above every rung), each trial there ranked by its
+// metric at that rung. Other samplers are fed as in revision 2.
+const Revision = 4

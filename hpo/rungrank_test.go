@@ -171,7 +171,7 @@ func TestRungKeyOrdersLevelThenLoss(t *testing.T) {
 }
 
 // Every searcher that samples with TPE under rungs runs through the
-// harness at revisionRungRank: snapshots survive every event (a relearnt
+// harness at revisionRungRank and revisionOneRung: snapshots survive every event (a relearnt
 // observation included) and the same seed gives the same schedule.
 func TestHarnessRungRank(t *testing.T) {
 	for _, js := range []string{
@@ -188,11 +188,13 @@ func TestHarnessRungRank(t *testing.T) {
 		if set.Hyperband != nil {
 			alg = AlgorithmHyperband
 		}
-		for _, tc := range []struct{ maxTrials, maxConcurrent int }{{12, 1}, {24, 4}, {60, 8}} {
-			t.Run(fmt.Sprintf("%s/trials=%d,concurrent=%d", js, tc.maxTrials, tc.maxConcurrent), func(t *testing.T) {
-				checkSchedule(t, Config{Algorithm: alg, Space: testSpace(), MaxTrials: tc.maxTrials, MaxConcurrent: tc.maxConcurrent, Mode: "min",
-					Settings: set, Revision: revisionRungRank})
-			})
+		for _, rev := range []int{revisionRungRank, revisionOneRung} {
+			for _, tc := range []struct{ maxTrials, maxConcurrent int }{{12, 1}, {24, 4}, {60, 8}} {
+				t.Run(fmt.Sprintf("%s/revision=%d/trials=%d,concurrent=%d", js, rev, tc.maxTrials, tc.maxConcurrent), func(t *testing.T) {
+					checkSchedule(t, Config{Algorithm: alg, Space: testSpace(), MaxTrials: tc.maxTrials, MaxConcurrent: tc.maxConcurrent, Mode: "min",
+						Settings: set, Revision: rev})
+				})
+			}
 		}
 	}
 }

@@ -14,7 +14,9 @@ import (
 // hopeless. The sampler sees each trial's end as usual, a stopped trial's
 // with OutcomeStopped and its last metric; from revisionRungRank, under
 // ASHA's or Hyperband's rule, a TPE sampler is told a stopped trial's
-// rungKey instead, so that it ranks it by the rung it reached first.
+// rungKey instead, so that it ranks it by the rung it reached first; from
+// revisionOneRung it is fed each result at each rung passed (rungFeed)
+// and fitted on one rung's results.
 type stopper struct {
 	cfg     Config
 	name    string
@@ -27,6 +29,9 @@ type stopper struct {
 	// rungKey (revisionRungRank), for a rule with rungs and a sampler
 	// that learns from metrics.
 	rungRank bool
+	// feed: the sampler is fed by rung (revisionOneRung), each result at
+	// each rung a trial reaches; nil otherwise.
+	feed *rungFeed
 }
 
 // rule is an early-stopping rule. Metrics reach it oriented so that lower
@@ -74,6 +79,10 @@ func newStopper(cfg Config, name, sampler string, r rule) (*stopper, error) {
 	_, rungs := r.(rungRule)
 	_, learns := s.(rungLearner)
 	st.rungRank = rungs && learns && cfg.Revision >= revisionRungRank
+	if t, ok := s.(*tpe); ok && rungs && cfg.Revision >= revisionOneRung {
+		st.rungRank, st.feed = false, newRungFeed(t)
+		st.sampler = st.feed
+	}
 	return st, nil
 }
 
@@ -105,7 +114,18 @@ func (s *stopper) TrialReported(id string, samples, metric float64) []Action {
 	if slices.Contains(s.stopped, id) || math.IsNaN(metric) || math.IsInf(metric, 0) {
 		return acts
 	}
-	if s.rule.observe(id, samples, s.loss(metric)) {
+	var was int
+	if s.feed != nil {
+		was = s.rule.(rungRule).level(id)
+	}
+	stop := s.rule.observe(id, samples, s.loss(metric))
+	if s.feed != nil {
+		// Every rung passed at this report, the one it was stopped at too.
+		for lv := was + 1; lv <= s.rule.(rungRule).level(id); lv++ {
+			s.feed.result(id, lv, s.loss(metric))
+		}
+	}
+	if stop {
 		s.stopped = append(s.stopped, id)
 		acts = append(acts, Stop{TrialID: id})
 	}
@@ -117,6 +137,9 @@ func (s *stopper) TrialFinished(id string, metric float64, outcome Outcome) []Ac
 		// Ranked as Optuna ranks a pruned trial: by the rung it reached,
 		// then by its metric there (the last, where the rule stopped it).
 		metric = toldKey(s.cfg.Mode, s.rule.(rungRule).level(id), clamp(s.loss(metric), -math.MaxFloat64, math.MaxFloat64))
+	}
+	if s.feed != nil && outcome == OutcomeCompleted && !math.IsNaN(metric) {
+		s.feed.result(id, levelComplete, s.loss(metric))
 	}
 	s.ended(id)
 	return s.sampler.TrialFinished(id, metric, outcome)

@@ -210,7 +210,30 @@ OBJECTIVES["crossing"] = (None, min(crossing_loss(10 ** (4 * i / 100000 - 4), 0.
     {"name": "q1", "type": "float", "min": 0, "max": 1},
     {"name": "q2", "type": "float", "min": 0, "max": 1},
 ])
-CURVE_OBJECTIVES = {"go-mlp": go_mlp_curve, "crossing": crossing_curve}
+
+
+def crossing_late_loss(lr, w, q, t):
+    """crossing-late (internal/searchbench/crossing.go): curves cross late,
+    the final order an interaction of lr and width w."""
+    u = (math.log10(lr) + 4) / 4
+    s = (1 - u + w) / 2
+    p = 0.05 + 0.4 * (1 - s) ** 2 + 0.6 * (u + w - 1) ** 2 + 0.3 * (q - 0.3) ** 2
+    tau = 0.02 + 0.3 * s ** 3
+    return p + (2 - p) * math.exp(-t / tau)
+
+
+def crossing_late_curve(p):
+    return [(float(s), crossing_late_loss(p["lr"], p["w"], p["q"], s / CROSSING_BUDGET))
+            for s in range(1, CROSSING_BUDGET + 1)]
+
+
+OBJECTIVES["crossing-late"] = (None, min(crossing_late_loss(10 ** (4 * i / 1000 - 4), j / 1000, 0.3, 1)
+                                         for i in range(1001) for j in range(1001)), [
+    {"name": "lr", "type": "float", "min": 1e-4, "max": 1, "log": True},
+    {"name": "w", "type": "float", "min": 0, "max": 1},
+    {"name": "q", "type": "float", "min": 0, "max": 1},
+])
+CURVE_OBJECTIVES = {"go-mlp": go_mlp_curve, "crossing": crossing_curve, "crossing-late": crossing_late_curve}
 
 
 TOY_STEPS = 40  # pbt-toy: a trial's full budget, in gradient steps
@@ -233,7 +256,7 @@ SLACK = 1e-9  # relative rounding allowed when progress meets a budget
 
 
 def full_budget(name):
-    return {"go-mlp": CURVE_BUDGET, "crossing": float(CROSSING_BUDGET), "pbt-toy": float(TOY_STEPS)}.get(name, 1.0)
+    return {"go-mlp": CURVE_BUDGET, "crossing": float(CROSSING_BUDGET), "crossing-late": float(CROSSING_BUDGET), "pbt-toy": float(TOY_STEPS)}.get(name, 1.0)
 
 
 def segment(name, p, start=0.0, state=TOY_START, budget=0.0):

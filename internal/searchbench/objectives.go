@@ -137,7 +137,7 @@ func (o Objective) segment(p hpo.Params, from float64, st State, budget float64)
 // order. The NAS benchmark is left out of a build without its table
 // (LookupObjectives says why).
 func Objectives() []Objective {
-	objs := []Objective{branin(), hartmann6(), rosenbrock(10), mixed(), rotQuad6(), styblinski5(), logMixed(), conditional(), goMLP(), crossing(), pbtToy(), nqm()}
+	objs := []Objective{branin(), hartmann6(), rosenbrock(10), mixed(), rotQuad6(), styblinski5(), logMixed(), conditional(), goMLP(), crossing(), crossingLate(), pbtToy(), nqm()}
 	if o, err := nasCell(); err == nil {
 		objs = append(objs, o)
 	}

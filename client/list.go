@@ -43,6 +43,12 @@ type CampaignSummary struct {
 	Objective string   `json:"objective,omitempty"`
 	Mode      string   `json:"mode,omitempty"`
 	Best      *float64 `json:"best,omitempty"`
+	// Objectives counts a campaign's objectives when it has several or
+	// constraints (0 otherwise); its best is then its Pareto front, whose
+	// Hypervolume (GleanerHypervolume) is nil until a trial is on it, and
+	// Objective is the first objective.
+	Objectives  int      `json:"objectives,omitempty"`
+	Hypervolume *float64 `json:"hypervolume,omitempty"`
 	// Started is when the campaign started (its first run); Closed when
 	// its workflow ended, zero while it runs.
 	Started time.Time `json:"started"`
@@ -161,9 +167,12 @@ func (c *Client) summaries(runs []*campaignRun, running bool) []CampaignSummary 
 		if decodeAttr(latest.attrs, gleaner.SearchAttrTrialsRunning, &n) {
 			s.TrialsRunning = int(n)
 		}
-		var best float64
+		var best, hv float64
 		if decodeAttr(latest.attrs, gleaner.SearchAttrBestScore, &best) {
 			s.Best = &best
+		}
+		if decodeAttr(latest.attrs, gleaner.SearchAttrHypervolume, &hv) {
+			s.Hypervolume = &hv
 		}
 		s.Closed = latest.closed
 		s.State = summaryState(s.State, latest.status)
@@ -235,6 +244,9 @@ func (c *Client) addSpecs(ctx context.Context, out []CampaignSummary) {
 			out[i].MaxTrials = spec.Budget.MaxTrials
 			o := spec.PrimaryObjective()
 			out[i].Objective, out[i].Mode = o.Metric, o.Mode
+			if spec.MultiObjective() {
+				out[i].Objectives = len(spec.ObjectiveList())
+			}
 		}()
 	}
 	wg.Wait()

@@ -125,7 +125,12 @@ func writeCampaignList(w io.Writer, list []client.CampaignSummary, now time.Time
 			trials = fmt.Sprintf("%d/%d (%.0f%%)", s.TrialsDone, s.MaxTrials, 100*s.Progress())
 		}
 		best := "-"
-		if s.Best != nil {
+		switch {
+		case s.Objectives > 0 && s.Hypervolume != nil:
+			best = fmt.Sprintf("hypervolume %.6g (%d objectives)", *s.Hypervolume, s.Objectives)
+		case s.Objectives > 0:
+			best = fmt.Sprintf("- (%d objectives)", s.Objectives)
+		case s.Best != nil:
 			best = fmt.Sprintf("%.6g", *s.Best)
 			if s.Objective != "" {
 				best = fmt.Sprintf("%s %s (%s)", s.Objective, best, s.Mode)

@@ -36,6 +36,25 @@ old       terminated  3            0          -                      1h30m
 `, b.String())
 }
 
+// A campaign of several objectives shows its front's hypervolume, never
+// its first objective as a best.
+func TestWriteCampaignListSeveralObjectives(t *testing.T) {
+	now := time.Date(2026, 11, 28, 22, 0, 0, 0, time.UTC)
+	hv := 0.625
+	list := []client.CampaignSummary{
+		{Name: "nas", State: workflows.CampaignRunning, TrialsDone: 8, MaxTrials: 20, Objective: "acc", Mode: "max",
+			Objectives: 2, Hypervolume: &hv, Started: now.Add(-time.Minute)},
+		{Name: "fresh", State: workflows.CampaignRunning, MaxTrials: 20, Objective: "loss", Mode: "min",
+			Objectives: 3, Started: now.Add(-time.Minute)},
+	}
+	var b bytes.Buffer
+	writeCampaignList(&b, list, now)
+	require.Equal(t, `CAMPAIGN  STATE    TRIALS      IN FLIGHT  BEST                              AGE
+nas       running  8/20 (40%)  0          hypervolume 0.625 (2 objectives)  1m
+fresh     running  0/20 (0%)   0          - (3 objectives)                  1m
+`, b.String())
+}
+
 func TestFormatAge(t *testing.T) {
 	for d, want := range map[time.Duration]string{
 		-time.Second: "0s", 45 * time.Second: "45s", 12 * time.Minute: "12m", 2 * time.Hour: "2h",

@@ -66,7 +66,7 @@ function overviewView() {
       const counts = x.counts ? Object.entries(x.counts).filter(([, n]) => n > 0).map(([s, n]) => `${pill(s)} ${n}`).join(' ') : `${x.trials_done} ended`;
       const prog = x.max_trials ? `<span class="bar"><i style="width:${(100 * Math.min(1, x.trials_done / x.max_trials)).toFixed(1)}%"></i></span> ${x.trials_done}/${x.max_trials}` : x.trials_done;
       return `<tr data-campaign="${esc(x.name)}"><td><a href="#/c/${encodeURIComponent(x.name)}">${esc(x.name)}</a></td><td>${pill(x.state)}</td><td>${prog}</td><td>${counts}</td>
-        <td class="num">${x.best == null ? '–' : fmt(x.best)}</td><td class="muted">${esc(x.objective || '')} ${esc(x.mode || '')}</td>
+        <td class="num">${x.objectives ? (x.hypervolume == null ? '–' : `HV ${fmt(x.hypervolume)}`) : x.best == null ? '–' : fmt(x.best)}</td><td class="muted">${x.objectives ? `${x.objectives} objectives (Pareto front)` : `${esc(x.objective || '')} ${esc(x.mode || '')}`}</td>
         <td class="num">${ago(Date.parse(x.started))}</td><td>${x.pool ? `<a href="#/p/${encodeURIComponent(x.pool)}">${esc(x.pool)}</a>` : ''}</td></tr>`;
     }).join('');
     const p = ov.pools.map(x => `<tr data-pool="${esc(x.name)}"><td><a href="#/p/${encodeURIComponent(x.name)}">${esc(x.name)}</a></td><td class="num">${x.nodes}</td><td class="num">${x.in_use}</td>

@@ -1,8 +1,6 @@
 package searchbench
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"math"
 	"slices"
@@ -222,40 +220,21 @@ func loadNASMulti() (map[string]nasPoint, error) {
 // cells) must carry the same values. Errors name the line.
 func parseNASMulti(b []byte) (map[string]nasPoint, error) {
 	t := map[string]nasPoint{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	header := false
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if !header {
-			if line != nasMultiHeader {
-				return nil, fmt.Errorf("line %d: header %q, want %s", n, line, nasMultiHeader)
-			}
-			header = true
-			continue
-		}
-		f := strings.Split(line, ",")
-		if len(f) != 4 {
-			return nil, fmt.Errorf("line %d: %d fields, want 4", n, len(f))
-		}
+	err := scanTable(b, nasMultiHeader, 4, func(n int, f []string) error {
 		acc, err1 := strconv.ParseFloat(f[2], 64)
 		lat, err2 := strconv.ParseFloat(f[3], 64)
 		if err1 != nil || err2 != nil || !(acc >= 0 && acc <= 1) || !(lat > 0) || math.IsInf(lat, 0) {
-			return nil, fmt.Errorf("line %d: accuracy %q and latency %q: want a number in [0, 1] and a finite one > 0", n, f[2], f[3])
+			return fmt.Errorf("line %d: accuracy %q and latency %q: want a number in [0, 1] and a finite one > 0", n, f[2], f[3])
 		}
 		p := nasPoint{acc, lat}
 		if q, ok := t[f[1]]; ok && q != p {
-			return nil, fmt.Errorf("line %d: hash %s is %v here, %v above", n, f[1], p, q)
+			return fmt.Errorf("line %d: hash %s is %v here, %v above", n, f[1], p, q)
 		}
 		t[f[1]] = p
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
-	}
-	if len(t) == 0 {
-		return nil, fmt.Errorf("no rows")
 	}
 	return t, nil
 }

@@ -1,10 +1,7 @@
 package searchbench
 
 import (
-	"bufio"
-	"bytes"
 	"embed"
-	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -78,54 +75,34 @@ func loadNASTable() (*nasTable, error) {
 func parseNASCurves(b []byte) (*nasTable, error) {
 	t := &nasTable{curves: map[string][]Point{}, names: map[string]string{}, optimum: math.Inf(1)}
 	epochs, seconds := map[string][]int{}, map[string]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	n, header := 0, false
-	for sc.Scan() {
-		n++
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if !header {
-			if line != nasCellHeader {
-				return nil, fmt.Errorf("line %d: header %q, want %s", n, line, nasCellHeader)
-			}
-			header = true
-			continue
-		}
-		f := strings.Split(line, ",")
-		if len(f) != 9 {
-			return nil, fmt.Errorf("line %d: %d fields, want 9", n, len(f))
-		}
+	err := scanTable(b, nasCellHeader, 9, func(n int, f []string) error {
 		hash, name := f[0], f[1]
 		if !hashForm.MatchString(hash) {
-			return nil, fmt.Errorf("line %d: hash %q is not 12 hex digits (nas.Hash)", n, hash)
+			return fmt.Errorf("line %d: hash %q is not 12 hex digits (nas.Hash)", n, hash)
 		}
 		var v [7]float64 // params, flops, epochs, samples, val_loss, val_accuracy, seconds
 		for i, s := range f[2:] {
 			x, err := strconv.ParseFloat(s, 64)
 			if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-				return nil, fmt.Errorf("line %d: field %d: %q is not a finite number", n, i+3, s)
+				return fmt.Errorf("line %d: field %d: %q is not a finite number", n, i+3, s)
 			}
 			v[i] = x
 		}
 		c := t.curves[hash]
 		switch {
 		case len(c) > 0 && t.names[hash] != name:
-			return nil, fmt.Errorf("line %d: hash %s is %s here, %s above", n, hash, name, t.names[hash])
+			return fmt.Errorf("line %d: hash %s is %s here, %s above", n, hash, name, t.names[hash])
 		case len(c) > 0 && v[3] <= c[len(c)-1].Samples:
-			return nil, fmt.Errorf("line %d: %s at %g samples after %g: want them increasing", n, hash, v[3], c[len(c)-1].Samples)
+			return fmt.Errorf("line %d: %s at %g samples after %g: want them increasing", n, hash, v[3], c[len(c)-1].Samples)
 		}
 		t.names[hash] = name
 		t.curves[hash] = append(c, Point{Samples: v[3], Value: v[4]})
 		epochs[hash] = append(epochs[hash], int(v[2]))
 		seconds[hash] = v[6] // training time so far: the last row's is the curve's
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
-	}
-	if len(t.curves) == 0 {
-		return nil, errors.New("no rows")
 	}
 	hashes := make([]string, 0, len(t.curves))
 	for h := range t.curves {

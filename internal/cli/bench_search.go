@@ -72,17 +72,27 @@ known optimum. --plot DIR draws the regret curves (docs/search.md).`,
 	return cmd
 }
 
-func (o *benchSearchOptions) run(stdout, stderr io.Writer) error {
+// checkSimulationFlags checks the flags every simulated search bench
+// takes (bench search, bench search-multi); errors name the flag.
+func checkSimulationFlags(trials, workers, seeds int, costSigma float64) error {
 	switch {
-	case o.trials < 1:
-		return fmt.Errorf("--trials: %d must be at least 1", o.trials)
-	case o.workers < 1:
-		return fmt.Errorf("--workers: %d must be at least 1", o.workers)
-	case o.seeds < 1:
-		return fmt.Errorf("--seeds: %d must be at least 1", o.seeds)
-	case o.costSigma < 0:
-		return fmt.Errorf("--cost-sigma: %v must not be negative", o.costSigma)
-	case o.by != "trials" && o.by != "budget":
+	case trials < 1:
+		return fmt.Errorf("--trials: %d must be at least 1", trials)
+	case workers < 1:
+		return fmt.Errorf("--workers: %d must be at least 1", workers)
+	case seeds < 1:
+		return fmt.Errorf("--seeds: %d must be at least 1", seeds)
+	case costSigma < 0:
+		return fmt.Errorf("--cost-sigma: %v must not be negative", costSigma)
+	}
+	return nil
+}
+
+func (o *benchSearchOptions) run(stdout, stderr io.Writer) error {
+	if err := checkSimulationFlags(o.trials, o.workers, o.seeds, o.costSigma); err != nil {
+		return err
+	}
+	if o.by != "trials" && o.by != "budget" {
 		return fmt.Errorf("--by: %q is not one of trials, budget", o.by)
 	}
 	at, err := parseIntList("--at", o.at)

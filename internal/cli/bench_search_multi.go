@@ -83,15 +83,8 @@ type multiReport struct {
 }
 
 func (o *benchSearchMultiOptions) run(stdout, stderr io.Writer) error {
-	switch {
-	case o.trials < 1:
-		return fmt.Errorf("--trials: %d must be at least 1", o.trials)
-	case o.workers < 1:
-		return fmt.Errorf("--workers: %d must be at least 1", o.workers)
-	case o.seeds < 1:
-		return fmt.Errorf("--seeds: %d must be at least 1", o.seeds)
-	case o.costSigma < 0:
-		return fmt.Errorf("--cost-sigma: %v must not be negative", o.costSigma)
+	if err := checkSimulationFlags(o.trials, o.workers, o.seeds, o.costSigma); err != nil {
+		return err
 	}
 	at, err := parseIntList("--at", o.at)
 	if err != nil {

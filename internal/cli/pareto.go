@@ -73,7 +73,7 @@ func writeStatusPareto(w io.Writer, s workflows.CampaignStatus) {
 		fmt.Fprintf(w, "best      no Pareto front yet (%s)\n", goals)
 		return
 	}
-	fmt.Fprintf(w, "best      Pareto front of %d trials (%s), %s\n", f.Size, goals, f.HypervolumeText())
+	fmt.Fprintf(w, "best      Pareto front of %s (%s), %s\n", frontTrials(f.Size), goals, f.HypervolumeText())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for i, e := range f.Trials {
 		if i == statusFrontN {
@@ -97,7 +97,7 @@ func writeStatusPareto(w io.Writer, s workflows.CampaignStatus) {
 // (1: the front), its objectives' values and whether it is feasible.
 func writeParetoLeaderboard(w io.Writer, l []workflows.LeaderboardEntry, f *gleaner.ParetoFront, objectives []hpo.Objective, constraints []hpo.Constraint) {
 	if f != nil {
-		fmt.Fprintf(w, "Pareto front of %d trials (%s), %s\n", f.Size, goalsText(objectives, constraints), f.HypervolumeText())
+		fmt.Fprintf(w, "Pareto front of %s (%s), %s\n", frontTrials(f.Size), goalsText(objectives, constraints), f.HypervolumeText())
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := []string{"RANK", "TRIAL"}
@@ -126,4 +126,12 @@ func writeParetoLeaderboard(w io.Writer, l []workflows.LeaderboardEntry, f *glea
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	_ = tw.Flush()
+}
+
+// frontTrials is "1 trial" or "N trials".
+func frontTrials(n int) string {
+	if n == 1 {
+		return "1 trial"
+	}
+	return fmt.Sprintf("%d trials", n)
 }

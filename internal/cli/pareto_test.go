@@ -46,7 +46,7 @@ func TestWriteStatusPareto(t *testing.T) {
 	s.Pareto = gleaner.NewParetoFront(s.Objectives, s.Constraints, s.Pareto.Trials[:1], nil, 0)
 	b.Reset()
 	writeStatus(&b, s, "")
-	require.Contains(t, b.String(), "best      Pareto front of 1 trials (min loss, max acc; mem ≤ 3.5), hypervolume 1 at reference point (1.25, -0.25) (derived)\n")
+	require.Contains(t, b.String(), "best      Pareto front of 1 trial (min loss, max acc; mem ≤ 3.5), hypervolume 1 at reference point (1.25, -0.25) (derived)\n")
 
 	s.Pareto = gleaner.NewParetoFront(s.Objectives, s.Constraints, nil, nil, 0)
 	b.Reset()

@@ -157,7 +157,7 @@ PROBLEMS = {
                          {f"edge{i + 1}": ("choice", NAS_OPS) for i in range(6)}, None),
 }
 
-SAMPLERS = ["optuna-nsga2", "optuna-tpe", "optuna-random", "optuna-qmc"]
+SAMPLERS = ["optuna-nsga2", "optuna-tpe", "optuna-tpe-mv", "optuna-random", "optuna-qmc"]
 
 
 # ------------------------------------------------------------------ driver
@@ -180,6 +180,10 @@ def run_optuna(method, name, seed, trials, workers, sigma):
         # constant_liar as search_vs_optuna's optuna-tpe; Optuna 3.1 skips
         # running trials with several objectives, so it changes nothing here
         sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True, constraints_func=cfunc)
+    elif method == "optuna-tpe-mv":
+        # one joint l/g over all parameters, as Gleaner's motpe-mv
+        sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True, multivariate=True,
+                                             constraints_func=cfunc)
     elif method == "optuna-random":
         sampler = optuna.samplers.RandomSampler(seed=seed)
     elif method == "optuna-qmc":

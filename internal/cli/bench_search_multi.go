@@ -29,7 +29,8 @@ func newBenchSearchMultiCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "search-multi",
 		Short: "Measure the searchers for several objectives by hypervolume, with simulated parallel workers",
-		Long: `Runs the searchers that take several objectives (--algorithms) on problems
+		Long: `Runs the searchers that take several objectives (--algorithms; motpe-mv is
+motpe with search.motpe.multivariate: true) on problems
 with several objectives (--problems): ZDT1 in 6 dimensions, DTLZ2 with 3
 objectives in 7, TNK (two objectives under two constraints), and
 nas-cell-latency, the NAS cell table as validation accuracy (maximised) ×
@@ -54,7 +55,7 @@ hypervolume on a seed beats that sampler's on a seed, ties half.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.algorithms, "algorithms", strings.Join(blackBoxVectorAlgorithms(), ","),
-		"comma-separated algorithms that take several objectives (asha needs learning curves: not these problems)")
+		"comma-separated algorithms that take several objectives (asha needs learning curves: not these problems), or motpe-mv: motpe with multivariate: true")
 	f.StringVar(&o.problems, "problems", strings.Join(searchbench.ProblemNames(), ","), "comma-separated problems")
 	f.IntVar(&o.trials, "trials", 100, "trials per run")
 	f.IntVar(&o.workers, "workers", searchbench.DefaultWorkers, "trials in parallel")
@@ -100,7 +101,7 @@ func (o *benchSearchMultiOptions) run(stdout, stderr io.Writer) error {
 		return fmt.Errorf("--problems: %w", err)
 	}
 	algs := splitList(o.algorithms)
-	vector := hpo.VectorAlgorithms()
+	vector := searchbench.MultiMethods()
 	if len(algs) == 0 && o.optuna == "" {
 		return errors.New("--algorithms: none given, and no algorithm of this build takes several objectives")
 	}
@@ -130,7 +131,7 @@ func (o *benchSearchMultiOptions) run(stdout, stderr io.Writer) error {
 	for _, p := range probs {
 		for _, alg := range algs {
 			fmt.Fprintf(stderr, "bench search-multi: %s on %s, %d seeds…\n", alg, p.Name, o.seeds)
-			setup := searchbench.MultiSetup{Algorithm: alg, Problem: p, Workers: o.workers, Trials: o.trials, CostSigma: o.costSigma}
+			setup := searchbench.MultiSetup{Algorithm: alg, Settings: searchbench.MultiSettings(alg), Problem: p, Workers: o.workers, Trials: o.trials, CostSigma: o.costSigma}
 			c, err := searchbench.MeasureMulti(setup, o.seed, o.seeds)
 			if err != nil {
 				return err
@@ -220,5 +221,5 @@ func blackBoxVectorAlgorithms() []string {
 			out = append(out, a)
 		}
 	}
-	return out
+	return append(out, searchbench.MOTPEMultivariate)
 }

@@ -51,6 +51,26 @@ type MultiSetup struct {
 	CostSigma float64
 }
 
+// MOTPEMultivariate is the multi bench's name for motpe with one joint
+// l/g over all parameters (search.motpe.multivariate: true), so that a
+// table can show it beside motpe's per-parameter default.
+const MOTPEMultivariate = "motpe-mv"
+
+// MultiMethods lists what MultiSetup.Algorithm may name: hpo's algorithms
+// that take several objectives, then MOTPEMultivariate.
+func MultiMethods() []string {
+	return append(hpo.VectorAlgorithms(), MOTPEMultivariate)
+}
+
+// MultiSettings are the settings the multi bench gives method when the
+// caller gives none.
+func MultiSettings(method string) hpo.Settings {
+	if method == MOTPEMultivariate {
+		return hpo.Settings{MOTPE: &hpo.TPESettings{Multivariate: true}}
+	}
+	return hpo.Settings{}
+}
+
 // RunMulti drives the searcher through the simulated workers (simulate,
 // as Run does) and returns the hypervolume at the problem's Ref after
 // each ended trial, in the order they ended. The searcher sees a trial's
@@ -58,7 +78,11 @@ type MultiSetup struct {
 // and constraints, the others the first value.
 func RunMulti(s MultiSetup) ([]float64, error) {
 	p := s.Problem
-	cfg := hpo.Config{Algorithm: s.Algorithm, Settings: s.Settings, Space: p.Space, Seed: s.Seed,
+	alg := s.Algorithm
+	if alg == MOTPEMultivariate {
+		alg = hpo.AlgorithmMOTPE
+	}
+	cfg := hpo.Config{Algorithm: alg, Settings: s.Settings, Space: p.Space, Seed: s.Seed,
 		MaxTrials: s.Trials, MaxConcurrent: s.Workers, Mode: p.Objectives[0].Mode,
 		Objectives: p.Objectives, Constraints: p.Constraints}
 	inner, err := hpo.NewSearcher(cfg)

@@ -11,8 +11,10 @@
 //   - Register and New: a Temporal worker with every set component
 //     registered under its name (workflows/api.go); dialling Temporal is
 //     client.Connection.Dial's;
-//   - NewSlurmPilots: a Slurm node source's pilot jobs, whose agents join
-//     the pool, run beside the worker.
+//   - NewPilots: a batch scheduler's node source (Slurm): pilot jobs,
+//     whose agents join the pool, looked after by package cluster/pilot
+//     beside the worker; a scheduler is one case there and one kind in
+//     ParseNodeSource.
 //
 // Workflows and activities never import it. The agent (package agent),
 // the dev environment and the benchmarks assemble activities of their own

@@ -31,13 +31,23 @@ const (
 	NodeSourceSlurm NodeSourceKind = "slurm"
 )
 
-// NodeSourceConfig is a parsed --nodes value. Of Static and Replay, only
-// the one of Kind is meaningful.
+// PilotJobs reports a batch scheduler's source: pilot jobs (package
+// cluster/pilot) whose agents hold the pool's nodes, with the options of
+// PilotNodes. A new scheduler is one more kind here, its options in
+// ParseNodeSource and String, and its case in NewPilots.
+func (k NodeSourceKind) PilotJobs() bool {
+	return k == NodeSourceSlurm
+}
+
+// NodeSourceConfig is a parsed --nodes value. Of Static, Replay and Slurm,
+// only the one of Kind is meaningful; Pilots, for every kind whose
+// PilotJobs is true.
 type NodeSourceConfig struct {
 	Kind   NodeSourceKind
 	Static StaticNodes
 	Replay ReplayNodes
 	Slurm  SlurmNodes
+	Pilots PilotNodes
 	// NoGPUs ("gpus=none") makes the local slots plain CPU slots even on
 	// a host with GPUs; by default ("gpus=auto") each slot owns one GPU
 	// when the host has any, so there can be no more slots than GPUs.
@@ -72,21 +82,102 @@ type ReplayNodes struct {
 	Type string
 }
 
-// SlurmNodes is "slurm:partition=P[,pool=NAME][,qos=Q][,account=A]
-// [,max_pending=K][,max_pilots=N][,time=D][,time_min=D][,lead=D]
-// [,interval=D][,yield=D|off][,type=T][,gpus=auto|none]": pilot jobs in partition P
-// whose agents join pool NAME (docs/slurm.md). Zero fields take the
-// defaults of slurm.Settings.
+// SlurmNodes is "slurm:partition=P[,qos=Q][,account=A]" and the options
+// of PilotNodes: pilot jobs in partition P (docs/slurm.md).
 type SlurmNodes struct {
-	Partition, Pool, QOS, Account string
+	Partition, QOS, Account string
+}
+
+// PilotNodes are the options of every batch scheduler's source:
+// "[pool=NAME][,max_pending=K][,max_pilots=N][,time=D][,time_min=D]
+// [,lead=D][,interval=D][,yield=D|off][,type=T][,gpus=auto|none]": pilots
+// whose agents join pool NAME. Zero fields take the defaults of
+// pilot.Settings and of the scheduler (slurm.Settings).
+type PilotNodes struct {
+	Pool                          string
 	MaxPending, MaxPilots         int
 	Time, TimeMin, Lead, Interval time.Duration
-	// Yield is slurm.Settings.Yield: how long before a batch job's planned
+	// Yield is pilot.Settings.Yield: how long before a batch job's planned
 	// start on its node a pilot leaves by itself (0: the default, one
-	// bf_interval; negative, "off" in the spec: never).
+	// plan cycle; negative, "off" in the spec: never).
 	Yield time.Duration
 	// Type is the agents' node type (--type), optional.
 	Type string
+}
+
+// pilotOptions are the keys of PilotNodes in a spec (and gpus).
+var pilotOptions = []string{"pool", "max_pending", "max_pilots", "time", "time_min", "lead", "interval", "yield", "type", "gpus"}
+
+// parsePilotOptions reads PilotNodes from a spec's options.
+func parsePilotOptions(opts map[string]string) (PilotNodes, error) {
+	pl := PilotNodes{Pool: opts["pool"], Type: opts["type"]}
+	for key, dst := range map[string]*int{"max_pending": &pl.MaxPending, "max_pilots": &pl.MaxPilots} {
+		if v, ok := opts[key]; ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return pl, fmt.Errorf("%s %q: want an integer ≥ 1", key, v)
+			}
+			*dst = n
+		}
+	}
+	for key, dst := range map[string]*time.Duration{"time": &pl.Time, "time_min": &pl.TimeMin, "lead": &pl.Lead, "interval": &pl.Interval} {
+		if v, ok := opts[key]; ok {
+			d, err := parseSeconds(v)
+			if err != nil || d <= 0 {
+				return pl, fmt.Errorf("%s %q: want a duration > 0 (\"90m\") or seconds (\"5400\")", key, v)
+			}
+			*dst = d
+		}
+	}
+	if v, ok := opts["yield"]; ok {
+		d, err := parseSeconds(v)
+		switch {
+		case v == "off":
+			pl.Yield = -1
+		case err != nil || d < 0:
+			return pl, fmt.Errorf("yield %q: want a duration ≥ 0 (\"2s\"), seconds, or off", v)
+		case d == 0:
+			pl.Yield = time.Nanosecond // only jobs already due; 0 would be the default
+		default:
+			pl.Yield = d
+		}
+	}
+	return pl, nil
+}
+
+// String is the options of p that ParseNodeSource reads back, each after
+// a comma, type last.
+func (p PilotNodes) String() string {
+	var s string
+	if p.Pool != "" {
+		s += ",pool=" + p.Pool
+	}
+	for _, kv := range []struct {
+		k string
+		v int
+	}{{"max_pending", p.MaxPending}, {"max_pilots", p.MaxPilots}} {
+		if kv.v != 0 {
+			s += fmt.Sprintf(",%s=%d", kv.k, kv.v)
+		}
+	}
+	for _, kv := range []struct {
+		k string
+		v time.Duration
+	}{{"time", p.Time}, {"time_min", p.TimeMin}, {"lead", p.Lead}, {"interval", p.Interval}} {
+		if kv.v != 0 {
+			s += "," + kv.k + "=" + kv.v.String()
+		}
+	}
+	switch {
+	case p.Yield < 0:
+		s += ",yield=off"
+	case p.Yield > 0:
+		s += ",yield=" + p.Yield.String()
+	}
+	if p.Type != "" {
+		s += ",type=" + p.Type
+	}
+	return s
 }
 
 // DefaultReplaySlots is the slot count of a replay source without slots=.
@@ -108,7 +199,7 @@ func ParseNodeSource(spec string) (NodeSourceConfig, error) {
 	parts := strings.Split(rest, ",")
 	opts := map[string]string{}
 	optParts := parts[1:]
-	if NodeSourceKind(strings.ToLower(kind)) == NodeSourceSlurm {
+	if NodeSourceKind(strings.ToLower(kind)).PilotJobs() {
 		optParts = parts // options only
 	}
 	for _, p := range optParts {
@@ -191,45 +282,18 @@ func ParseNodeSource(spec string) (NodeSourceConfig, error) {
 		}
 		return NodeSourceConfig{Kind: NodeSourceReplay, Replay: r, NoGPUs: noGPUs}, nil
 	case NodeSourceSlurm:
-		if err := allow("partition", "pool", "qos", "account", "max_pending", "max_pilots", "time", "time_min", "lead", "interval", "yield", "type", "gpus"); err != nil {
+		if err := allow(append([]string{"partition", "qos", "account"}, pilotOptions...)...); err != nil {
 			return bad("%v", err)
 		}
-		sl := SlurmNodes{Partition: opts["partition"], Pool: opts["pool"], QOS: opts["qos"], Account: opts["account"], Type: opts["type"]}
+		sl := SlurmNodes{Partition: opts["partition"], QOS: opts["qos"], Account: opts["account"]}
 		if sl.Partition == "" {
 			return bad("partition: missing (the preemptible partition pilots run in: slurm:partition=NAME)")
 		}
-		for key, dst := range map[string]*int{"max_pending": &sl.MaxPending, "max_pilots": &sl.MaxPilots} {
-			if v, ok := opts[key]; ok {
-				n, err := strconv.Atoi(v)
-				if err != nil || n < 1 {
-					return bad("%s %q: want an integer ≥ 1", key, v)
-				}
-				*dst = n
-			}
+		pl, err := parsePilotOptions(opts)
+		if err != nil {
+			return bad("%v", err)
 		}
-		for key, dst := range map[string]*time.Duration{"time": &sl.Time, "time_min": &sl.TimeMin, "lead": &sl.Lead, "interval": &sl.Interval} {
-			if v, ok := opts[key]; ok {
-				d, err := parseSeconds(v)
-				if err != nil || d <= 0 {
-					return bad("%s %q: want a duration > 0 (\"90m\") or seconds (\"5400\")", key, v)
-				}
-				*dst = d
-			}
-		}
-		if v, ok := opts["yield"]; ok {
-			d, err := parseSeconds(v)
-			switch {
-			case v == "off":
-				sl.Yield = -1
-			case err != nil || d < 0:
-				return bad("yield %q: want a duration ≥ 0 (\"2s\"), seconds, or off", v)
-			case d == 0:
-				sl.Yield = time.Nanosecond // only jobs already due; 0 would be the default
-			default:
-				sl.Yield = d
-			}
-		}
-		return NodeSourceConfig{Kind: NodeSourceSlurm, Slurm: sl, NoGPUs: noGPUs}, nil
+		return NodeSourceConfig{Kind: NodeSourceSlurm, Slurm: sl, Pilots: pl, NoGPUs: noGPUs}, nil
 	default:
 		return bad("unknown source %q (want static, replay, slurm or none)", kind)
 	}
@@ -262,34 +326,12 @@ func (n NodeSourceConfig) String() string {
 	case NodeSourceSlurm:
 		sl := n.Slurm
 		s = "slurm:partition=" + sl.Partition
-		for _, kv := range [][2]string{{"pool", sl.Pool}, {"qos", sl.QOS}, {"account", sl.Account}} {
+		for _, kv := range [][2]string{{"qos", sl.QOS}, {"account", sl.Account}} {
 			if kv[1] != "" {
 				s += "," + kv[0] + "=" + kv[1]
 			}
 		}
-		for _, kv := range []struct {
-			k string
-			v int
-		}{{"max_pending", sl.MaxPending}, {"max_pilots", sl.MaxPilots}} {
-			if kv.v != 0 {
-				s += fmt.Sprintf(",%s=%d", kv.k, kv.v)
-			}
-		}
-		for _, kv := range []struct {
-			k string
-			v time.Duration
-		}{{"time", sl.Time}, {"time_min", sl.TimeMin}, {"lead", sl.Lead}, {"interval", sl.Interval}} {
-			if kv.v != 0 {
-				s += "," + kv.k + "=" + kv.v.String()
-			}
-		}
-		switch {
-		case sl.Yield < 0:
-			s += ",yield=off"
-		case sl.Yield > 0:
-			s += ",yield=" + sl.Yield.String()
-		}
-		typ = sl.Type
+		s += n.Pilots.String()
 	default:
 		return string(n.Kind)
 	}

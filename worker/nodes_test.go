@@ -36,12 +36,13 @@ func TestParseNodeSource(t *testing.T) {
 			File: "t.csv", Slots: worker.DefaultReplaySlots, Factor: 1, Offset: 1500 * time.Millisecond}}},
 		{"slurm:partition=glean", worker.NodeSourceConfig{Kind: worker.NodeSourceSlurm, Slurm: worker.SlurmNodes{Partition: "glean"}}},
 		{"slurm:partition=glean,pool=hpo,qos=scavenger,account=ml,max_pending=8,max_pilots=64,time=2h,time_min=10m,lead=45s,interval=5,type=a100,gpus=none",
-			worker.NodeSourceConfig{Kind: worker.NodeSourceSlurm, NoGPUs: true, Slurm: worker.SlurmNodes{
-				Partition: "glean", Pool: "hpo", QOS: "scavenger", Account: "ml", MaxPending: 8, MaxPilots: 64,
-				Time: 2 * time.Hour, TimeMin: 10 * time.Minute, Lead: 45 * time.Second, Interval: 5 * time.Second, Type: "a100"}}},
-		{"slurm:partition=glean,yield=off", worker.NodeSourceConfig{Kind: worker.NodeSourceSlurm, Slurm: worker.SlurmNodes{Partition: "glean", Yield: -1}}},
-		{"slurm:partition=glean,yield=5", worker.NodeSourceConfig{Kind: worker.NodeSourceSlurm, Slurm: worker.SlurmNodes{Partition: "glean", Yield: 5 * time.Second}}},
-		{"slurm:partition=glean,yield=0", worker.NodeSourceConfig{Kind: worker.NodeSourceSlurm, Slurm: worker.SlurmNodes{Partition: "glean", Yield: time.Nanosecond}}},
+			worker.NodeSourceConfig{Kind: worker.NodeSourceSlurm, NoGPUs: true,
+				Slurm: worker.SlurmNodes{Partition: "glean", QOS: "scavenger", Account: "ml"},
+				Pilots: worker.PilotNodes{Pool: "hpo", MaxPending: 8, MaxPilots: 64,
+					Time: 2 * time.Hour, TimeMin: 10 * time.Minute, Lead: 45 * time.Second, Interval: 5 * time.Second, Type: "a100"}}},
+		{"slurm:partition=glean,yield=off", worker.NodeSourceConfig{Kind: worker.NodeSourceSlurm, Slurm: worker.SlurmNodes{Partition: "glean"}, Pilots: worker.PilotNodes{Yield: -1}}},
+		{"slurm:partition=glean,yield=5", worker.NodeSourceConfig{Kind: worker.NodeSourceSlurm, Slurm: worker.SlurmNodes{Partition: "glean"}, Pilots: worker.PilotNodes{Yield: 5 * time.Second}}},
+		{"slurm:partition=glean,yield=0", worker.NodeSourceConfig{Kind: worker.NodeSourceSlurm, Slurm: worker.SlurmNodes{Partition: "glean"}, Pilots: worker.PilotNodes{Yield: time.Nanosecond}}},
 	} {
 		got, err := worker.ParseNodeSource(tc.spec)
 		if err != nil {

@@ -52,9 +52,9 @@ func NewSetup(ctx context.Context, cfg Config) (Setup, error) {
 		return Setup{}, err
 	}
 	res := Setup{ArchPrior: prior, Pool: cfg.Pool.Input(), Library: lib, Speeds: speeds, DataDir: cfg.DataDir}
-	if cfg.Nodes.Kind == NodeSourceNone || cfg.Nodes.Kind == NodeSourceSlurm {
-		// Agents hold every node (a Slurm source's agents run in its pilot
-		// jobs); trials never run on this worker.
+	if cfg.Nodes.Kind == NodeSourceNone || cfg.Nodes.Kind.PilotJobs() {
+		// Agents hold every node (a batch scheduler's source's agents run
+		// in its pilot jobs); trials never run on this worker.
 		res.Nodes = noNodes{}
 		return res, nil
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gleaner-hpc/gleaner/cluster/pilot"
 )
 
 func TestExpandHostlist(t *testing.T) {
@@ -130,11 +132,11 @@ func TestIdleUntilTakesTheEarliestBatchClaim(t *testing.T) {
 		{ID: "10", Partition: "batch", Start: at(-1), Nodes: []string{"g3"}}, // overdue
 	}
 	resv := []Reservation{{Name: "maint", Start: at(10), Nodes: []string{"g1"}}}
-	assert.Equal(t, Estimate{Until: at(10), Why: "reservation maint", Claimed: true}, IdleUntil("g1", now, at(60), "glean", plan, resv))
+	assert.Equal(t, pilot.Estimate{Until: at(10), Why: "reservation maint", Claimed: true}, IdleUntil("g1", now, at(60), "glean", plan, resv))
 	assert.Equal(t, "job 9 (batch)", IdleUntil("g2", now, at(60), "glean", plan, resv).Why)
 	assert.Equal(t, "job 10 (batch)", IdleUntil("g3", now, at(60), "glean", plan, resv).Why)
-	assert.Equal(t, Estimate{Until: at(60), Why: "pilot end"}, IdleUntil("g4", now, at(60), "glean", plan, resv))
-	assert.Equal(t, Estimate{}, IdleUntil("g4", now, time.Time{}, "glean", plan, resv))
+	assert.Equal(t, pilot.Estimate{Until: at(60), Why: "pilot end"}, IdleUntil("g4", now, at(60), "glean", plan, resv))
+	assert.Equal(t, pilot.Estimate{}, IdleUntil("g4", now, time.Time{}, "glean", plan, resv))
 }
 
 func TestParseErrorMessage(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gleaner-hpc/gleaner/cluster/pilot"
 )
 
 func readOutput(t *testing.T, name string) []byte {
@@ -64,7 +66,7 @@ func TestRecordedOutputs(t *testing.T) {
 	// 4 is planned on g[1-5] only at 13:50. The pilot on g6 ends first too.
 	now := time.Date(2026, 11, 23, 13, 21, 0, 0, time.UTC)
 	e := IdleUntil("g3", now, pilots[1].End, "glean", plan, resv)
-	assert.Equal(t, Estimate{Until: pilots[1].End, Why: "pilot end"}, e)
+	assert.Equal(t, pilot.Estimate{Until: pilots[1].End, Why: "pilot end"}, e)
 	// Without its own end, g5's is batch job 4's planned start, before the
 	// maintenance reservation.
 	e = IdleUntil("g5", now, time.Time{}, "glean", plan, resv)

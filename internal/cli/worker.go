@@ -17,7 +17,7 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"github.com/gleaner-hpc/gleaner/allocator"
-	"github.com/gleaner-hpc/gleaner/cluster/slurm"
+	"github.com/gleaner-hpc/gleaner/cluster/pilot"
 	"github.com/gleaner-hpc/gleaner/worker"
 )
 
@@ -205,7 +205,7 @@ func (o *workerOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, s
 	}
 
 	warnConnection(stderr, "gleaner worker", cfg.Connection)
-	if cfg.Nodes.Kind != worker.NodeSourceNone && cfg.Nodes.Kind != worker.NodeSourceSlurm {
+	if cfg.Nodes.Kind != worker.NodeSourceNone && !cfg.Nodes.Kind.PilotJobs() {
 		warnAnyCommand(stderr, "gleaner worker", cfg.Trainers, cfg.Namespace)
 	}
 	comps, cleanup, err := o.build(ctx, cfg)
@@ -239,15 +239,15 @@ func (o *workerOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, s
 	}
 
 	var pilotsDone chan error
-	if cfg.Nodes.Kind == worker.NodeSourceSlurm {
+	if cfg.Nodes.Kind.PilotJobs() {
 		logf := func(format string, args ...any) { fmt.Fprintf(stdout, "gleaner worker: "+format+"\n", args...) }
-		pilots, err := worker.NewSlurmPilots(ctx, c, cfg, nil, logf)
+		pilots, err := worker.NewPilots(ctx, c, cfg, logf)
 		if err != nil {
 			w.Stop()
 			return err
 		}
 		pilotsDone = make(chan error, 1)
-		go func() { pilotsDone <- pilots.Run(ctx, slurmProgress(logf)) }()
+		go func() { pilotsDone <- pilots.Run(ctx, pilotProgress(string(cfg.Nodes.Kind), logf)) }()
 	}
 
 	// Run returns on a fatal worker error or once ctx is done, and stops
@@ -274,14 +274,15 @@ func (o *workerOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, s
 	return nil
 }
 
-// slurmProgress prints a line when the pilots' counts change.
-func slurmProgress(logf func(string, ...any)) func(slurm.Status, error) {
+// pilotProgress prints a line, prefixed by the scheduler's name, when the
+// pilots' counts change.
+func pilotProgress(scheduler string, logf func(string, ...any)) func(pilot.Status, error) {
 	last := ""
-	return func(st slurm.Status, err error) {
+	return func(st pilot.Status, err error) {
 		if err != nil {
 			return
 		}
-		line := fmt.Sprintf("slurm: %d pilots running, %d waiting; trials want %d more nodes", len(st.Running), len(st.Pending), st.Demand.Wanted)
+		line := fmt.Sprintf("%s: %d pilots running, %d waiting; trials want %d more nodes", scheduler, len(st.Running), len(st.Pending), st.Demand.Wanted)
 		if len(st.Submitted) > 0 {
 			line += fmt.Sprintf("; submitted %s", strings.Join(st.Submitted, " "))
 		}

@@ -389,7 +389,7 @@ type passHooks struct {
 func (d *demo) pass(ctx context.Context, hooks *passHooks, kind string) (*PassResult, error) {
 	tl := NewTimeline(d.nodes, d.s.BatchPartition, d.s.PilotPartition)
 	tl.PilotLimit = d.s.PilotTime
-	// The worker's default lead (slurm.Settings.Lead): GraceTime, at least 30 s.
+	// The worker's default lead (pilot.Settings.Lead): GraceTime, at least 30 s.
 	tl.PilotLead = max(d.part.GraceTime, 30*time.Second)
 	mon := &Monitor{Timeline: tl, Run: d.cluster.Run, Interval: d.s.Sample}
 	if hooks != nil {

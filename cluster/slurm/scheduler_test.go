@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gleaner-hpc/gleaner/cluster/pilot"
 )
 
 // fakeSlurm answers Slurm commands from scripted outputs and records every
@@ -61,11 +63,11 @@ func (f *fakeSlurm) last(name string) []string {
 }
 
 type fakePool struct {
-	demand Demand
+	demand pilot.Demand
 	sent   []map[string]time.Time
 }
 
-func (p *fakePool) Demand(context.Context) (Demand, error) { return p.demand, nil }
+func (p *fakePool) Demand(context.Context) (pilot.Demand, error) { return p.demand, nil }
 func (p *fakePool) SetIdleUntil(_ context.Context, m map[string]time.Time) error {
 	p.sent = append(p.sent, m)
 	return nil
@@ -76,10 +78,16 @@ const (
 	testPartition = "PartitionName=glean Nodes=g[1-6] PriorityTier=1 MaxTime=UNLIMITED PreemptMode=CANCEL State=UP GraceTime=20\n"
 )
 
-func newTestPilots(t *testing.T, f *fakeSlurm, pool *fakePool, set Settings, logf func(string, ...any)) *Pilots {
+// newTestPilots are pool p's pilots in partition glean; now, if not nil,
+// is their clock.
+func newTestPilots(t *testing.T, f *fakeSlurm, pool *fakePool, set pilot.Settings, now *time.Time, logf func(string, ...any)) *pilot.Pilots {
 	t.Helper()
-	set.Pool, set.Partition, set.Dir, set.Gleaner, set.Location = "p", "glean", t.TempDir(), "/usr/bin/gleaner", time.UTC
-	p, err := NewPilots(context.Background(), set, f, pool, logf)
+	set.Pool = "p"
+	if now != nil {
+		set.Now = func() time.Time { return *now }
+	}
+	sl := Settings{Pilots: set, Partition: "glean", Dir: t.TempDir(), Gleaner: "/usr/bin/gleaner", Location: time.UTC}
+	p, err := NewPilots(context.Background(), sl, f, pool, logf)
 	require.NoError(t, err)
 	return p
 }
@@ -87,8 +95,8 @@ func newTestPilots(t *testing.T, f *fakeSlurm, pool *fakePool, set Settings, log
 func TestPilotsSubmitUpToMaxPendingWhileTrialsWantNodes(t *testing.T) {
 	f := &fakeSlurm{config: testConfig, partition: testPartition,
 		pilots: "5|PENDING||N/A|N/A|gleaner:pool=p|glean\n"}
-	pool := &fakePool{demand: Demand{Trials: 3, Wanted: 10}}
-	p := newTestPilots(t, f, pool, Settings{MaxPending: 3, AgentArgs: []string{"--data-dir", "/shared/gl"}}, nil)
+	pool := &fakePool{demand: pilot.Demand{Trials: 3, Wanted: 10}}
+	p := newTestPilots(t, f, pool, pilot.Settings{MaxPending: 3, AgentArgs: []string{"--data-dir", "/shared/gl"}}, nil, nil)
 	st, err := p.Step(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, []string{"1", "2"}, st.Submitted, "one waits already: two more make three")
@@ -103,7 +111,7 @@ func TestPilotsSubmitUpToMaxPendingWhileTrialsWantNodes(t *testing.T) {
 	// The trials now want only one node: the extra waiting pilots go,
 	// the newest first.
 	f.pilots = "5|PENDING||N/A|N/A|c|glean\n6|PENDING||N/A|N/A|c|glean\n7|PENDING||N/A|N/A|c|glean\n"
-	pool.demand = Demand{Trials: 1, Wanted: 1}
+	pool.demand = pilot.Demand{Trials: 1, Wanted: 1}
 	st, err = p.Step(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, []string{"7", "6"}, st.Cancelled)
@@ -113,15 +121,14 @@ func TestPilotsSubmitUpToMaxPendingWhileTrialsWantNodes(t *testing.T) {
 func TestPilotsNoneWithoutTrialsAndRunningOnesReleasedAfterIdleRelease(t *testing.T) {
 	f := &fakeSlurm{config: testConfig, partition: testPartition, resv: "No reservations in the system\n",
 		pilots: "5|PENDING||N/A|N/A|c|glean\n6|RUNNING|g2|2026-11-23T12:00:00|2026-11-23T14:00:00|c|glean\n"}
-	pool := &fakePool{demand: Demand{Trials: 1, Wanted: 4}}
-	p := newTestPilots(t, f, pool, Settings{MaxPending: 1, IdleRelease: time.Minute}, nil)
+	pool := &fakePool{demand: pilot.Demand{Trials: 1, Wanted: 4}}
 	now := time.Date(2026, 11, 23, 12, 30, 0, 0, time.UTC)
-	p.now = func() time.Time { return now }
+	p := newTestPilots(t, f, pool, pilot.Settings{MaxPending: 1, IdleRelease: time.Minute}, &now, nil)
 	_, err := p.Step(context.Background())
 	require.NoError(t, err)
 	assert.Zero(t, f.count("sbatch"), "one pilot waits: max_pending reached")
 
-	pool.demand = Demand{}
+	pool.demand = pilot.Demand{}
 	st, err := p.Step(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, []string{"5"}, st.Cancelled, "the waiting pilot goes at once, the running one stays a while")
@@ -136,9 +143,9 @@ func TestPilotsSendEstimatesOnlyWhenTheyChange(t *testing.T) {
 	f := &fakeSlurm{config: testConfig, partition: testPartition, resv: "No reservations in the system\n",
 		pilots: "6|RUNNING|g2|2026-11-23T12:00:00|2026-11-23T14:00:00|c|glean\n",
 		plan:   "40|batch|100|2026-11-23T13:00:00|g2|1|big\n"}
-	pool := &fakePool{demand: Demand{Trials: 1}}
-	p := newTestPilots(t, f, pool, Settings{}, nil)
-	p.now = func() time.Time { return time.Date(2026, 11, 23, 12, 30, 0, 0, time.UTC) }
+	pool := &fakePool{demand: pilot.Demand{Trials: 1}}
+	now := time.Date(2026, 11, 23, 12, 30, 0, 0, time.UTC)
+	p := newTestPilots(t, f, pool, pilot.Settings{}, &now, nil)
 	st, err := p.Step(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, "job 40 (batch)", st.Estimates["g2"].Why)
@@ -157,7 +164,7 @@ func TestPilotsSendEstimatesOnlyWhenTheyChange(t *testing.T) {
 func TestPilotsRefuseAPartitionThatIsNotPreemptible(t *testing.T) {
 	f := &fakeSlurm{config: "PreemptType = preempt/none\nSLURM_VERSION = 22.05.8\n",
 		partition: "PartitionName=glean Nodes=g[1-6] PreemptMode=OFF State=UP GraceTime=0\n"}
-	_, err := NewPilots(context.Background(), Settings{Pool: "p", Partition: "glean", Dir: t.TempDir(), Gleaner: "/bin/gleaner"}, f, &fakePool{}, nil)
+	_, err := NewPilots(context.Background(), Settings{Pilots: pilot.Settings{Pool: "p"}, Partition: "glean", Dir: t.TempDir(), Gleaner: "/bin/gleaner"}, f, &fakePool{}, nil)
 	assert.ErrorIs(t, err, ErrNotPreemptible)
 	assert.ErrorContains(t, err, "PreemptMode=OFF")
 }
@@ -165,7 +172,7 @@ func TestPilotsRefuseAPartitionThatIsNotPreemptible(t *testing.T) {
 func TestPilotsWarnWhenAGracePeriodCannotFit(t *testing.T) {
 	f := &fakeSlurm{config: testConfig, partition: testPartition}
 	var logs []string
-	p := newTestPilots(t, f, &fakePool{demand: Demand{Trials: 1, MaxGrace: time.Minute}}, Settings{}, func(format string, args ...any) {
+	p := newTestPilots(t, f, &fakePool{demand: pilot.Demand{Trials: 1, MaxGrace: time.Minute}}, pilot.Settings{}, nil, func(format string, args ...any) {
 		logs = append(logs, fmt.Sprintf(format, args...))
 	})
 	_, err := p.Step(context.Background())
@@ -175,7 +182,7 @@ func TestPilotsWarnWhenAGracePeriodCannotFit(t *testing.T) {
 
 func TestPilotsShutdownCancelsByName(t *testing.T) {
 	f := &fakeSlurm{config: testConfig, partition: testPartition}
-	p := newTestPilots(t, f, &fakePool{}, Settings{}, nil)
+	p := newTestPilots(t, f, &fakePool{}, pilot.Settings{}, nil, nil)
 	require.NoError(t, p.Shutdown(context.Background()))
 	assert.Equal(t, []string{"scancel", "--name=gleaner-pilot.p", "--partition=glean"}, f.last("scancel"))
 }
@@ -188,10 +195,9 @@ func TestPilotsYieldNodesThePlanGivesABatchJobNow(t *testing.T) {
 		plan: "40|batch|100|2026-11-23T12:29:59|g2|1|next\n" + // overdue: Slurm gives it g2 next
 			"41|batch|99|2026-11-23T13:00:00|g3|1|later\n" + // a hole until 13:00: keep it
 			"42|glean|1|2026-11-23T12:30:00|g3|1|gleaner-pilot.p\n"} // a pilot claims nothing
-	pool := &fakePool{demand: Demand{Trials: 3}}
-	p := newTestPilots(t, f, pool, Settings{MaxPending: 1}, nil)
+	pool := &fakePool{demand: pilot.Demand{Trials: 3}}
 	now := time.Date(2026, 11, 23, 12, 30, 0, 0, time.UTC)
-	p.now = func() time.Time { return now }
+	p := newTestPilots(t, f, pool, pilot.Settings{MaxPending: 1}, &now, nil)
 	st, err := p.Step(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, []string{"6"}, st.Yielded, "g4's pilot ends by its own limit: not a claim")
@@ -215,10 +221,31 @@ func TestPilotsNeverYieldWithANegativeYield(t *testing.T) {
 	f := &fakeSlurm{config: testConfig, partition: testPartition, resv: "No reservations in the system\n",
 		pilots: "6|RUNNING|g2|2026-11-23T12:00:00|2026-11-23T14:00:00|c|glean\n",
 		plan:   "40|batch|100|2026-11-23T12:29:59|g2|1|next\n"}
-	p := newTestPilots(t, f, &fakePool{demand: Demand{Trials: 1}}, Settings{MaxPending: 1, Yield: -1}, nil)
-	p.now = func() time.Time { return time.Date(2026, 11, 23, 12, 30, 0, 0, time.UTC) }
+	now := time.Date(2026, 11, 23, 12, 30, 0, 0, time.UTC)
+	p := newTestPilots(t, f, &fakePool{demand: pilot.Demand{Trials: 1}}, pilot.Settings{MaxPending: 1, Yield: -1}, &now, nil)
 	st, err := p.Step(context.Background())
 	require.NoError(t, err)
 	assert.Empty(t, st.Yielded)
 	assert.Zero(t, f.count("scancel"))
+}
+
+func TestPilotsSbatchArgvInFull(t *testing.T) {
+	f := &fakeSlurm{config: testConfig, partition: testPartition}
+	dir := t.TempDir()
+	sl := Settings{Pilots: pilot.Settings{Pool: "p", AgentArgs: []string{"--data-dir", "/shared/gl"}}, Partition: "glean", QOS: "scavenger", Account: "ml",
+		Dir: dir, Gleaner: "/usr/bin/gleaner", Location: time.UTC}
+	p, err := NewPilots(context.Background(), sl, f, &fakePool{demand: pilot.Demand{Trials: 1, Wanted: 1}}, nil)
+	require.NoError(t, err)
+	_, err = p.Step(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"sbatch", "--parsable", "--job-name=gleaner-pilot.p", "--comment=gleaner:pool=p", "--partition=glean",
+		"--nodes=1", "--ntasks=1", "--exclusive", "--time=0-02:00:00", "--time-min=0-00:10:00", "--signal=B:TERM@30",
+		"--output=" + dir + "/pilot-%j.log", "--chdir=" + dir, "--qos=scavenger", "--account=ml",
+		dir + "/pilot-p", "--pool", "p", "--stop-timeout", "16s", "--data-dir", "/shared/gl"}, f.last("sbatch"))
+
+	// GPUs asked for are Slurm's gres.
+	s, err := NewScheduler(context.Background(), sl, f, nil)
+	require.NoError(t, err)
+	assert.Contains(t, s.SubmitArgs(pilot.Request{Nodes: 1, GPUs: 4}), "--gres=gpu:4")
+	assert.NotContains(t, strings.Join(s.SubmitArgs(pilot.Request{Nodes: 1}), " "), "--gres")
 }

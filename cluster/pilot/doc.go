@@ -20,7 +20,13 @@
 //   - yield: a running pilot whose node the plan gives to a queued job or
 //     a reservation within Yield gets SIGTERM now, as at a preemption, so
 //     the job does not wait for the scheduler to preempt it; once each;
-//   - shut down: every pilot of the pool is cancelled when Run ends.
+//   - shut down: every pilot of the pool is cancelled when Run ends, in a
+//     context of its own (the one that ended Run is done), by name, tried
+//     again while the scheduler fails, and what is still listed by id.
+//
+// At New, the address the agents connect to (Settings.Server) must be one
+// the compute nodes reach: not loopback, unless the nodes are this machine
+// (CheckServer, Limits.NodesHere).
 //
 // # Adding a scheduler
 //
@@ -29,13 +35,16 @@
 // (worker.ParseNodeSource, worker.NewPilots). The package:
 //
 //   - checks the site at start (the partition or queue exists and is
-//     preemptible, its grace between TERM and KILL), says what it found
-//     as Limits, and refuses with the scheduler's own error text;
+//     preemptible, its grace between TERM and KILL, the settings a
+//     preempted pilot needs to hear TERM at once), says what it found as
+//     Limits (NodesHere too), and refuses with the scheduler's own error
+//     text, naming the setting;
 //   - Submit: one pilot of Request's size (Nodes, Time, TimeMin, the
 //     TERM Lead before the time limit, GPUs mapped to the scheduler's
 //     resource syntax), named so that Pilots and CancelAll find the
 //     pool's pilots and nobody else's, running `gleaner agent` with
-//     Request.Agent on the node;
+//     Request.Agent on the node and Request.Env in its environment
+//     (never on a command line);
 //   - Pilots: the pool's pilot jobs, each with its state mapped to
 //     Pending, Running or Other, its nodes and its end;
 //   - Cancel and CancelAll: end pilots (the agent hears TERM, then the

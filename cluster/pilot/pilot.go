@@ -75,6 +75,11 @@ type Request struct {
 	// Agent are the `gleaner agent` arguments the pilot runs on its node:
 	// --pool, --stop-timeout and Settings.AgentArgs.
 	Agent []string
+	// Env are "NAME=value" variables the agent needs that must not be on
+	// a command line, where ps shows them (TEMPORAL_API_KEY;
+	// Settings.AgentEnv). A scheduler passes them through the job's
+	// environment, never its argv.
+	Env []string
 }
 
 // State is a pilot job's state, as the policy counts it.

@@ -76,7 +76,7 @@ func (p *Pilots) StopTimeout() time.Duration {
 func (p *Pilots) Request() Request {
 	s := p.set
 	agent := append([]string{"--pool", s.Pool, "--stop-timeout", p.StopTimeout().String()}, s.AgentArgs...)
-	return Request{Nodes: 1, Time: s.TimeLimit, TimeMin: s.TimeMin, Lead: s.Lead, GPUs: s.GPUs, Agent: agent}
+	return Request{Nodes: 1, Time: s.TimeLimit, TimeMin: s.TimeMin, Lead: s.Lead, GPUs: s.GPUs, Agent: agent, Env: s.AgentEnv}
 }
 
 // Step looks after the pilots once: it reads the pool's demand and the
@@ -239,9 +239,15 @@ func (p *Pilots) estimate(ctx context.Context, now time.Time, st *Status) error 
 	return nil
 }
 
+// ShutdownTimeout bounds Run's Shutdown: the scheduler's cancel commands,
+// retried, and a last look at what is left.
+const ShutdownTimeout = 30 * time.Second
+
 // Run looks after the pilots every Interval until ctx ends, then cancels
-// every pilot of the pool (Shutdown). A failed round is logged and tried
-// again at the next. report, if not nil, gets each round's Status.
+// every pilot of the pool (Shutdown) in a context of its own, not derived
+// from ctx (already done), bounded by ShutdownTimeout. A failed round is
+// logged and tried again at the next. report, if not nil, gets each
+// round's Status.
 func (p *Pilots) Run(ctx context.Context, report func(Status, error)) error {
 	t := time.NewTicker(p.set.Interval)
 	defer t.Stop()
@@ -255,7 +261,7 @@ func (p *Pilots) Run(ctx context.Context, report func(Status, error)) error {
 		}
 		select {
 		case <-ctx.Done():
-			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownTimeout)
 			defer cancel()
 			return p.Shutdown(sctx)
 		case <-t.C:
@@ -263,11 +269,47 @@ func (p *Pilots) Run(ctx context.Context, report func(Status, error)) error {
 	}
 }
 
+// shutdownRetry is the first wait between two tries of CancelAll; it
+// doubles up to a few seconds.
+const shutdownRetry = 250 * time.Millisecond
+
 // Shutdown cancels every pilot of the pool, running or pending: their
-// agents get SIGTERM and leave the pool, their trainers checkpoint.
+// agents get SIGTERM and leave the pool, their trainers checkpoint. It
+// cancels them by name (CancelAll: one submitted but not yet listed goes
+// too), tries again while the scheduler fails, until ctx ends, and then
+// lists the pilots: any still waiting or running is cancelled by id once
+// more. It fails only when pilots may be left, saying which.
 func (p *Pilots) Shutdown(ctx context.Context) error {
-	if err := p.sched.CancelAll(ctx); err != nil {
-		return fmt.Errorf("%s: cancelling pool %s's pilots: %w", p.name, p.set.Pool, err)
+	wait := shutdownRetry
+	var err error
+	for try := 1; ; try++ {
+		if err = p.sched.CancelAll(ctx); err == nil {
+			break
+		}
+		p.logf("%s: cancelling pool %s's pilots (try %d): %v", p.name, p.set.Pool, try, err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: cancelling pool %s's pilots: gave up after %d tries: %w; cancel them by hand (their job name is the pool's)", p.name, p.set.Pool, try, err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 4*time.Second)
+	}
+	jobs, err := p.sched.Pilots(ctx)
+	if err != nil {
+		// Cancelled by name already: nothing is known to be left.
+		p.logf("%s: cancelled pool %s's pilots (listing them afterwards: %v)", p.name, p.set.Pool, err)
+		return nil
+	}
+	var left []string
+	for _, j := range jobs {
+		if j.State == Pending || j.State == Running {
+			left = append(left, j.ID)
+		}
+	}
+	if len(left) > 0 {
+		if err := p.sched.Cancel(ctx, left); err != nil {
+			return fmt.Errorf("%s: pool %s's pilots %s still listed after cancelling them all: %w", p.name, p.set.Pool, strings.Join(left, " "), err)
+		}
 	}
 	p.logf("%s: cancelled pool %s's pilots", p.name, p.set.Pool)
 	return nil

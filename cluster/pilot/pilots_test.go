@@ -24,6 +24,10 @@ type fakeScheduler struct {
 	signalled map[syscall.Signal][]string
 	cancelAll int
 	planReads int
+	// cancelAllFails are the errors of the next CancelAll calls, one each.
+	cancelAllFails []error
+	// cancelAllCtx records ctx.Err() at each CancelAll.
+	cancelAllCtx []error
 }
 
 func (f *fakeScheduler) Name() string { return "fake" }
@@ -41,7 +45,25 @@ func (f *fakeScheduler) Cancel(_ context.Context, ids []string) error {
 	return nil
 }
 
-func (f *fakeScheduler) CancelAll(context.Context) error { f.cancelAll++; return nil }
+func (f *fakeScheduler) CancelAll(ctx context.Context) error {
+	f.cancelAll++
+	f.cancelAllCtx = append(f.cancelAllCtx, ctx.Err())
+	if len(f.cancelAllFails) > 0 {
+		err := f.cancelAllFails[0]
+		f.cancelAllFails = f.cancelAllFails[1:]
+		return err
+	}
+	// Cancelled: pending ones are gone, running ones ending.
+	var left []Job
+	for _, j := range f.jobs {
+		if j.State == Running {
+			j.State = Other
+			left = append(left, j)
+		}
+	}
+	f.jobs = left
+	return nil
+}
 
 func (f *fakeScheduler) Signal(_ context.Context, sig syscall.Signal, ids []string) error {
 	if f.signalled == nil {
@@ -158,12 +180,13 @@ func TestStep(t *testing.T) {
 func TestRequestCarriesTheTimesAndTheAgentsArguments(t *testing.T) {
 	sched := &fakeScheduler{}
 	now := t0
-	p := newTestPilots(t, Settings{GPUs: 2, AgentArgs: []string{"--data-dir", "/shared/gl"}}, sched, &fakePool{demand: Demand{Trials: 1, Wanted: 1}}, &now)
+	p := newTestPilots(t, Settings{GPUs: 2, AgentArgs: []string{"--data-dir", "/shared/gl"}, AgentEnv: []string{"TEMPORAL_API_KEY=k"}},
+		sched, &fakePool{demand: Demand{Trials: 1, Wanted: 1}}, &now)
 	_, err := p.Step(context.Background())
 	require.NoError(t, err)
 	require.Len(t, sched.submitted, 1)
 	assert.Equal(t, Request{Nodes: 1, Time: 2 * time.Hour, TimeMin: 10 * time.Minute, Lead: 30 * time.Second, GPUs: 2,
-		Agent: []string{"--pool", "p", "--stop-timeout", "16s", "--data-dir", "/shared/gl"}}, sched.submitted[0])
+		Agent: []string{"--pool", "p", "--stop-timeout", "16s", "--data-dir", "/shared/gl"}, Env: []string{"TEMPORAL_API_KEY=k"}}, sched.submitted[0])
 }
 
 func TestRunningPilotsReleasedAfterIdleRelease(t *testing.T) {
@@ -241,11 +264,47 @@ func TestGraceWarnedOnce(t *testing.T) {
 }
 
 func TestShutdownCancelsAll(t *testing.T) {
-	sched := &fakeScheduler{}
+	sched := &fakeScheduler{jobs: []Job{pending("5"), running("6", "g2", t0)}}
 	p, err := New(Settings{Pool: "p"}, testLimits, sched, &fakePool{}, nil)
 	require.NoError(t, err)
 	require.NoError(t, p.Shutdown(context.Background()))
 	assert.Equal(t, 1, sched.cancelAll)
+	assert.Empty(t, sched.cancelled, "nothing left to cancel by id")
+}
+
+// A scancel killed by the user's second Ctrl-C, or a controller that does
+// not answer for a while: Shutdown tries again until the scheduler
+// answers, and cancels by id what is still listed.
+func TestShutdownTriesAgainUntilNoPilotIsLeft(t *testing.T) {
+	killed := fmt.Errorf("scancel: signal: interrupt")
+	sched := &fakeScheduler{jobs: []Job{pending("5"), running("6", "g2", t0)}, cancelAllFails: []error{killed, killed}}
+	var logs []string
+	p, err := New(Settings{Pool: "p"}, testLimits, sched, &fakePool{},
+		func(format string, args ...any) { logs = append(logs, fmt.Sprintf(format, args...)) })
+	require.NoError(t, err)
+	require.NoError(t, p.Shutdown(context.Background()))
+	assert.Equal(t, 3, sched.cancelAll)
+	assert.Contains(t, strings.Join(logs, "\n"), "fake: cancelling pool p's pilots (try 2): scancel: signal: interrupt")
+
+	// The scheduler says it cancelled them, yet one still waits: cancelled by id.
+	sched = &fakeScheduler{jobs: []Job{pending("7")}, cancelAllFails: []error{nil}}
+	p, err = New(Settings{Pool: "p"}, testLimits, sched, &fakePool{}, nil)
+	require.NoError(t, err)
+	require.NoError(t, p.Shutdown(context.Background()))
+	assert.Equal(t, [][]string{{"7"}}, sched.cancelled)
+}
+
+func TestShutdownGivesUpWhenItsContextEnds(t *testing.T) {
+	down := fmt.Errorf("scancel: exit status 1: Unable to contact slurm controller")
+	sched := &fakeScheduler{cancelAllFails: []error{down, down, down, down, down, down, down, down}}
+	p, err := New(Settings{Pool: "p"}, testLimits, sched, &fakePool{}, nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+	defer cancel()
+	err = p.Shutdown(ctx)
+	assert.ErrorContains(t, err, "fake: cancelling pool p's pilots: gave up after")
+	assert.ErrorContains(t, err, "Unable to contact slurm controller")
+	assert.GreaterOrEqual(t, sched.cancelAll, 2)
 }
 
 func TestRunShutsDownWhenItsContextEnds(t *testing.T) {
@@ -257,4 +316,5 @@ func TestRunShutsDownWhenItsContextEnds(t *testing.T) {
 	require.NoError(t, p.Run(ctx, func(Status, error) { rounds++; cancel() }))
 	assert.Equal(t, 1, rounds)
 	assert.Equal(t, 1, sched.cancelAll)
+	assert.Equal(t, []error{nil}, sched.cancelAllCtx, "the pilots are cancelled in a context of their own, not the one that ended")
 }

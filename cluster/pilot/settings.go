@@ -3,6 +3,7 @@ package pilot
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -48,6 +49,13 @@ type Settings struct {
 	// AgentArgs are the `gleaner agent` flags a pilot passes (connection,
 	// data directory, GPUs); --pool and --stop-timeout are added.
 	AgentArgs []string
+	// AgentEnv are "NAME=value" variables the agents need that must not
+	// be on a command line (TEMPORAL_API_KEY): Request.Env.
+	AgentEnv []string
+	// Server is the Temporal frontend (host:port) the agents connect to,
+	// the worker's --address; when set, New refuses one the compute nodes
+	// cannot reach (CheckServer).
+	Server string
 	// Location is the time zone of the times in messages (default
 	// time.Local; a scheduler sets its controller's).
 	Location *time.Location
@@ -72,6 +80,10 @@ type Limits struct {
 	// MaxTimeSetting and GraceSetting name MaxTime and Grace in messages:
 	// "partition glean's MaxTime".
 	MaxTimeSetting, GraceSetting string
+	// NodesHere: every node the pilots may run on is this machine (its
+	// address is a loopback one: a one-machine test cluster), so a
+	// loopback Server reaches this host from them (CheckServer).
+	NodesHere bool
 }
 
 // Defaults of Settings that do not follow from Limits.
@@ -134,6 +146,16 @@ func (s Settings) withDefaults(lim Limits, note func(string, ...any)) (Settings,
 		return s, fmt.Errorf("time_min %v exceeds time %v", s.TimeMin, s.TimeLimit)
 	case s.Lead >= s.TimeMin:
 		return s, fmt.Errorf("the time-limit signal's lead %v must be shorter than time_min %v", s.Lead, s.TimeMin)
+	}
+	for i, kv := range s.AgentEnv {
+		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
+			return s, fmt.Errorf("agent environment, entry %d: want NAME=value", i) // the value may be a secret
+		}
+	}
+	if s.Server != "" {
+		if err := CheckServer(s.Server, lim.NodesHere); err != nil {
+			return s, err
+		}
 	}
 	return s, nil
 }

@@ -72,6 +72,8 @@ func TestSettingsRefused(t *testing.T) {
 		{Settings{Pool: "p", GPUs: -1}, "gpus -1"},
 		{Settings{Pool: "p", TimeLimit: time.Hour, TimeMin: 2 * time.Hour}, "time_min 2h0m0s exceeds time 1h0m0s"},
 		{Settings{Pool: "p", TimeMin: 20 * time.Second}, "the time-limit signal's lead 30s must be shorter than time_min 20s"},
+		{Settings{Pool: "p", Server: "localhost:7233"}, "server localhost:7233: a loopback address"},
+		{Settings{Pool: "p", AgentEnv: []string{"TEMPORAL_API_KEY=k", "s3cret"}}, "agent environment, entry 1: want NAME=value"},
 	} {
 		_, err := New(tc.set, Limits{}, &fakeScheduler{}, &fakePool{}, nil)
 		assert.ErrorContains(t, err, "fake: "+tc.want)

@@ -30,17 +30,23 @@ type ExecRunner struct {
 const DefaultCommandTimeout = time.Minute
 
 // CommandError is a Slurm command that failed: its argv, exit and the
-// last of what it wrote on stderr.
+// last of what it wrote on stderr. Some commands say why on stdout
+// (`scontrol show partition NOPE` prints "Partition NOPE not found" there
+// and exits 1): Stdout holds the last of it when stderr was empty.
 type CommandError struct {
 	Argv   []string
 	Stderr string
+	Stdout string
 	Err    error
 }
 
 func (e *CommandError) Error() string {
 	msg := strings.Join(e.Argv, " ") + ": " + e.Err.Error()
-	if e.Stderr != "" {
+	switch {
+	case e.Stderr != "":
 		msg += ": " + e.Stderr
+	case e.Stdout != "":
+		msg += ": " + e.Stdout
 	}
 	return msg
 }
@@ -65,7 +71,11 @@ func (r ExecRunner) Run(ctx context.Context, name string, args ...string) ([]byt
 		if errors.Is(err, exec.ErrNotFound) {
 			err = fmt.Errorf("%w (is Slurm's client installed and on PATH?)", err)
 		}
-		return stdout.Bytes(), &CommandError{Argv: append([]string{name}, args...), Stderr: lastLines(stderr.String(), 5), Err: err}
+		cerr := &CommandError{Argv: append([]string{name}, args...), Stderr: lastLines(stderr.String(), 5), Err: err}
+		if cerr.Stderr == "" {
+			cerr.Stdout = lastLines(stdout.String(), 5)
+		}
+		return stdout.Bytes(), cerr
 	}
 	return stdout.Bytes(), nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -208,8 +209,8 @@ func Run(ctx context.Context, s Settings) (res *Result, err error) {
 		d.cluster = UseCluster(s.SlurmConf)
 		d.say("using the running cluster of %s", s.SlurmConf)
 	} else {
-		d.say("starting a Slurm cluster of %d nodes in %s (GraceTime %v, bf_interval %v, preempt_send_user_signal %v)…",
-			s.Cluster.Nodes, s.Cluster.Dir, s.Cluster.Grace, s.Cluster.BackfillInterval, s.Cluster.SignalUser)
+		d.say("starting a Slurm cluster of %d nodes in %s (GraceTime %v, bf_interval %v, preempt_send_user_signal %s)…",
+			s.Cluster.Nodes, s.Cluster.Dir, s.Cluster.Grace, s.Cluster.BackfillInterval, onOff(s.Cluster.SignalUser))
 		if d.cluster, err = StartCluster(ctx, s.Cluster, s.Stderr); err != nil {
 			return nil, err
 		}
@@ -225,7 +226,7 @@ func Run(ctx context.Context, s Settings) (res *Result, err error) {
 		}
 		d.res.Leftovers = leftovers(d.s.Out, d.s.Campaign.Trainer)
 		if len(d.res.Leftovers) > 0 {
-			d.warn("processes left running: %v", d.res.Leftovers)
+			d.warn("%d processes left running:\n  %s", len(d.res.Leftovers), strings.Join(d.res.Leftovers, "\n  "))
 		}
 		if werr := d.write(); werr != nil && err == nil {
 			err = werr
@@ -372,8 +373,8 @@ func (d *demo) describe(ctx context.Context) error {
 	}
 	d.res.Slurm = SlurmSummary{Version: d.conf.Version, GraceS: d.part.GraceTime.Seconds(), KillWaitS: d.conf.KillWait.Seconds(),
 		BFInterval: d.conf.BackfillInterval.Seconds(), SignalUser: d.conf.SendsUserSignal()}
-	d.say("cluster: Slurm %s, nodes %v, partition %s GraceTime %v, KillWait %v, bf_interval %v, preempt_send_user_signal %v",
-		d.conf.Version, d.nodes, d.part.Name, d.part.GraceTime, d.conf.KillWait, d.conf.BackfillInterval, d.conf.SendsUserSignal())
+	d.say("cluster: Slurm %s, nodes %s, partition %s GraceTime %v, KillWait %v, bf_interval %v, preempt_send_user_signal %s",
+		d.conf.Version, strings.Join(d.nodes, " "), d.part.Name, d.part.GraceTime, d.conf.KillWait, d.conf.BackfillInterval, onOff(d.conf.SendsUserSignal()))
 	return nil
 }
 

@@ -1,19 +1,27 @@
 package slurmdemo
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 )
 
 // Print writes the result for people.
 func (r *Result) Print(w io.Writer) {
 	p := r.Plan
-	fmt.Fprintf(w, "\n== Slurm live harvest: %d jobs of %s from trace offset %s, %.0f× faster, on %d nodes (Slurm %s, GraceTime %.0fs, KillWait %.0fs, bf_interval %.0fs, preempt_send_user_signal %v)\n",
-		p.Jobs, filepath.Base(p.SWF), p.Offset, p.Compression, p.Nodes, r.Slurm.Version, r.Slurm.GraceS, r.Slurm.KillWaitS, r.Slurm.BFInterval, r.Slurm.SignalUser)
-	fmt.Fprintf(w, "window: submitted over %s, offered load %.2f (%.2f on the logged machine); sizes %v\n",
-		secs(p.SpanS), p.Load, p.TraceLoad, p.Sizes)
+	offset := p.Offset
+	if d, err := time.ParseDuration(p.Offset); err == nil {
+		offset = TraceTime(d)
+	}
+	fmt.Fprintf(w, "\n== Slurm live harvest: %d jobs of %s from trace offset %s, %.0f× faster, on %d nodes (Slurm %s, GraceTime %.0fs, KillWait %.0fs, bf_interval %.0fs, preempt_send_user_signal %s)\n",
+		p.Jobs, filepath.Base(p.SWF), offset, p.Compression, p.Nodes, r.Slurm.Version, r.Slurm.GraceS, r.Slurm.KillWaitS, r.Slurm.BFInterval, onOff(r.Slurm.SignalUser))
+	fmt.Fprintf(w, "window: submitted over %s, offered load %.2f (%.2f on the logged machine); sizes: %s\n",
+		secs(p.SpanS), p.Load, p.TraceLoad, SizesText(p.Sizes))
 	if b := r.Baseline; b != nil {
 		fmt.Fprintf(w, "baseline pass: %d/%d jobs ran in %s; idle %.1f%% of node-seconds\n",
 			b.Batch.Started, b.Batch.Planned, secs(b.Seconds), 100*ratio(b.NodeSeconds.Idle, b.NodeSeconds.Total))
@@ -42,7 +50,7 @@ func (r *Result) Print(w io.Writer) {
 	}
 	if t := r.Trials; t != nil {
 		a := t.Audit
-		fmt.Fprintf(w, "  trials: %d completed, %d failed, %d stopped (campaign); states %v\n", t.Completed, t.Failed, t.Stopped, t.States)
+		fmt.Fprintf(w, "  trials: %d completed, %d failed, %d stopped (campaign); trial workflows: %s\n", t.Completed, t.Failed, t.Stopped, CountsText(t.States))
 		fmt.Fprintf(w, "  trials lost: %d, completed twice: %d (audit of %d runs of %d trials: %d finished, %d finished twice, %d overlapping, %d regressed; %d relaunched after finishing, training nothing)\n",
 			t.Lost, t.CompletedTwice, a.Runs, a.Started, a.Finished, a.FinishedTwice, a.Overlapping, a.Regressed, a.RelaunchedDone)
 		fmt.Fprintf(w, "  training lost per stop: mean %.0f, p95 %.0f, max %.0f samples over %d stops (%d lost any); checkpoint interval %.0f samples; %d runs SIGKILLed, %d restarts\n",
@@ -70,7 +78,10 @@ func (r *Result) Print(w io.Writer) {
 	if len(r.Leftovers) == 0 {
 		fmt.Fprintln(w, "leftover processes: none")
 	} else {
-		fmt.Fprintf(w, "leftover processes: %v\n", r.Leftovers)
+		fmt.Fprintf(w, "leftover processes: %d\n", len(r.Leftovers))
+		for _, l := range r.Leftovers {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
 	}
 	fmt.Fprintf(w, "result: %s", r.Files.Result)
 	if r.Files.IdleEvents != "" {
@@ -88,4 +99,71 @@ func ratio(a, b float64) float64 {
 		return 0
 	}
 	return a / b
+}
+
+// SizesText is the jobs by size for people, smallest first: "196 jobs of
+// 1 node, 16 of 2 nodes, 1 of 4 nodes".
+func SizesText(sizes map[int]int) string {
+	if len(sizes) == 0 {
+		return "no jobs"
+	}
+	parts := make([]string, 0, len(sizes))
+	for i, n := range slices.Sorted(maps.Keys(sizes)) {
+		c, jobs := sizes[n], " "
+		if i == 0 {
+			jobs = plural(c, " job ", " jobs ")
+		}
+		parts = append(parts, fmt.Sprintf("%d%sof %d %s", c, jobs, n, plural(n, "node", "nodes")))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// CountsText is counts by name for people, the largest first (ties by
+// name): "completed 40, running 2".
+func CountsText(counts map[string]int) string {
+	if len(counts) == 0 {
+		return "none"
+	}
+	names := slices.SortedFunc(maps.Keys(counts), func(a, b string) int {
+		return cmp.Or(cmp.Compare(counts[b], counts[a]), cmp.Compare(a, b))
+	})
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s %d", n, counts[n])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// TraceTime is a span of trace time for people: "179 d 17 h", "2 h 30 min",
+// "45 s".
+func TraceTime(d time.Duration) string {
+	d = d.Round(time.Second)
+	if d <= 0 {
+		return "0 s"
+	}
+	var parts []string
+	for _, u := range []struct {
+		d    time.Duration
+		name string
+	}{{24 * time.Hour, "d"}, {time.Hour, "h"}, {time.Minute, "min"}, {time.Second, "s"}} {
+		if n := d / u.d; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, u.name))
+			d -= n * u.d
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }

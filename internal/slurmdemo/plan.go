@@ -179,7 +179,7 @@ func NewPlan(log *SWFLog, s PlanSettings) (Plan, error) {
 // String summarises the plan in one line.
 func (p Plan) String() string {
 	s := p.Settings
-	return fmt.Sprintf("%d jobs from trace offset %v (unix %d), %.0f× faster: submitted over %v, longest run %v; sizes %d→%d nodes; offered load %.2f (%.2f on the logged machine)",
-		len(p.Jobs), s.Offset, p.TraceStart, s.Compression, p.Span.Round(time.Second), p.LongestRun.Round(time.Second),
+	return fmt.Sprintf("%d jobs from trace offset %s (unix %d), %.0f× faster: submitted over %v, longest run %v; sizes %d→%d nodes; offered load %.2f (%.2f on the logged machine)",
+		len(p.Jobs), TraceTime(s.Offset), p.TraceStart, s.Compression, p.Span.Round(time.Second), p.LongestRun.Round(time.Second),
 		s.TraceNodes, s.ClusterNodes, p.Load, p.TraceLoad)
 }

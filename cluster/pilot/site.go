@@ -27,14 +27,16 @@ func CheckServer(hostport string, nodesHere bool) error {
 	if host == "" {
 		return fmt.Errorf("server %q: no host: the pilots' agents need an address the compute nodes reach", hostport)
 	}
-	if nodesHere || !isLoopback(host) {
+	if nodesHere || !IsLoopbackHost(host) {
 		return nil
 	}
 	return fmt.Errorf("server %s: %w; give --address a host name or IP address the compute nodes reach (this host's on the cluster network; docs/slurm.md, \"Connecting pilots to Temporal\")",
 		hostport, ErrLoopbackServer)
 }
 
-func isLoopback(host string) bool {
+// IsLoopbackHost reports a host (name or IP, no port) that means this
+// machine wherever it is used: loopback, unspecified, localhost.
+func IsLoopbackHost(host string) bool {
 	if ip := net.ParseIP(host); ip != nil {
 		return ip.IsLoopback() || ip.IsUnspecified()
 	}

@@ -12,8 +12,10 @@
 // checkpoint before the SIGKILL.
 //
 // NewScheduler checks the cluster at start (the partition exists and is
-// preemptible; its GraceTime, MaxTime and node count; bf_interval) and
-// writes the pilot script; NewPilots puts the pilot policy over it, its
+// preemptible, or under preempt/qos the pilots' QOS, read with sacctmgr;
+// its GraceTime, MaxTime and node count; bf_interval; whether a preempted
+// pilot hears its --signal at once, preempt_send_user_signal; whether the
+// nodes are this machine; the gres) and writes the pilot script; NewPilots puts the pilot policy over it, its
 // defaults following from what Slurm said (Scheduler.Limits). Scheduler
 // submits with sbatch, lists the pool's pilots with squeue, cancels and
 // signals them with scancel, and reads the plan — which nodes pending

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -349,18 +350,31 @@ type Config struct {
 	PreemptType         string
 	PreemptMode         string
 	SlurmctldParameters []string
-	SchedulerType       string
+	// PreemptParameters (Slurm 23.02 on; absent before): send_user_signal
+	// there is SlurmctldParameters' preempt_send_user_signal.
+	PreemptParameters []string
+	SchedulerType     string
 }
 
-// SendsUserSignal reports preempt_send_user_signal: a preempted job first
-// gets the signal its --signal option names.
+// SendsUserSignal reports PreemptParameters=send_user_signal or (before
+// Slurm 23.02) SlurmctldParameters=preempt_send_user_signal: a preempted
+// job first gets the signal its --signal option names.
 func (c Config) SendsUserSignal() bool {
-	for _, p := range c.SlurmctldParameters {
-		if p == "preempt_send_user_signal" {
-			return true
-		}
+	return slices.Contains(c.SlurmctldParameters, "preempt_send_user_signal") ||
+		slices.Contains(c.PreemptParameters, "send_user_signal")
+}
+
+// splitList splits a comma-separated value of `scontrol show config`;
+// "(null)" is none.
+func splitList(v string) []string {
+	if v == "(null)" || v == "" {
+		return nil
 	}
-	return false
+	var l []string
+	for _, p := range strings.Split(v, ",") {
+		l = append(l, strings.TrimSpace(p))
+	}
+	return l
 }
 
 // ParseConfig reads `scontrol show config` ("Key = Value" lines).
@@ -396,11 +410,9 @@ func ParseConfig(out []byte) (Config, error) {
 		case "SchedulerType":
 			c.SchedulerType = v
 		case "SlurmctldParameters":
-			if v != "(null)" {
-				for _, p := range strings.Split(v, ",") {
-					c.SlurmctldParameters = append(c.SlurmctldParameters, strings.TrimSpace(p))
-				}
-			}
+			c.SlurmctldParameters = splitList(v)
+		case "PreemptParameters":
+			c.PreemptParameters = splitList(v)
 		case "SchedulerParameters":
 			for _, p := range strings.Split(v, ",") {
 				if s, ok := strings.CutPrefix(strings.TrimSpace(p), "bf_interval="); ok {

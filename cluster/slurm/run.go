@@ -17,6 +17,14 @@ type Runner interface {
 	Run(ctx context.Context, name string, args ...string) ([]byte, error)
 }
 
+// EnvRunner is a Runner that can add variables to one command's
+// environment: sbatch's, which the job inherits (its default --export=ALL),
+// so a secret the agent needs (TEMPORAL_API_KEY) never is on an argv.
+type EnvRunner interface {
+	Runner
+	RunEnv(ctx context.Context, env []string, name string, args ...string) ([]byte, error)
+}
+
 // ExecRunner runs the commands on this machine. Env is added to the
 // process's environment (SLURM_CONF, for a cluster of tests).
 type ExecRunner struct {
@@ -55,6 +63,14 @@ func (e *CommandError) Unwrap() error { return e.Err }
 
 // Run implements Runner.
 func (r ExecRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	return r.RunEnv(ctx, nil, name, args...)
+}
+
+// RunEnv implements EnvRunner: env is added to the process's and Env.
+// The command runs in a process group of its own, so that a Ctrl-C at the
+// terminal, meant for the worker, does not kill the scancel with which
+// the worker is cancelling its pilots.
+func (r ExecRunner) RunEnv(ctx context.Context, env []string, name string, args ...string) ([]byte, error) {
 	timeout := r.Timeout
 	if timeout <= 0 {
 		timeout = DefaultCommandTimeout
@@ -62,9 +78,10 @@ func (r ExecRunner) Run(ctx context.Context, name string, args ...string) ([]byt
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
-	if len(r.Env) > 0 {
-		cmd.Env = append(os.Environ(), r.Env...)
+	if len(r.Env) > 0 || len(env) > 0 {
+		cmd.Env = append(append(os.Environ(), r.Env...), env...)
 	}
+	ownProcessGroup(cmd)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

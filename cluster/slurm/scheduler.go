@@ -25,9 +25,14 @@ type Settings struct {
 	Pilots pilot.Settings
 	// Partition is the preemptible partition pilots run in (required).
 	Partition string
-	// QOS and Account, when set, are sbatch's --qos and --account. With a
-	// QOS, preemption may come from the QOS rather than the partition.
+	// QOS and Account, when set, are sbatch's --qos and --account. Under
+	// PreemptType=preempt/qos, the QOS's preemption is checked rather than
+	// the partition's.
 	QOS, Account string
+	// Gres is more generic resources each pilot asks for, beside
+	// pilot.Settings.GPUs (gpu:N): sbatch's --gres, items
+	// name[:type][:count] separated by commas (CheckGres).
+	Gres string
 	// Gleaner is the gleaner binary the pilots run (default: this
 	// process's executable). It must be at the same path on the nodes.
 	Gleaner string
@@ -56,6 +61,8 @@ type Scheduler struct {
 	run    Runner
 	part   Partition
 	conf   Config
+	qos    []QOS // read under preempt/qos with a QOS
+	here   bool  // every node of the partition is this machine
 	script string
 }
 
@@ -118,7 +125,7 @@ func NewScheduler(ctx context.Context, set Settings, run Runner, logf func(strin
 	}
 	out, err = run.Run(ctx, "scontrol", "show", "partition", set.Partition, "-o")
 	if err != nil {
-		return nil, fmt.Errorf("slurm: partition %s: %w", set.Partition, err)
+		return nil, fmt.Errorf("slurm: partition %s: %w (sinfo -s lists the partitions)", set.Partition, err)
 	}
 	parts, err := ParsePartitions(out)
 	if err != nil {
@@ -128,6 +135,18 @@ func NewScheduler(ctx context.Context, set Settings, run Runner, logf func(strin
 		return nil, fmt.Errorf("slurm: partition %s: scontrol listed %d partitions", set.Partition, len(parts))
 	}
 	s.part = parts[0]
+	out, err = run.Run(ctx, "sinfo", "-h", "-N", "-p", set.Partition, "-o", NodeAddrFormat)
+	if err != nil {
+		return nil, fmt.Errorf("slurm: partition %s's nodes: %w", set.Partition, err)
+	}
+	addrs, err := ParseNodeAddrs(out)
+	if err != nil {
+		return nil, fmt.Errorf("slurm: %w", err)
+	}
+	s.here = nodesHere(addrs)
+	if err := s.checkPreemption(ctx, logf); err != nil {
+		return nil, err
+	}
 	if err := s.check(logf); err != nil {
 		return nil, err
 	}
@@ -137,13 +156,11 @@ func NewScheduler(ctx context.Context, set Settings, run Runner, logf func(strin
 	return s, nil
 }
 
-// check refuses a partition whose pilots could delay batch jobs, warns of
-// one whose pilots are killed at once, and fills in the binary.
+// check warns of a partition whose pilots are killed at once, checks the
+// gres, and fills in the binary.
 func (s *Scheduler) check(logf func(string, ...any)) error {
-	mode := strings.ToUpper(s.part.PreemptMode)
-	if s.set.QOS == "" && (mode == "" || mode == "OFF" || strings.Contains(s.conf.PreemptType, "none")) {
-		return fmt.Errorf("slurm: partition %s: PreemptMode=%s, PreemptType=%s: %w until their time limit; make it preemptible (PreemptType=preempt/partition_prio, PreemptMode=CANCEL or REQUEUE, a GraceTime), or name a preemptible QOS (docs/slurm.md)",
-			s.part.Name, s.part.PreemptMode, s.conf.PreemptType, ErrNotPreemptible)
+	if err := CheckGres(s.set.Gres, s.set.Pilots.GPUs); err != nil {
+		return fmt.Errorf("slurm: %w", err)
 	}
 	if s.part.GraceTime == 0 {
 		logf("slurm: warning: partition %s has GraceTime=0: a preempted pilot is killed at once and its trainers lose everything since their last checkpoint", s.part.Name)
@@ -171,6 +188,7 @@ func (s *Scheduler) Limits() pilot.Limits {
 		Nodes: len(s.part.Nodes), MaxTime: s.part.MaxTime, Grace: s.part.GraceTime, Cycle: s.conf.BackfillInterval,
 		MaxTimeSetting: "partition " + s.part.Name + "'s MaxTime",
 		GraceSetting:   "partition " + s.part.Name + "'s GraceTime",
+		NodesHere:      s.here,
 	}
 }
 
@@ -216,8 +234,8 @@ func (s *Scheduler) SubmitArgs(req pilot.Request) []string {
 		"--output=" + filepath.Join(s.set.Dir, "pilot-%j.log"),
 		"--chdir=" + s.set.Dir,
 	}
-	if req.GPUs > 0 {
-		args = append(args, "--gres=gpu:"+strconv.Itoa(req.GPUs))
+	if g := s.gresArg(req); g != "" {
+		args = append(args, g)
 	}
 	if s.set.QOS != "" {
 		args = append(args, "--qos="+s.set.QOS)
@@ -229,9 +247,18 @@ func (s *Scheduler) SubmitArgs(req pilot.Request) []string {
 	return append(args, req.Agent...)
 }
 
-// Submit implements pilot.Scheduler with sbatch.
+// Submit implements pilot.Scheduler with sbatch. req.Env goes in sbatch's
+// environment, which the job inherits (EnvRunner).
 func (s *Scheduler) Submit(ctx context.Context, req pilot.Request) (string, error) {
-	out, err := s.run.Run(ctx, "sbatch", s.SubmitArgs(req)...)
+	var out []byte
+	var err error
+	if len(req.Env) == 0 {
+		out, err = s.run.Run(ctx, "sbatch", s.SubmitArgs(req)...)
+	} else if er, ok := s.run.(EnvRunner); ok {
+		out, err = er.RunEnv(ctx, req.Env, "sbatch", s.SubmitArgs(req)...)
+	} else {
+		return "", errors.New("sbatch: this runner cannot pass the agent's environment (an EnvRunner can)")
+	}
 	if err != nil {
 		return "", err
 	}

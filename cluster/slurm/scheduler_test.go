@@ -17,16 +17,39 @@ import (
 // argv it was given.
 type fakeSlurm struct {
 	config, partition, pilots, plan, resv string
-	nextID                                int
-	calls                                 [][]string
+	// nodes is sinfo's NodeAddrFormat, qos sacctmgr's QOSFormat.
+	nodes, qos string
+	// fail, when set, fails the command named: its error as ExecRunner's;
+	// failPartition fails `scontrol show partition` alone.
+	fail          map[string]*CommandError
+	failPartition *CommandError
+	nextID        int
+	calls         [][]string
+	// env is what each RunEnv call added, in order.
+	env [][]string
+}
+
+func (f *fakeSlurm) RunEnv(ctx context.Context, env []string, name string, args ...string) ([]byte, error) {
+	f.env = append(f.env, env)
+	return f.Run(ctx, name, args...)
 }
 
 func (f *fakeSlurm) Run(_ context.Context, name string, args ...string) ([]byte, error) {
 	f.calls = append(f.calls, append([]string{name}, args...))
+	if e := f.fail[name]; e != nil {
+		return nil, e
+	}
 	switch {
+	case name == "sinfo":
+		return []byte(f.nodes), nil
+	case name == "sacctmgr":
+		return []byte(f.qos), nil
 	case name == "scontrol" && args[1] == "config":
 		return []byte(f.config), nil
 	case name == "scontrol" && args[1] == "partition":
+		if f.failPartition != nil {
+			return nil, f.failPartition
+		}
 		return []byte(f.partition), nil
 	case name == "scontrol" && args[1] == "reservation":
 		return []byte(f.resv), nil
@@ -159,14 +182,6 @@ func TestPilotsSendEstimatesOnlyWhenTheyChange(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, pool.sent, 2)
 	assert.Equal(t, time.Date(2026, 11, 23, 14, 0, 0, 0, time.UTC), pool.sent[1]["g2"], "the pilot's own end")
-}
-
-func TestPilotsRefuseAPartitionThatIsNotPreemptible(t *testing.T) {
-	f := &fakeSlurm{config: "PreemptType = preempt/none\nSLURM_VERSION = 22.05.8\n",
-		partition: "PartitionName=glean Nodes=g[1-6] PreemptMode=OFF State=UP GraceTime=0\n"}
-	_, err := NewPilots(context.Background(), Settings{Pilots: pilot.Settings{Pool: "p"}, Partition: "glean", Dir: t.TempDir(), Gleaner: "/bin/gleaner"}, f, &fakePool{}, nil)
-	assert.ErrorIs(t, err, ErrNotPreemptible)
-	assert.ErrorContains(t, err, "PreemptMode=OFF")
 }
 
 func TestPilotsWarnWhenAGracePeriodCannotFit(t *testing.T) {

@@ -184,6 +184,27 @@ type demo struct {
 	passes int
 	// lastSubmitted are the last pass's submission times, by job name.
 	lastSubmitted map[string]time.Time
+	// est is the run's expected length, phase by phase; phase is the one
+	// under way, since phaseAt.
+	est     Estimate
+	phase   int
+	phaseAt time.Time
+}
+
+// enter starts the estimate's next phase called name.
+func (d *demo) enter(name string) {
+	if i := d.est.Index(name, d.phase); i >= 0 {
+		d.phase = i
+	}
+	d.phaseAt = time.Now()
+}
+
+// left is the run's expected time left.
+func (d *demo) left() time.Duration { return d.est.Left(d.phase, time.Since(d.phaseAt)) }
+
+// sayPass announces a pass with its expected length and the time left.
+func (d *demo) sayPass(n int, what string) {
+	d.say("pass %d of %d: %s; about %s, about %s left in all", n, max(d.passes, 1), what, About(d.est[d.phase].Took), About(d.left()))
 }
 
 func (d *demo) say(format string, args ...any) {
@@ -203,6 +224,8 @@ func Run(ctx context.Context, s Settings) (res *Result, err error) {
 		return nil, err
 	}
 	d.say("replay: %s", d.plan)
+	d.est, d.phaseAt = EstimateRun(d.plan, d.s), time.Now()
+	d.say("this run takes %s (estimated from the plan); Ctrl-C stops it and everything it started", d.est)
 
 	// The cluster.
 	if s.SlurmConf != "" {
@@ -250,7 +273,8 @@ func Run(ctx context.Context, s Settings) (res *Result, err error) {
 		if s.Control {
 			d.passes = 3
 		}
-		d.say("pass 1 of %d: the window without Gleaner (baseline)", d.passes)
+		d.enter("baseline pass")
+		d.sayPass(1, "the window without Gleaner (baseline)")
 		p, err := d.pass(ctx, nil, "baseline")
 		d.res.Baseline = p
 		if err != nil || ctx.Err() != nil {
@@ -261,7 +285,8 @@ func Run(ctx context.Context, s Settings) (res *Result, err error) {
 			return &d.res, err
 		}
 		if s.Control {
-			d.say("pass 2 of 3: the window without Gleaner again (control: how much starts move between identical passes)")
+			d.enter("control pass")
+			d.sayPass(2, "the window without Gleaner again (control: how much starts move between identical passes)")
 			p, err := d.pass(ctx, nil, "control")
 			d.res.Control = p
 			if err != nil || ctx.Err() != nil {
@@ -300,6 +325,7 @@ func (d *demo) fresh(ctx context.Context) error {
 	if d.s.SlurmConf != "" {
 		return d.cluster.Drain(ctx, "", time.Minute)
 	}
+	d.enter("cluster restart")
 	d.say("restarting the cluster for the next pass (a fresh controller, as for the first)…")
 	return d.cluster.Restart(ctx, d.s.Stderr)
 }
@@ -463,7 +489,7 @@ func (d *demo) pass(ctx context.Context, hooks *passHooks, kind string) (*PassRe
 			return
 		}
 		lastLine = time.Now()
-		line := ProgressLine(time.Since(start), held, tl.Counts(), len(d.plan.Jobs), trialsDone)
+		line := ProgressLine(time.Since(start), held, tl.Counts(), len(d.plan.Jobs), trialsDone, d.left())
 		if d.s.TTY {
 			fmt.Fprintf(d.s.Stdout, "\r\x1b[K\x1b[?7l%s\x1b[?7h", line)
 		} else {

@@ -133,6 +133,7 @@ type SimPrediction struct {
 // measures.
 func (d *demo) live(ctx context.Context) error {
 	s := d.s
+	d.enter("Gleaner start-up and warm-up")
 	serverLog := filepath.Join(s.Out, "temporal.log")
 	lf, err := os.Create(serverLog)
 	if err != nil {
@@ -220,9 +221,11 @@ func (d *demo) live(ctx context.Context) error {
 		}
 		return st.Completed
 	}}
-	d.say("pass %d of %d: the window with Gleaner harvesting its holes", max(d.passes, 1), max(d.passes, 1))
+	d.enter("live pass")
+	d.sayPass(max(d.passes, 1), "the window with Gleaner harvesting its holes")
 	p, passErr := d.pass(ctx, hooks, "live")
 	d.res.Live = p
+	d.enter("teardown and measurements")
 
 	// The campaign's account, while the server is up.
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
@@ -285,7 +288,7 @@ func (d *demo) warmup(ctx context.Context, view func(context.Context) (*PoolView
 			return nil
 		}
 		if time.Since(last) >= 5*time.Second {
-			d.say("warming up: trials hold %d of %d nodes…", held, want)
+			d.say("warming up: trials hold %d of %d nodes… (about %s left in all)", held, want, About(d.left()))
 			last = time.Now()
 		}
 		if err := (WallClock{}).Sleep(ctx, time.Second); err != nil {

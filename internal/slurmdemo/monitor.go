@@ -94,10 +94,11 @@ func NodeMap(held []Holder) string {
 
 // ProgressLine is one line of live progress:
 //
-//	2:05 BBTTP. | batch 41/250 done, 3 running, 2 waiting | pilots 3 running, 1 waiting, 7 preempted | trials 9 done
+//	2:05 BBTTP. | batch 41/250 done, 3 running, 2 waiting | pilots 3 running, 1 waiting, 7 preempted | trials 9 done | about 27 min left
 //
-// trialsDone < 0 leaves the trials out (the baseline pass).
-func ProgressLine(elapsed time.Duration, held []Holder, c Counts, planned, trialsDone int) string {
+// trialsDone < 0 leaves the trials out (the baseline pass); left < 0 the
+// time left (the run's, Estimate.Left).
+func ProgressLine(elapsed time.Duration, held []Holder, c Counts, planned, trialsDone int, left time.Duration) string {
 	var b strings.Builder
 	sec := int(elapsed.Round(time.Second) / time.Second)
 	fmt.Fprintf(&b, "%3d:%02d %s | batch %d/%d done, %d running, %d waiting", sec/60, sec%60, NodeMap(held),
@@ -105,6 +106,9 @@ func ProgressLine(elapsed time.Duration, held []Holder, c Counts, planned, trial
 	if trialsDone >= 0 {
 		fmt.Fprintf(&b, " | pilots %d running, %d waiting, %d preempted | trials %d done",
 			c.PilotsRunning, c.PilotsPending, c.Preempted, trialsDone)
+	}
+	if left >= 0 {
+		fmt.Fprintf(&b, " | about %s left", About(left))
 	}
 	return b.String()
 }

@@ -236,13 +236,13 @@ func TestMonitorSampleAndProgressLine(t *testing.T) {
 	if run.calls[0].argv != "squeue -h -a -t all -o "+slurm.PilotFormat {
 		t.Errorf("ran %s", run.calls[0].argv)
 	}
-	line := ProgressLine(125*time.Second, held, m.Timeline.Counts(), 250, 9)
-	want := "  2:05 BT. | batch 0/250 done, 1 running, 1 waiting | pilots 1 running, 1 waiting, 0 preempted | trials 9 done"
+	line := ProgressLine(125*time.Second, held, m.Timeline.Counts(), 250, 9, 27*time.Minute+10*time.Second)
+	want := "  2:05 BT. | batch 0/250 done, 1 running, 1 waiting | pilots 1 running, 1 waiting, 0 preempted | trials 9 done | about 27 min left"
 	if line != want {
 		t.Errorf("got  %q\nwant %q", line, want)
 	}
-	if got := ProgressLine(0, held, m.Timeline.Counts(), 250, -1); strings.Contains(got, "pilots") {
-		t.Errorf("baseline line %q names pilots", got)
+	if got := ProgressLine(0, held, m.Timeline.Counts(), 250, -1, -1); strings.Contains(got, "pilots") || strings.Contains(got, "left") {
+		t.Errorf("baseline line without an estimate %q names pilots or time left", got)
 	}
 	// A malformed squeue line is an error naming the command, not a crash.
 	out = "garbage\n"

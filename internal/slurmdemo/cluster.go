@@ -36,9 +36,10 @@ type ClusterSettings struct {
 
 // Cluster is a Slurm cluster the demo runs on.
 type Cluster struct {
-	// Env is what Slurm's commands need (SLURM_CONF=...).
+	// Env is what Slurm's commands need (SLURM_CONF=...); Run runs them
+	// (a slurm.ExecRunner with Env).
 	Env []string
-	Run slurm.ExecRunner
+	Run slurm.Runner
 	set ClusterSettings
 	// started: this process started it and stops it.
 	started bool
@@ -210,17 +211,19 @@ func (c *Cluster) Describe(ctx context.Context, partition string) (slurm.Config,
 }
 
 // Drain cancels the jobs of partition (every partition when empty) and
-// waits, up to timeout, until none is pending or holds a node.
-func (c *Cluster) Drain(ctx context.Context, partition string, timeout time.Duration) error {
+// waits, up to timeout, until none is pending or holds a node. It returns
+// how many jobs it cancelled.
+func (c *Cluster) Drain(ctx context.Context, partition string, timeout time.Duration) (int, error) {
 	deadline := time.Now().Add(timeout)
+	cancelled := map[string]bool{}
 	for {
 		out, err := c.Run.Run(ctx, "squeue", "-h", "-o", slurm.PilotFormat)
 		if err != nil {
-			return err
+			return len(cancelled), err
 		}
 		jobs, err := slurm.ParseJobs(out, time.Local)
 		if err != nil {
-			return err
+			return len(cancelled), err
 		}
 		var left []string
 		for _, j := range jobs {
@@ -229,17 +232,20 @@ func (c *Cluster) Drain(ctx context.Context, partition string, timeout time.Dura
 			}
 		}
 		if len(left) == 0 {
-			return nil
+			return len(cancelled), nil
 		}
 		// Again each round: a job that came meanwhile goes too.
 		if _, err := c.Run.Run(ctx, "scancel", left...); err != nil {
-			return err
+			return len(cancelled), err
+		}
+		for _, id := range left {
+			cancelled[id] = true
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d jobs still there %v after scancel", len(left), timeout)
+			return len(cancelled), fmt.Errorf("%d jobs still there %v after scancel", len(left), timeout)
 		}
 		if err := (WallClock{}).Sleep(ctx, 200*time.Millisecond); err != nil {
-			return err
+			return len(cancelled), err
 		}
 	}
 }

@@ -149,8 +149,10 @@ type PassResult struct {
 	// Starts are the batch jobs' starts, seconds after Start, by name.
 	Starts map[string]float64 `json:"starts"`
 	// PilotsLeft counts pilots still pending or running after the worker
-	// stopped (it must cancel every one).
-	PilotsLeft int `json:"pilots_left"`
+	// stopped (it must cancel every one); PilotsCancelled those of them
+	// the demo cancelled then (scancel by the pilots' job name).
+	PilotsLeft      int `json:"pilots_left"`
+	PilotsCancelled int `json:"pilots_cancelled,omitempty"`
 }
 
 // Files are what the run wrote.
@@ -185,14 +187,28 @@ type demo struct {
 	// lastSubmitted are the last pass's submission times, by job name.
 	lastSubmitted map[string]time.Time
 	// est is the run's expected length, phase by phase; phase is the one
-	// under way, since phaseAt.
-	est     Estimate
-	phase   int
-	phaseAt time.Time
+	// under way, since phaseAt; once halted (ctx ended, at haltedAt) it
+	// stays the one the interruption came in. (mu: the interruption
+	// comes from another goroutine.)
+	mu       sync.Mutex
+	est      Estimate
+	phase    int
+	phaseAt  time.Time
+	halted   bool
+	haltedAt time.Time
+	// stopped is what the teardown stopped or cancelled, for people;
+	// written the result file once written.
+	stopped []string
+	written string
 }
 
 // enter starts the estimate's next phase called name.
 func (d *demo) enter(name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.halted {
+		return
+	}
 	if i := d.est.Index(name, d.phase); i >= 0 {
 		d.phase = i
 	}
@@ -200,7 +216,75 @@ func (d *demo) enter(name string) {
 }
 
 // left is the run's expected time left.
-func (d *demo) left() time.Duration { return d.est.Left(d.phase, time.Since(d.phaseAt)) }
+func (d *demo) left() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.est.Left(d.phase, time.Since(d.phaseAt))
+}
+
+// halt freezes the phase: ctx has ended.
+func (d *demo) halt() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.halted, d.haltedAt = true, time.Now()
+}
+
+// where is the phase the run was halted in, for people: "the live pass,
+// 4 min in".
+func (d *demo) where() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.phase >= len(d.est) {
+		return "the start"
+	}
+	return fmt.Sprintf("the %s, %s in", d.est[d.phase].Name, About(max(d.haltedAt.Sub(d.phaseAt), 0)))
+}
+
+// cleaned records a teardown step for the interruption's account.
+func (d *demo) cleaned(format string, args ...any) {
+	d.stopped = append(d.stopped, fmt.Sprintf(format, args...))
+}
+
+// Interrupted is Run's error when its context ended (Ctrl-C) before the
+// run did: where it was, and what it stopped on its way out.
+type Interrupted struct {
+	// During is the phase under way: "the live pass, 4 min in".
+	During string
+	// Stopped is what the teardown stopped or cancelled, in order.
+	Stopped []string
+	// Left are the demo's processes still running after it (should be
+	// none).
+	Left []string
+	// Result is the file with what was measured ("": none written).
+	Result string
+	// Err is an error besides the interruption, if one came.
+	Err error
+}
+
+func (e *Interrupted) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "stopped during %s", e.During)
+	if len(e.Stopped) == 0 {
+		b.WriteString("; nothing had started yet")
+	} else {
+		fmt.Fprintf(&b, "; cleaned up: %s", strings.Join(e.Stopped, ", "))
+	}
+	if len(e.Left) == 0 {
+		b.WriteString("; nothing of it left running")
+	}
+	if e.Result != "" {
+		fmt.Fprintf(&b, "; what was measured: %s", e.Result)
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, "; also: %v", e.Err)
+	}
+	if len(e.Left) > 0 {
+		fmt.Fprintf(&b, "; %d %s left running:\n  %s", len(e.Left), plural(len(e.Left), "process", "processes"), strings.Join(e.Left, "\n  "))
+	}
+	return b.String()
+}
+
+func (e *Interrupted) Unwrap() error { return e.Err }
 
 // sayPass announces a pass with its expected length and the time left.
 func (d *demo) sayPass(n int, what string) {
@@ -217,14 +301,41 @@ func (d *demo) warn(format string, args ...any) {
 
 // Run runs the demo: the cluster, the baseline pass (unless given), the
 // live pass, the measurements; everything it started is stopped before
-// it returns, also when ctx ends (Ctrl-C), which is not an error.
-func Run(ctx context.Context, s Settings) (res *Result, err error) {
+// it returns, also when ctx ends (Ctrl-C): then the error is an
+// *Interrupted saying where it was and what it stopped, and the result
+// holds what was measured.
+func Run(ctx context.Context, s Settings) (*Result, error) {
 	d := &demo{s: s}
+	// The phase stays the one ctx ended in while the teardown goes on.
+	stopWatching := context.AfterFunc(ctx, d.halt)
+	res, err := d.run(ctx)
+	if ctx.Err() == nil {
+		stopWatching()
+		return res, err
+	}
+	if stopWatching() { // not run yet
+		d.halt()
+	}
+	in := &Interrupted{Stopped: d.stopped, Left: d.res.Leftovers, Result: d.written}
+	if d.res.Leftovers == nil {
+		in.Left = leftovers(d.s.Out, d.s.Campaign.Trainer)
+	}
+	in.During = d.where()
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		in.Err = err
+	}
+	return res, in
+}
+
+func (d *demo) run(ctx context.Context) (res *Result, err error) {
 	if err := d.prepare(); err != nil {
 		return nil, err
 	}
+	s := d.s
 	d.say("replay: %s", d.plan)
+	d.mu.Lock()
 	d.est, d.phaseAt = EstimateRun(d.plan, d.s), time.Now()
+	d.mu.Unlock()
 	d.say("this run takes %s (estimated from the plan); Ctrl-C stops it and everything it started", d.est)
 
 	// The cluster.
@@ -235,10 +346,25 @@ func Run(ctx context.Context, s Settings) (res *Result, err error) {
 		d.say("starting a Slurm cluster of %d nodes in %s (GraceTime %v, bf_interval %v, preempt_send_user_signal %s)…",
 			s.Cluster.Nodes, s.Cluster.Dir, s.Cluster.Grace, s.Cluster.BackfillInterval, onOff(s.Cluster.SignalUser))
 		if d.cluster, err = StartCluster(ctx, s.Cluster, s.Stderr); err != nil {
+			if ctx.Err() != nil { // StartCluster stopped what it had started
+				d.cleaned("the Slurm cluster it was starting in %s", s.Cluster.Dir)
+			}
 			return nil, err
 		}
 	}
 	defer func() {
+		if s.SlurmConf != "" && ctx.Err() != nil {
+			// A running cluster stays, without the demo's jobs.
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+			n, derr := d.cluster.Drain(dctx, "", time.Minute)
+			cancel()
+			if derr != nil {
+				d.warn("cancelling the jobs left in Slurm: %v", derr)
+			}
+			if n > 0 {
+				d.cleaned("%d %s left in the running cluster", n, plural(n, "job", "jobs"))
+			}
+		}
 		if serr := d.cluster.Stop(s.Stderr); serr != nil {
 			d.warn("%v", serr)
 			if err == nil {
@@ -246,16 +372,18 @@ func Run(ctx context.Context, s Settings) (res *Result, err error) {
 			}
 		} else if s.SlurmConf == "" {
 			d.say("Slurm cluster stopped")
+			d.cleaned("the Slurm cluster (its jobs, its daemons, %s)", s.Cluster.Dir)
 		}
 		d.res.Leftovers = leftovers(d.s.Out, d.s.Campaign.Trainer)
 		if len(d.res.Leftovers) > 0 {
-			d.warn("%d processes left running:\n  %s", len(d.res.Leftovers), strings.Join(d.res.Leftovers, "\n  "))
+			d.warn("%d %s left running:\n  %s", len(d.res.Leftovers), plural(len(d.res.Leftovers), "process", "processes"), strings.Join(d.res.Leftovers, "\n  "))
 		}
-		if werr := d.write(); werr != nil && err == nil {
-			err = werr
-		}
-		if ctx.Err() != nil {
-			err = nil // stopped by a person
+		if werr := d.write(); werr != nil {
+			if err == nil {
+				err = werr
+			}
+		} else {
+			d.written = d.res.Files.Result
 		}
 	}()
 	if err := d.describe(ctx); err != nil {
@@ -323,7 +451,8 @@ func Run(ctx context.Context, s Settings) (res *Result, err error) {
 // (a fresh controller, job ids from 1), or the running one drained.
 func (d *demo) fresh(ctx context.Context) error {
 	if d.s.SlurmConf != "" {
-		return d.cluster.Drain(ctx, "", time.Minute)
+		_, err := d.cluster.Drain(ctx, "", time.Minute)
+		return err
 	}
 	d.enter("cluster restart")
 	d.say("restarting the cluster for the next pass (a fresh controller, as for the first)…")

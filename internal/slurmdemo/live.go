@@ -14,6 +14,7 @@ import (
 
 	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/client"
+	"github.com/gleaner-hpc/gleaner/cluster/slurm"
 	"github.com/gleaner-hpc/gleaner/hpo"
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
 	"github.com/gleaner-hpc/gleaner/sim"
@@ -152,6 +153,7 @@ func (d *demo) live(ctx context.Context) error {
 			d.warn("stopping the dev server: %v", err)
 		}
 		d.say("Temporal dev server stopped")
+		d.cleaned("the Temporal dev server")
 	}()
 
 	data := filepath.Join(s.Out, "data")
@@ -175,7 +177,13 @@ func (d *demo) live(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	workerStopped := false
+	// Stopping the worker: it cancels every pilot; then the demo counts
+	// the pilots still pending or running and cancels them itself (a
+	// worker stopped while it cancels may leave some).
+	var (
+		workerStopped               bool
+		pilotsLeft, pilotsCancelled int
+	)
 	stopWorker := func() {
 		if workerStopped {
 			return
@@ -185,6 +193,11 @@ func (d *demo) live(ctx context.Context) error {
 		if err := w.Stop(90 * time.Second); err != nil {
 			d.warn("worker: %v", err)
 		}
+		d.cleaned("the gleaner worker")
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		pilotsLeft = d.pilotsLeft(cctx)
+		pilotsCancelled = d.cancelPilots(cctx, pilotsLeft)
 	}
 	defer stopWorker()
 
@@ -249,13 +262,17 @@ func (d *demo) live(ctx context.Context) error {
 	// Stop the worker (it cancels every pilot); count what it left.
 	stopWorker()
 	if p != nil {
-		p.PilotsLeft = d.pilotsLeft(tctx)
+		p.PilotsLeft, p.PilotsCancelled = pilotsLeft, pilotsCancelled
 		if b, err := os.ReadFile(workerLog); err == nil {
 			p.Pilots.Yielded = CountYields(b)
 		}
 	}
-	if err := d.cluster.Drain(tctx, "", time.Minute); err != nil {
+	n, err := d.cluster.Drain(tctx, "", time.Minute)
+	if err != nil {
 		d.warn("cancelling what is left in Slurm: %v", err)
+	}
+	if n > 0 {
+		d.cleaned("%d %s left in Slurm", n, plural(n, "job", "jobs"))
 	}
 
 	if p != nil {
@@ -338,6 +355,28 @@ func (d *demo) pilotsLeft(ctx context.Context) int {
 			return left
 		}
 	}
+}
+
+// cancelPilots cancels the pilots the worker left (left of them; < 0:
+// not counted) by their job name, says so, and returns how many it
+// cancelled (-1: not counted).
+func (d *demo) cancelPilots(ctx context.Context, left int) int {
+	if left == 0 {
+		return 0
+	}
+	name := slurm.JobName(d.s.Pool)
+	argv := []string{"--name=" + name, "--partition=" + d.s.PilotPartition}
+	what := fmt.Sprintf("%d %s the worker left", left, plural(left, "pilot", "pilots"))
+	if left < 0 {
+		what = "the pilots the worker may have left"
+	}
+	if _, err := d.cluster.Run.Run(ctx, "scancel", argv...); err != nil {
+		d.warn("cancelling %s (scancel %s): %v", what, strings.Join(argv, " "), err)
+		return 0
+	}
+	d.say("cancelled %s: scancel %s", what, strings.Join(argv, " "))
+	d.cleaned("%s (scancel %s)", what, strings.Join(argv, " "))
+	return left
 }
 
 // measure audits the trials and compares the live pass with the

@@ -40,8 +40,8 @@ func (r *Result) Print(w io.Writer) {
 		fmt.Fprintf(w, "  node-seconds: batch %.0f, idle %.0f (%.1f%%) = trial %.0f + pilot without trial %.0f + free %.0f\n",
 			ns.Batch, ns.Idle, 100*ratio(ns.Idle, ns.Total), ns.Trial, ns.Pilot, ns.Free)
 		fmt.Fprintf(w, "  harvest (trial ÷ idle node-seconds): %.3f\n", l.Harvest)
-		fmt.Fprintf(w, "  pilots: %d submitted, %d started, %d preempted (%d of them yielding to the plan); %d left after the worker stopped\n",
-			l.Pilots.Submitted, l.Pilots.Started, l.Pilots.Preempted, l.Pilots.Yielded, l.PilotsLeft)
+		fmt.Fprintf(w, "  pilots: %d submitted, %d started, %d preempted (%d of them yielding to the plan); %s\n",
+			l.Pilots.Submitted, l.Pilots.Started, l.Pilots.Preempted, l.Pilots.Yielded, pilotsLeftText(l.PilotsLeft, l.PilotsCancelled))
 		fmt.Fprintf(w, "  handovers: %d batch jobs took the nodes of %d pilots; submission → pilot end p50 %.1fs, p95 %.1fs, max %.1fs; pilot end → batch start p50 %.1fs, max %.1fs\n",
 			l.Handovers, l.HandoverPilots, l.HandoverWait.P50, l.HandoverWait.P95, l.HandoverWait.Max, l.HandoverGap.P50, l.HandoverGap.Max)
 		c := l.Churn
@@ -152,6 +152,22 @@ func TraceTime(d time.Duration) string {
 		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// pilotsLeftText is the pilots the worker left, and whether the demo
+// cancelled them.
+func pilotsLeftText(left, cancelled int) string {
+	s := fmt.Sprintf("%d left after the worker stopped", left)
+	switch {
+	case left < 0:
+		s = "pilots left after the worker stopped not counted"
+	case left == 0:
+		return s
+	}
+	if cancelled != 0 {
+		return s + ", cancelled by the demo (scancel by their job name)"
+	}
+	return s + ", not cancelled"
 }
 
 func plural(n int, one, many string) string {

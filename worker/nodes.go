@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gleaner-hpc/gleaner/client"
+	"github.com/gleaner-hpc/gleaner/cluster/slurm"
 	"github.com/gleaner-hpc/gleaner/data"
 )
 
@@ -82,21 +83,34 @@ type ReplayNodes struct {
 	Type string
 }
 
-// SlurmNodes is "slurm:partition=P[,qos=Q][,account=A]" and the options
-// of PilotNodes: pilot jobs in partition P (docs/slurm.md).
+// SlurmNodes is "slurm:partition=P[,qos=Q][,account=A][,gres=G]" and the
+// options of PilotNodes: pilot jobs in partition P (docs/slurm.md).
 type SlurmNodes struct {
 	Partition, QOS, Account string
+	// Gres is slurm.Settings.Gres: sbatch --gres items beside gpus=N,
+	// separated by commas here and by + in the spec
+	// ("gres=gpu:a100:4+nvme:1").
+	Gres string
 }
+
+// slurmExample is a --nodes value for Slurm, for messages.
+const slurmExample = "slurm:partition=glean,max_pending=4"
 
 // PilotNodes are the options of every batch scheduler's source:
 // "[pool=NAME][,max_pending=K][,max_pilots=N][,time=D][,time_min=D]
-// [,lead=D][,interval=D][,yield=D|off][,type=T][,gpus=auto|none]": pilots
-// whose agents join pool NAME. Zero fields take the defaults of
-// pilot.Settings and of the scheduler (slurm.Settings).
+// [,lead=D][,interval=D][,idle_release=D][,yield=D|off][,type=T]
+// [,gpus=auto|none|N]": pilots whose agents join pool NAME. Zero fields
+// take the defaults of pilot.Settings and of the scheduler
+// (slurm.Settings).
 type PilotNodes struct {
 	Pool                          string
 	MaxPending, MaxPilots         int
 	Time, TimeMin, Lead, Interval time.Duration
+	// IdleRelease is pilot.Settings.IdleRelease.
+	IdleRelease time.Duration
+	// GPUs is the GPUs per node each pilot asks the scheduler for
+	// ("gpus=N"; 0: none asked, the node's own are used).
+	GPUs int
 	// Yield is pilot.Settings.Yield: how long before a batch job's planned
 	// start on its node a pilot leaves by itself (0: the default, one
 	// plan cycle; negative, "off" in the spec: never).
@@ -106,7 +120,7 @@ type PilotNodes struct {
 }
 
 // pilotOptions are the keys of PilotNodes in a spec (and gpus).
-var pilotOptions = []string{"pool", "max_pending", "max_pilots", "time", "time_min", "lead", "interval", "yield", "type", "gpus"}
+var pilotOptions = []string{"pool", "max_pending", "max_pilots", "time", "time_min", "lead", "interval", "idle_release", "yield", "type", "gpus"}
 
 // parsePilotOptions reads PilotNodes from a spec's options.
 func parsePilotOptions(opts map[string]string) (PilotNodes, error) {
@@ -120,7 +134,14 @@ func parsePilotOptions(opts map[string]string) (PilotNodes, error) {
 			*dst = n
 		}
 	}
-	for key, dst := range map[string]*time.Duration{"time": &pl.Time, "time_min": &pl.TimeMin, "lead": &pl.Lead, "interval": &pl.Interval} {
+	if v, ok := opts["gpus"]; ok && v != "auto" && v != "none" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return pl, fmt.Errorf("gpus %q: want auto, none, or the GPUs per node each pilot asks for (an integer ≥ 1)", v)
+		}
+		pl.GPUs = n
+	}
+	for key, dst := range map[string]*time.Duration{"time": &pl.Time, "time_min": &pl.TimeMin, "lead": &pl.Lead, "interval": &pl.Interval, "idle_release": &pl.IdleRelease} {
 		if v, ok := opts[key]; ok {
 			d, err := parseSeconds(v)
 			if err != nil || d <= 0 {
@@ -163,7 +184,7 @@ func (p PilotNodes) String() string {
 	for _, kv := range []struct {
 		k string
 		v time.Duration
-	}{{"time", p.Time}, {"time_min", p.TimeMin}, {"lead", p.Lead}, {"interval", p.Interval}} {
+	}{{"time", p.Time}, {"time_min", p.TimeMin}, {"lead", p.Lead}, {"interval", p.Interval}, {"idle_release", p.IdleRelease}} {
 		if kv.v != 0 {
 			s += "," + kv.k + "=" + kv.v.String()
 		}
@@ -173,6 +194,9 @@ func (p PilotNodes) String() string {
 		s += ",yield=off"
 	case p.Yield > 0:
 		s += ",yield=" + p.Yield.String()
+	}
+	if p.GPUs > 0 {
+		s += fmt.Sprintf(",gpus=%d", p.GPUs)
 	}
 	if p.Type != "" {
 		s += ",type=" + p.Type
@@ -193,6 +217,9 @@ func ParseNodeSource(spec string) (NodeSourceConfig, error) {
 		return NodeSourceConfig{Kind: NodeSourceNone}, nil
 	}
 	kind, rest, ok := strings.Cut(strings.TrimSpace(spec), ":")
+	if NodeSourceKind(strings.ToLower(kind)) == NodeSourceSlurm && strings.TrimSpace(rest) == "" {
+		return bad("slurm: the options are missing: partition=NAME is required (the preemptible partition the pilots run in), e.g. --nodes %s (docs/slurm.md)", slurmExample)
+	}
 	if !ok || rest == "" {
 		return bad("want static:N, replay:FILE,slots=K,factor=F,offset=S, slurm:partition=P or none")
 	}
@@ -231,6 +258,8 @@ func ParseNodeSource(spec string) (NodeSourceConfig, error) {
 	case !ok || v == "auto":
 	case v == "none":
 		noGPUs = true
+	case NodeSourceKind(strings.ToLower(kind)).PilotJobs():
+		// gpus=N: parsePilotOptions
 	default:
 		return bad("gpus %q: want auto or none", v)
 	}
@@ -282,15 +311,18 @@ func ParseNodeSource(spec string) (NodeSourceConfig, error) {
 		}
 		return NodeSourceConfig{Kind: NodeSourceReplay, Replay: r, NoGPUs: noGPUs}, nil
 	case NodeSourceSlurm:
-		if err := allow(append([]string{"partition", "qos", "account"}, pilotOptions...)...); err != nil {
+		if err := allow(append([]string{"partition", "qos", "account", "gres"}, pilotOptions...)...); err != nil {
 			return bad("%v", err)
 		}
-		sl := SlurmNodes{Partition: opts["partition"], QOS: opts["qos"], Account: opts["account"]}
+		sl := SlurmNodes{Partition: opts["partition"], QOS: opts["qos"], Account: opts["account"], Gres: strings.ReplaceAll(opts["gres"], "+", ",")}
 		if sl.Partition == "" {
-			return bad("partition: missing (the preemptible partition pilots run in: slurm:partition=NAME)")
+			return bad("partition: missing (the preemptible partition the pilots run in), e.g. --nodes %s", slurmExample)
 		}
 		pl, err := parsePilotOptions(opts)
 		if err != nil {
+			return bad("%v", err)
+		}
+		if err := slurm.CheckGres(sl.Gres, pl.GPUs); err != nil {
 			return bad("%v", err)
 		}
 		return NodeSourceConfig{Kind: NodeSourceSlurm, Slurm: sl, Pilots: pl, NoGPUs: noGPUs}, nil
@@ -326,7 +358,7 @@ func (n NodeSourceConfig) String() string {
 	case NodeSourceSlurm:
 		sl := n.Slurm
 		s = "slurm:partition=" + sl.Partition
-		for _, kv := range [][2]string{{"qos", sl.QOS}, {"account", sl.Account}} {
+		for _, kv := range [][2]string{{"qos", sl.QOS}, {"account", sl.Account}, {"gres", strings.ReplaceAll(sl.Gres, ",", "+")}} {
 			if kv[1] != "" {
 				s += "," + kv[0] + "=" + kv[1]
 			}

@@ -43,6 +43,10 @@ func TestParseNodeSource(t *testing.T) {
 		{"slurm:partition=glean,yield=off", worker.NodeSourceConfig{Kind: worker.NodeSourceSlurm, Slurm: worker.SlurmNodes{Partition: "glean"}, Pilots: worker.PilotNodes{Yield: -1}}},
 		{"slurm:partition=glean,yield=5", worker.NodeSourceConfig{Kind: worker.NodeSourceSlurm, Slurm: worker.SlurmNodes{Partition: "glean"}, Pilots: worker.PilotNodes{Yield: 5 * time.Second}}},
 		{"slurm:partition=glean,yield=0", worker.NodeSourceConfig{Kind: worker.NodeSourceSlurm, Slurm: worker.SlurmNodes{Partition: "glean"}, Pilots: worker.PilotNodes{Yield: time.Nanosecond}}},
+		{"slurm:partition=gpu,gpus=4,gres=nvme:1+shard:2,idle_release=10m", worker.NodeSourceConfig{Kind: worker.NodeSourceSlurm,
+			Slurm: worker.SlurmNodes{Partition: "gpu", Gres: "nvme:1,shard:2"}, Pilots: worker.PilotNodes{GPUs: 4, IdleRelease: 10 * time.Minute}}},
+		{"slurm:partition=gpu,gres=gpu:a100:4,gpus=auto", worker.NodeSourceConfig{Kind: worker.NodeSourceSlurm,
+			Slurm: worker.SlurmNodes{Partition: "gpu", Gres: "gpu:a100:4"}}},
 	} {
 		got, err := worker.ParseNodeSource(tc.spec)
 		if err != nil {
@@ -74,7 +78,15 @@ func TestParseNodeSourceErrorsNameThePart(t *testing.T) {
 		{"static:4,slots=2", `unknown option "slots"`},
 		{"static:4,type", "option \"type\": want key=value"},
 		{"slurm:partition", "option \"partition\": want key=value"},
-		{"slurm:pool=x", "partition: missing"},
+		{"slurm:pool=x", "partition: missing (the preemptible partition the pilots run in), e.g. --nodes slurm:partition=glean,max_pending=4"},
+		{"slurm:", "slurm: the options are missing: partition=NAME is required (the preemptible partition the pilots run in), e.g. --nodes slurm:partition=glean,max_pending=4"},
+		{"slurm", "slurm: the options are missing: partition=NAME is required"},
+		{"slurm:partition=glean,gpus=0", `gpus "0": want auto, none, or the GPUs per node each pilot asks for`},
+		{"slurm:partition=glean,gpus=many", `gpus "many"`},
+		{"slurm:partition=glean,gpus=2,gres=gpu:2", `gres "gpu:2" asks for GPUs and so does gpus=2`},
+		{"slurm:partition=glean,gres=gpu=2", `gres "gpu=2": item "gpu=2": want name[:type][:count]`},
+		{"slurm:partition=glean,idle_release=0", "idle_release"},
+		{"static:2,gpus=2", `gpus "2": want auto or none`},
 		{"slurm:partition=glean,max_pending=0", "max_pending"},
 		{"slurm:partition=glean,time_min=soon", "time_min"},
 		{"slurm:partition=glean,nodes=4", `unknown option "nodes"`},

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -25,6 +27,9 @@ const DefaultPool = "default"
 // beside its workflows (pilot.Pilots.Run; docs/slurm.md). The policy and
 // its settings are every scheduler's; each scheduler is one case below.
 func NewPilots(ctx context.Context, c tclient.Client, cfg Config, logf func(string, ...any)) (*pilot.Pilots, error) {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
 	bad := func(format string, args ...any) error {
 		return client.NewFieldError("nodes", EnvNodeSource, cfg.Nodes.String(), format, args...)
 	}
@@ -51,10 +56,15 @@ func NewPilots(ctx context.Context, c tclient.Client, cfg Config, logf func(stri
 	if pl.Type != "" {
 		agentArgs = append(agentArgs, "--type", pl.Type)
 	}
+	gleaner, err := nodeFiles(cfg, logf)
+	if err != nil {
+		return nil, err
+	}
 	set := pilot.Settings{
 		Pool: pool, MaxPending: pl.MaxPending, MaxPilots: pl.MaxPilots,
 		TimeLimit: pl.Time, TimeMin: pl.TimeMin, Lead: pl.Lead, Interval: pl.Interval, Yield: pl.Yield,
-		AgentArgs: agentArgs,
+		IdleRelease: pl.IdleRelease, GPUs: pl.GPUs,
+		AgentArgs: agentArgs, AgentEnv: agentEnv(cfg.Connection), Server: cfg.HostPort,
 	}
 	// The scheduler's script and the pilots' logs.
 	dir := filepath.Join(dataDir, string(cfg.Nodes.Kind))
@@ -63,15 +73,76 @@ func NewPilots(ctx context.Context, c tclient.Client, cfg Config, logf func(stri
 	switch cfg.Nodes.Kind {
 	case NodeSourceSlurm:
 		sl := cfg.Nodes.Slurm
-		p, err = slurm.NewPilots(ctx, slurm.Settings{Pilots: set, Partition: sl.Partition, QOS: sl.QOS, Account: sl.Account, Dir: dir},
-			slurm.ExecRunner{}, pc, logf)
+		p, err = slurm.NewPilots(ctx, slurm.Settings{Pilots: set, Partition: sl.Partition, QOS: sl.QOS, Account: sl.Account, Gres: sl.Gres,
+			Gleaner: gleaner, Dir: dir}, slurm.ExecRunner{}, pc, logf)
 	default:
 		return nil, bad("no pilots for source %q", cfg.Nodes.Kind)
+	}
+	if errors.Is(err, pilot.ErrLoopbackServer) {
+		return nil, client.NewFieldError("address", client.EnvAddress, cfg.HostPort, "%v", err)
 	}
 	if err != nil {
 		return nil, bad("%v", err)
 	}
 	return p, nil
+}
+
+// agentEnv are the secrets the pilots' agents need, passed in the pilot
+// job's environment, never on its command line (Connection.Args leaves
+// them out): the API key, the codec's keys. A worker given --api-key has
+// no TEMPORAL_API_KEY in its own environment for the job to inherit.
+func agentEnv(c client.Connection) []string {
+	var env []string
+	if c.APIKey != "" {
+		env = append(env, client.EnvAPIKey+"="+c.APIKey)
+	}
+	if c.Codec.Key != "" {
+		env = append(env, client.EnvCodecKey+"="+c.Codec.Key)
+	}
+	return env
+}
+
+// nodeFiles checks the files the pilots' agents read on the compute
+// nodes, at the paths the worker passes them: each must be absolute and
+// exist here, and must exist at the same path on every node (a shared
+// file system, or the same image). It returns the gleaner binary the
+// pilots run: this one. Literal --allow-command paths (trainers) missing
+// here are warned of: they may be on the nodes alone.
+func nodeFiles(cfg Config, logf func(string, ...any)) (string, error) {
+	gleaner, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("the gleaner binary the pilots run: %w", err)
+	}
+	const everyNode = "the pilots' agents read it on the compute nodes: it must exist at the same path on every node"
+	var errs []error
+	for _, f := range []struct{ flag, env, path string }{
+		{"tls-ca", client.EnvTLSCA, cfg.TLS.CAFile},
+		{"tls-cert", client.EnvTLSCert, cfg.TLS.CertFile},
+		{"tls-key", client.EnvTLSKey, cfg.TLS.KeyFile},
+		{"codec-key-file", client.EnvCodecKeyFile, cfg.Codec.KeyFile},
+		{"allow-command-file", EnvAllowCommandFile, cfg.Trainers.AllowCommandFile},
+	} {
+		switch {
+		case f.path == "":
+		case !filepath.IsAbs(f.path):
+			errs = append(errs, client.NewFieldError(f.flag, f.env, f.path, "a relative path: %s, so give it as an absolute path", everyNode))
+		default:
+			if _, err := os.Stat(f.path); err != nil {
+				errs = append(errs, client.NewFieldError(f.flag, f.env, f.path, "%v: %s, and here", errors.Unwrap(err), everyNode))
+			}
+		}
+	}
+	if _, err := os.Stat(gleaner); err != nil {
+		errs = append(errs, fmt.Errorf("the gleaner binary the pilots run, %s: %w (%s)", gleaner, err, everyNode))
+	}
+	for _, c := range cfg.Trainers.AllowCommands {
+		if !strings.ContainsAny(c, "*?[") {
+			if _, err := os.Stat(c); err != nil {
+				logf("warning: --allow-command %s: %v here; the pilots' trainers run it on the compute nodes, at this path on every node", c, errors.Unwrap(err))
+			}
+		}
+	}
+	return gleaner, errors.Join(errs...)
 }
 
 // poolClient is pilot.Pool over the pool workflow: a query for demand, a

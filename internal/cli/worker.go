@@ -58,7 +58,8 @@ Node sources (--nodes):
   none                                               no local nodes: the pool's nodes are its
                                                      agents' (gleaner agent, docs/cluster.md)
   slurm:partition=P[,pool=NAME][,max_pending=K][,max_pilots=N][,time=D][,time_min=D]
-       [,lead=D][,interval=D][,yield=D|off][,qos=Q][,account=A][,type=T][,gpus=none]
+       [,lead=D][,interval=D][,idle_release=D][,yield=D|off][,qos=Q][,account=A]
+       [,type=T][,gpus=none|N][,gres=G]
                                                      harvest a Slurm cluster's idle nodes: keep up
                                                      to K (4) pilot jobs waiting in preemptible
                                                      partition P while pool NAME's trials want
@@ -66,7 +67,8 @@ Node sources (--nodes):
                                                      Slurm node; a pilot leaves by itself when
                                                      the backfill plan gives its node to a batch
                                                      job within D (bf_interval); every pilot is
-                                                     cancelled when the worker stops (docs/slurm.md)`,
+                                                     cancelled when the worker stops; --address
+                                                     must be one the nodes reach (docs/slurm.md)`,
 		Example: `  gleaner worker --nodes static:4 --data-dir /scratch/gleaner
   TEMPORAL_ADDRESS=ns.acct.tmprl.cloud:7233 TEMPORAL_NAMESPACE=ns.acct TEMPORAL_API_KEY=... gleaner worker`,
 		Args: cobra.NoArgs,
@@ -239,6 +241,10 @@ func (o *workerOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, s
 	}
 
 	var pilotsDone chan error
+	// The pilots stop when the worker does, for whatever reason, not only
+	// at a signal: Run then cancels every one (in a context of its own).
+	pilotsCtx, stopPilots := context.WithCancel(ctx)
+	defer stopPilots()
 	if cfg.Nodes.Kind.PilotJobs() {
 		logf := func(format string, args ...any) { fmt.Fprintf(stdout, "gleaner worker: "+format+"\n", args...) }
 		pilots, err := worker.NewPilots(ctx, c, cfg, logf)
@@ -247,7 +253,7 @@ func (o *workerOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, s
 			return err
 		}
 		pilotsDone = make(chan error, 1)
-		go func() { pilotsDone <- pilots.Run(ctx, pilotProgress(string(cfg.Nodes.Kind), logf)) }()
+		go func() { pilotsDone <- pilots.Run(pilotsCtx, pilotProgress(string(cfg.Nodes.Kind), logf)) }()
 	}
 
 	// Run returns on a fatal worker error or once ctx is done, and stops
@@ -263,7 +269,9 @@ func (o *workerOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, s
 		fmt.Fprintf(stdout, "gleaner worker: stopped after %v\n", time.Since(start).Round(time.Second))
 	}
 	if pilotsDone != nil {
-		// Every pilot is cancelled before the worker is gone.
+		// Every pilot is cancelled before the worker is gone; a second
+		// SIGINT or SIGTERM meanwhile is caught (ctx's) and changes nothing.
+		stopPilots()
 		if perr := <-pilotsDone; perr != nil {
 			fmt.Fprintf(stderr, "gleaner worker: %v\n", perr)
 		}

@@ -7,14 +7,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
 
-// Runner runs one PBS command with argv, never through a shell, and
-// returns its standard output.
+// Runner runs one PBS command with argv, never through a shell, env
+// ("NAME=value") added to its environment, and returns its standard
+// output.
 type Runner interface {
-	Run(ctx context.Context, name string, args ...string) ([]byte, error)
+	Run(ctx context.Context, env []string, name string, args ...string) ([]byte, error)
 }
 
 // ExecRunner runs PBS's commands on this machine.
@@ -51,7 +53,7 @@ func (e *CommandError) Error() string {
 func (e *CommandError) Unwrap() error { return e.Err }
 
 // Run implements Runner.
-func (r ExecRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+func (r ExecRunner) Run(ctx context.Context, env []string, name string, args ...string) ([]byte, error) {
 	if r.Timeout <= 0 {
 		r.Timeout = time.Minute
 	}
@@ -62,8 +64,8 @@ func (r ExecRunner) Run(ctx context.Context, name string, args ...string) ([]byt
 		path = filepath.Join(r.Bin, name)
 	}
 	cmd := exec.CommandContext(ctx, path, args...)
-	if len(r.Env) > 0 {
-		cmd.Env = append(os.Environ(), r.Env...)
+	if len(r.Env)+len(env) > 0 {
+		cmd.Env = slices.Concat(os.Environ(), r.Env, env)
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,6 +36,16 @@ type Scheduler struct {
 	server Server
 	sched  Sched
 	vnodes int
+	// here: every vnode a pilot may run on is this machine's (a
+	// one-machine cluster).
+	here bool
+}
+
+// sameHost reports whether host names a and b are one host (one may be
+// the other's short name).
+func sameHost(a, b string) bool {
+	short := func(h string) string { s, _, _ := strings.Cut(h, "."); return s }
+	return a != "" && strings.EqualFold(short(a), short(b))
 }
 
 var _ pilot.Scheduler = (*Scheduler)(nil)
@@ -111,14 +122,14 @@ func NewScheduler(ctx context.Context, set Settings, run Runner, logf func(strin
 		set.Select = rest
 	}
 	s := &Scheduler{set: set, run: run}
-	out, err := run.Run(ctx, "qmgr", "-c", "list server")
+	out, err := run.Run(ctx, nil, "qmgr", "-c", "list server")
 	if err != nil {
 		return nil, fmt.Errorf("pbs: reading the server's configuration: %w", err)
 	}
 	if s.server, err = ParseServer(out); err != nil {
 		return nil, fmt.Errorf("pbs: %w", err)
 	}
-	out, err = run.Run(ctx, "qmgr", "-c", "list queue "+set.Queue)
+	out, err = run.Run(ctx, nil, "qmgr", "-c", "list queue "+set.Queue)
 	if err != nil {
 		return nil, fmt.Errorf("pbs: queue %s: %w", set.Queue, err)
 	}
@@ -128,7 +139,7 @@ func NewScheduler(ctx context.Context, set Settings, run Runner, logf func(strin
 	if s.sched, err = s.readSched(ctx); err != nil {
 		return nil, err
 	}
-	out, err = run.Run(ctx, "pbsnodes", "-a", "-F", "json")
+	out, err = run.Run(ctx, nil, "pbsnodes", "-a", "-F", "json")
 	if err != nil {
 		return nil, fmt.Errorf("pbs: listing the vnodes: %w", err)
 	}
@@ -136,7 +147,10 @@ func NewScheduler(ctx context.Context, set Settings, run Runner, logf func(strin
 	if err != nil {
 		return nil, fmt.Errorf("pbs: %w", err)
 	}
-	s.vnodes = len(Eligible(vnodes, set.Queue, set.Select))
+	eligible := Eligible(vnodes, set.Queue, set.Select)
+	s.vnodes = len(eligible)
+	host, _ := os.Hostname()
+	s.here = len(eligible) > 0 && !slices.ContainsFunc(eligible, func(v Vnode) bool { return !sameHost(v.Mom, host) })
 	if err := s.check(logf); err != nil {
 		return nil, err
 	}
@@ -148,7 +162,7 @@ func NewScheduler(ctx context.Context, set Settings, run Runner, logf func(strin
 // readSched reads the preemption settings: qmgr's sched object, else the
 // sched_config file.
 func (s *Scheduler) readSched(ctx context.Context) (Sched, error) {
-	out, qerr := s.run.Run(ctx, "qmgr", "-c", "list sched")
+	out, qerr := s.run.Run(ctx, nil, "qmgr", "-c", "list sched")
 	if qerr == nil {
 		sc, err := ParseSched(out)
 		if err != nil {
@@ -287,7 +301,7 @@ func (s *Scheduler) Limits() pilot.Limits {
 		cycle = time.Minute
 	}
 	return pilot.Limits{
-		Nodes: s.vnodes, MaxTime: maxTime, Grace: s.queue.KillDelay, Cycle: cycle,
+		Nodes: s.vnodes, MaxTime: maxTime, Grace: s.queue.KillDelay, Cycle: cycle, NodesHere: s.here,
 		MaxTimeSetting: maxSetting,
 		GraceSetting:   "queue " + s.queue.Name + "'s kill_delay",
 	}
@@ -324,8 +338,18 @@ func (s *Scheduler) SubmitArgs(req pilot.Request) []string {
 		args = append(args, "-A", s.set.Account)
 	}
 	args = append(args, "-r", "y", "-j", "oe", "-o", s.set.Dir+string(filepath.Separator))
+	// -v: variables for the job. A name alone takes its value from
+	// qsub's environment (req.Env, so no secret is on a command line).
+	var vars []string
 	if s.set.Bin != "" {
-		args = append(args, "-v", EnvBin+"="+s.set.Bin)
+		vars = append(vars, EnvBin+"="+s.set.Bin)
+	}
+	for _, kv := range req.Env {
+		name, _, _ := strings.Cut(kv, "=")
+		vars = append(vars, name)
+	}
+	if len(vars) > 0 {
+		args = append(args, "-v", strings.Join(vars, ","))
 	}
 	args = append(args, s.set.QsubArgs...)
 	args = append(args, "--", s.set.Gleaner, PilotCommand)
@@ -337,7 +361,7 @@ func (s *Scheduler) Submit(ctx context.Context, req pilot.Request) (string, erro
 	if err := os.MkdirAll(s.set.Dir, 0o755); err != nil {
 		return "", fmt.Errorf("the pilots' output folder: %w", err)
 	}
-	out, err := s.run.Run(ctx, "qsub", s.SubmitArgs(req)...)
+	out, err := s.run.Run(ctx, req.Env, "qsub", s.SubmitArgs(req)...)
 	if err != nil {
 		return "", err
 	}
@@ -350,7 +374,7 @@ func (s *Scheduler) jobs(ctx context.Context, queue string) ([]Job, error) {
 	if queue != "" {
 		args = append(args, queue)
 	}
-	out, err := s.run.Run(ctx, "qstat", args...)
+	out, err := s.run.Run(ctx, nil, "qstat", args...)
 	if err != nil {
 		return nil, err
 	}
@@ -376,7 +400,7 @@ func (s *Scheduler) Pilots(ctx context.Context) ([]pilot.Job, error) {
 // Cancel implements pilot.Scheduler with qdel; jobs already gone are no
 // error.
 func (s *Scheduler) Cancel(ctx context.Context, ids []string) error {
-	if _, err := s.run.Run(ctx, "qdel", ids...); err != nil && !gone(err) {
+	if _, err := s.run.Run(ctx, nil, "qdel", ids...); err != nil && !gone(err) {
 		return err
 	}
 	return nil
@@ -385,7 +409,7 @@ func (s *Scheduler) Cancel(ctx context.Context, ids []string) error {
 // CancelAll implements pilot.Scheduler: qselect finds the pool's jobs in
 // the queue by name, qdel ends them.
 func (s *Scheduler) CancelAll(ctx context.Context) error {
-	out, err := s.run.Run(ctx, "qselect", "-q", s.set.Queue, "-N", JobName(s.set.Pilots.Pool))
+	out, err := s.run.Run(ctx, nil, "qselect", "-q", s.set.Queue, "-N", JobName(s.set.Pilots.Pool))
 	if err != nil {
 		return err
 	}
@@ -409,7 +433,7 @@ func (s *Scheduler) Signal(ctx context.Context, sig syscall.Signal, ids []string
 	if sig == syscall.SIGTERM {
 		name = "TERM"
 	}
-	if _, err := s.run.Run(ctx, "qsig", append([]string{"-s", name}, ids...)...); err != nil && !gone(err) {
+	if _, err := s.run.Run(ctx, nil, "qsig", append([]string{"-s", name}, ids...)...); err != nil && !gone(err) {
 		return err
 	}
 	return nil
@@ -423,7 +447,7 @@ func (s *Scheduler) Plan(ctx context.Context) ([]pilot.Claim, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the scheduler's plan: %w", err)
 	}
-	out, err := s.run.Run(ctx, "pbs_rstat", "-f")
+	out, err := s.run.Run(ctx, nil, "pbs_rstat", "-f")
 	if err != nil {
 		return nil, fmt.Errorf("reservations: %w", err)
 	}
@@ -437,7 +461,7 @@ func (s *Scheduler) Plan(ctx context.Context) ([]pilot.Claim, error) {
 // PilotNode is the vnode a running pilot's agent offers: the first of
 // its job's exec_vnode (qstat -f -F json JOBID, run on the node).
 func PilotNode(ctx context.Context, run Runner, jobID string) (string, error) {
-	out, err := run.Run(ctx, "qstat", "-f", "-F", "json", jobID)
+	out, err := run.Run(ctx, nil, "qstat", "-f", "-F", "json", jobID)
 	if err != nil {
 		return "", err
 	}

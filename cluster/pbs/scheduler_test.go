@@ -24,6 +24,7 @@ type fakePBS struct {
 	fail   map[string]error
 	nextID int
 	calls  [][]string
+	env    [][]string // each call's
 }
 
 func newFakePBS() *fakePBS {
@@ -39,8 +40,9 @@ func newFakePBS() *fakePBS {
 	}, fail: map[string]error{}}
 }
 
-func (f *fakePBS) Run(_ context.Context, name string, args ...string) ([]byte, error) {
+func (f *fakePBS) Run(_ context.Context, env []string, name string, args ...string) ([]byte, error) {
 	argv := append([]string{name}, args...)
+	f.env = append(f.env, env)
 	f.calls = append(f.calls, argv)
 	key := strings.Join(argv, " ")
 	if err, ok := f.fail[key]; ok {
@@ -166,10 +168,10 @@ func TestSubmitArgs(t *testing.T) {
 	s, err := NewScheduler(context.Background(), set, f, nil)
 	require.NoError(t, err)
 	req := pilot.Request{Nodes: 1, Time: 2 * time.Hour, TimeMin: 10 * time.Minute, Lead: 30 * time.Second, GPUs: 4,
-		Agent: []string{"--pool", "test", "--stop-timeout", "16s"}}
+		Agent: []string{"--pool", "test", "--stop-timeout", "16s"}, Env: []string{"TEMPORAL_API_KEY=k", "GLEANER_CODEC_KEY=c"}}
 	assert.Equal(t, []string{"-q", "gleaner", "-N", "gleaner-pilot.test", "-l", "select=1:ncpus=1:system=polaris:ngpus=4", "-l", "place=excl",
 		"-l", "min_walltime=00:10:00", "-l", "max_walltime=02:00:00", "-A", "hpo", "-r", "y", "-j", "oe", "-o", set.Dir + "/",
-		"-v", "GLEANER_PBS_BIN=/opt/pbs/bin", "-l", "filesystems=home:eagle",
+		"-v", "GLEANER_PBS_BIN=/opt/pbs/bin,TEMPORAL_API_KEY,GLEANER_CODEC_KEY", "-l", "filesystems=home:eagle",
 		"--", "/opt/gleaner/bin/gleaner", "pbs-pilot", "--pool", "test", "--stop-timeout", "16s"}, s.SubmitArgs(req))
 	req.TimeMin, req.GPUs = req.Time, 0
 	args := s.SubmitArgs(req)
@@ -216,9 +218,11 @@ func TestSchedulerCommands(t *testing.T) {
 	require.NoError(t, s.CancelAll(ctx))
 	assert.Len(t, f.called("qdel"), n, "no qdel without pilots")
 
-	id, err := s.Submit(ctx, pilot.Request{Nodes: 1, Time: time.Hour, TimeMin: time.Minute})
+	id, err := s.Submit(ctx, pilot.Request{Nodes: 1, Time: time.Hour, TimeMin: time.Minute, Env: []string{"TEMPORAL_API_KEY=k"}})
 	require.NoError(t, err)
 	assert.Equal(t, "101.pbs", id)
+	assert.Equal(t, []string{"TEMPORAL_API_KEY=k"}, f.env[len(f.env)-1], "the key in qsub's environment, its name alone on the command line")
+	assert.NotContains(t, strings.Join(f.calls[len(f.calls)-1], " "), "=k")
 }
 
 func TestPilotNode(t *testing.T) {

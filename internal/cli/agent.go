@@ -22,8 +22,9 @@ type agentOptions struct {
 	apiKey   string
 	logLevel string
 	getenv   func(string) string
-	// pilot: run as a Slurm pilot's agent (gleaner slurm-pilot).
-	pilot bool
+	// pilot, for a batch scheduler's pilot (gleaner slurm-pilot,
+	// pbs-pilot), names the one node the job runs on and the job.
+	pilot func(getenv func(string) string) (node, job string, err error)
 }
 
 func newAgentCmd() *cobra.Command {
@@ -100,10 +101,12 @@ func (o *agentOptions) config(flags *pflag.FlagSet) (agent.Config, error) {
 			cfg.StopTimeout = o.cfg.StopTimeout
 		}
 	})
-	if o.pilot {
-		if err := pilotConfig(&cfg, o.getenv); err != nil {
+	if o.pilot != nil {
+		node, job, err := o.pilot(o.getenv)
+		if err != nil {
 			return cfg, err
 		}
+		cfg.NodePrefix, cfg.Whole, cfg.Job, cfg.Slots = node, true, job, 1
 	}
 	if cfg.DataDir == "" && !flags.Changed("data-dir") {
 		// Never the working directory (a checkout, say) by surprise; a
@@ -137,7 +140,7 @@ func (o *agentOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, st
 		return fmt.Errorf("agent configuration:\n%w", err)
 	}
 	if cfg.Job != "" {
-		logf("agent %s: Slurm pilot job %s", a.ID(), cfg.Job)
+		logf("agent %s: pilot job %s", a.ID(), cfg.Job)
 	}
 	logf("agent %s: connecting to %s (namespace %s)", a.ID(), cfg.HostPort, cfg.Namespace)
 	return a.Run(ctx)

@@ -59,6 +59,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newWorkerCmd())
 	root.AddCommand(newAgentCmd())
 	root.AddCommand(newSlurmPilotCmd())
+	root.AddCommand(newPBSPilotCmd())
 	root.AddCommand(newDevCmd())
 	root.AddCommand(newSetupCmd())
 	root.AddCommand(newSubmitCmd())

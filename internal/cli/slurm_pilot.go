@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gleaner-hpc/gleaner/agent"
 	"github.com/gleaner-hpc/gleaner/cluster/slurm"
 )
 
@@ -17,7 +16,7 @@ import (
 // `gleaner slurm-pilot SCRIPT AGENT-FLAGS...` with no shell in between.
 // It is `gleaner agent` with the node Slurm gave the job as its one node.
 func newSlurmPilotCmd() *cobra.Command {
-	o := &agentOptions{getenv: os.Getenv, pilot: true}
+	o := &agentOptions{getenv: os.Getenv, pilot: slurmPilotNode}
 	cmd := newAgentCmdFor(o)
 	cmd.Use = slurm.PilotCommand + " SCRIPT [agent flags]"
 	cmd.Short = "Run a Slurm pilot's agent (started by pilot jobs; see docs/slurm.md)"
@@ -37,13 +36,11 @@ SIGTERM Slurm sends when it preempts the pilot or its time runs out.`
 	return cmd
 }
 
-// pilotConfig makes cfg a pilot's agent: one node, the Slurm node.
-func pilotConfig(cfg *agent.Config, getenv func(string) string) error {
-	node := getenv("SLURMD_NODENAME")
+// slurmPilotNode is a Slurm pilot's one node, the Slurm node, and its job.
+func slurmPilotNode(getenv func(string) string) (node, job string, err error) {
+	node = getenv("SLURMD_NODENAME")
 	if node == "" {
-		return fmt.Errorf("SLURMD_NODENAME is not set: %s runs inside a Slurm pilot job only", slurm.PilotCommand)
+		return "", "", fmt.Errorf("SLURMD_NODENAME is not set: %s runs inside a Slurm pilot job only", slurm.PilotCommand)
 	}
-	cfg.NodePrefix, cfg.Whole, cfg.Job = node, true, getenv("SLURM_JOB_ID")
-	cfg.Slots = 1
-	return nil
+	return node, getenv("SLURM_JOB_ID"), nil
 }

@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gleaner-hpc/gleaner/cluster/pbs"
+)
+
+// newPBSPilotCmd is what a PBS pilot job runs: qsub's
+// `-- /path/to/gleaner pbs-pilot AGENT-FLAGS...`, with no shell in
+// between. It is `gleaner agent` with the vnode PBS gave the job as its
+// one node.
+func newPBSPilotCmd() *cobra.Command {
+	o := &agentOptions{getenv: os.Getenv, pilot: pbsPilotNode}
+	cmd := newAgentCmdFor(o)
+	cmd.Use = pbs.PilotCommand + " [agent flags]"
+	cmd.Short = "Run a PBS pilot's agent (started by pilot jobs; see docs/pbs.md)"
+	cmd.Long = `Started by a Gleaner pilot job, never by hand: qsub runs
+"gleaner pbs-pilot" with the flags of gleaner agent. It joins the pool with
+one node, named as PBS names the vnode the job runs on (its exec_vnode, read
+with qstat), and leaves at the SIGTERM PBS sends when it preempts or deletes
+the pilot or its walltime runs out.`
+	cmd.Example = ""
+	cmd.Hidden = true
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return o.run(ctx, cmd.Flags(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+	}
+	return cmd
+}
+
+// pbsPilotNode is a PBS pilot's one node, the first vnode of its job's
+// exec_vnode, and its job: qstat from GLEANER_PBS_BIN, else PATH.
+func pbsPilotNode(getenv func(string) string) (node, job string, err error) {
+	job = getenv("PBS_JOBID")
+	if job == "" {
+		return "", "", fmt.Errorf("PBS_JOBID is not set: %s runs inside a PBS pilot job only", pbs.PilotCommand)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	node, err = pbs.PilotNode(ctx, pbs.ExecRunner{Bin: getenv(pbs.EnvBin)}, job)
+	if err != nil {
+		return "", "", fmt.Errorf("the vnode of PBS job %s: %w", job, err)
+	}
+	return node, job, nil
+}

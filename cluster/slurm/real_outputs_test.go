@@ -58,6 +58,11 @@ func TestRecordedOutputs(t *testing.T) {
 	assert.Positive(t, conf.KillWait)
 	assert.Equal(t, 2*time.Second, conf.BackfillInterval)
 
+	addrs, err := ParseNodeAddrs(readOutput(t, "sinfo-nodeaddr.txt"))
+	require.NoError(t, err)
+	assert.Len(t, addrs, 4)
+	assert.True(t, nodesHere(addrs), "the one-machine cluster's nodes are this machine")
+
 	id, err := ParseJobID(readOutput(t, "sbatch-parsable.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "2", id)

@@ -61,6 +61,9 @@ func StartCluster(ctx context.Context, set ClusterSettings, stderr io.Writer) (*
 	cmd.Env = append(os.Environ(), set.env()...)
 	var stdout bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	// Interrupted, the script is killed; a child of it still holding its
+	// output does not keep the demo waiting.
+	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Run(); err != nil {
 		// Interrupted half way (Ctrl-C): whatever started goes. (Not on
 		// other failures: DIR may hold another cluster the script refused
@@ -68,6 +71,7 @@ func StartCluster(ctx context.Context, set ClusterSettings, stderr io.Writer) (*
 		if ctx.Err() != nil {
 			c.started = true
 			_ = c.Stop(stderr)
+			return nil, fmt.Errorf("starting the Slurm cluster (%s start %s): %w", script, set.Dir, ctx.Err())
 		}
 		return nil, fmt.Errorf("starting the Slurm cluster (%s start %s): %w", script, set.Dir, err)
 	}

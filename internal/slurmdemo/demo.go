@@ -336,7 +336,7 @@ func (d *demo) run(ctx context.Context) (res *Result, err error) {
 	d.mu.Lock()
 	d.est, d.phaseAt = EstimateRun(d.plan, d.s), time.Now()
 	d.mu.Unlock()
-	d.say("this run takes %s (estimated from the plan); Ctrl-C stops it and everything it started", d.est)
+	d.say("this run takes %s, estimated from its plan; Ctrl-C stops it and everything it started", d.est)
 
 	// The cluster.
 	if s.SlurmConf != "" {

@@ -97,14 +97,14 @@ func (e Estimate) Index(name string, from int) int {
 	return -1
 }
 
-// String is the estimate for people: "about 33 min: cluster start 20 s,
-// baseline pass 15 min, …".
+// String is the estimate for people: "about 33 min (cluster start 20 s,
+// baseline pass 15 min, …)".
 func (e Estimate) String() string {
 	parts := make([]string, len(e))
 	for i, p := range e {
 		parts[i] = p.Name + " " + About(p.Took)
 	}
-	return fmt.Sprintf("about %s: %s", About(e.Total()), strings.Join(parts, ", "))
+	return fmt.Sprintf("about %s (%s)", About(e.Total()), strings.Join(parts, ", "))
 }
 
 // About is a duration as a person estimates it: "40 s", "4 min", "1 h 12 min".

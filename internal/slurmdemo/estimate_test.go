@@ -70,7 +70,7 @@ func TestEstimateOfTheDefaultWindow(t *testing.T) {
 		t.Errorf("PassLength of the default window = %v, measured %v", got, measured)
 	}
 	e := EstimateRun(plan, Settings{Baseline: true, Warmup: 2 * time.Minute, Campaign: CampaignSettings{Grace: 5 * time.Second}})
-	want := "about 33 min: cluster start 20 s, baseline pass 15 min, cluster restart 25 s, Gleaner start-up and warm-up 40 s, live pass 15 min, teardown and measurements 20 s"
+	want := "about 33 min (cluster start 20 s, baseline pass 15 min, cluster restart 25 s, Gleaner start-up and warm-up 40 s, live pass 15 min, teardown and measurements 20 s)"
 	if got := e.String(); got != want {
 		t.Errorf("estimate\n got %s\nwant %s", got, want)
 	}

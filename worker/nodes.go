@@ -30,6 +30,9 @@ const (
 	// jobs whose agents join the pool:
 	// "slurm:partition=P[,pool=NAME][,max_pending=K]..." (docs/slurm.md).
 	NodeSourceSlurm NodeSourceKind = "slurm"
+	// NodeSourcePBS harvests a PBS Professional or OpenPBS cluster's idle
+	// vnodes with pilot jobs: "pbs:queue=Q[,pool=NAME]..." (docs/pbs.md).
+	NodeSourcePBS NodeSourceKind = "pbs"
 )
 
 // PilotJobs reports a batch scheduler's source: pilot jobs (package
@@ -37,7 +40,7 @@ const (
 // PilotNodes. A new scheduler is one more kind here, its options in
 // ParseNodeSource and String, and its case in NewPilots.
 func (k NodeSourceKind) PilotJobs() bool {
-	return k == NodeSourceSlurm
+	return k == NodeSourceSlurm || k == NodeSourcePBS
 }
 
 // NodeSourceConfig is a parsed --nodes value. Of Static, Replay and Slurm,
@@ -48,6 +51,7 @@ type NodeSourceConfig struct {
 	Static StaticNodes
 	Replay ReplayNodes
 	Slurm  SlurmNodes
+	PBS    PBSNodes
 	Pilots PilotNodes
 	// NoGPUs ("gpus=none") makes the local slots plain CPU slots even on
 	// a host with GPUs; by default ("gpus=auto") each slot owns one GPU
@@ -92,6 +96,16 @@ type SlurmNodes struct {
 	// ("gres=gpu:a100:4+nvme:1").
 	Gres string
 }
+
+// PBSNodes is "pbs:queue=Q[,account=A][,select=CHUNK][,place=P]" and
+// the options of PilotNodes: pilot jobs in queue Q (docs/pbs.md), each
+// qsub -l select=1:CHUNK (GPUs add ngpus=N) -l place=P (default excl).
+type PBSNodes struct {
+	Queue, Account, Select, Place string
+}
+
+// pbsExample is a --nodes value for PBS, for messages.
+const pbsExample = "pbs:queue=preemptable,select=system=polaris"
 
 // slurmExample is a --nodes value for Slurm, for messages.
 const slurmExample = "slurm:partition=glean,max_pending=4"
@@ -220,6 +234,9 @@ func ParseNodeSource(spec string) (NodeSourceConfig, error) {
 	if NodeSourceKind(strings.ToLower(kind)) == NodeSourceSlurm && strings.TrimSpace(rest) == "" {
 		return bad("slurm: the options are missing: partition=NAME is required (the preemptible partition the pilots run in), e.g. --nodes %s (docs/slurm.md)", slurmExample)
 	}
+	if NodeSourceKind(strings.ToLower(kind)) == NodeSourcePBS && strings.TrimSpace(rest) == "" {
+		return bad("pbs: the options are missing: queue=NAME is required (the preemptible queue the pilots run in), e.g. --nodes %s (docs/pbs.md)", pbsExample)
+	}
 	if !ok || rest == "" {
 		return bad("want static:N, replay:FILE,slots=K,factor=F,offset=S, slurm:partition=P or none")
 	}
@@ -326,8 +343,21 @@ func ParseNodeSource(spec string) (NodeSourceConfig, error) {
 			return bad("%v", err)
 		}
 		return NodeSourceConfig{Kind: NodeSourceSlurm, Slurm: sl, Pilots: pl, NoGPUs: noGPUs}, nil
+	case NodeSourcePBS:
+		if err := allow(append([]string{"queue", "account", "select", "place"}, pilotOptions...)...); err != nil {
+			return bad("%v", err)
+		}
+		pb := PBSNodes{Queue: opts["queue"], Account: opts["account"], Select: opts["select"], Place: opts["place"]}
+		if pb.Queue == "" {
+			return bad("queue: missing (the preemptible queue the pilots run in), e.g. --nodes %s", pbsExample)
+		}
+		pl, err := parsePilotOptions(opts)
+		if err != nil {
+			return bad("%v", err)
+		}
+		return NodeSourceConfig{Kind: NodeSourcePBS, PBS: pb, Pilots: pl, NoGPUs: noGPUs}, nil
 	default:
-		return bad("unknown source %q (want static, replay, slurm or none)", kind)
+		return bad("unknown source %q (want static, replay, slurm, pbs or none)", kind)
 	}
 }
 
@@ -359,6 +389,15 @@ func (n NodeSourceConfig) String() string {
 		sl := n.Slurm
 		s = "slurm:partition=" + sl.Partition
 		for _, kv := range [][2]string{{"qos", sl.QOS}, {"account", sl.Account}, {"gres", strings.ReplaceAll(sl.Gres, ",", "+")}} {
+			if kv[1] != "" {
+				s += "," + kv[0] + "=" + kv[1]
+			}
+		}
+		s += n.Pilots.String()
+	case NodeSourcePBS:
+		pb := n.PBS
+		s = "pbs:queue=" + pb.Queue
+		for _, kv := range [][2]string{{"account", pb.Account}, {"select", pb.Select}, {"place", pb.Place}} {
 			if kv[1] != "" {
 				s += "," + kv[0] + "=" + kv[1]
 			}
@@ -427,11 +466,15 @@ func (n NodeSourceConfig) Validate() error {
 		if n.Slurm.Partition == "" {
 			return bad("partition: missing")
 		}
+	case NodeSourcePBS:
+		if n.PBS.Queue == "" {
+			return bad("queue: missing")
+		}
 	case NodeSourceNone:
 	case "":
 		return client.NewFieldError("nodes", EnvNodeSource, "", "must be set (static:N or replay:FILE,...)")
 	default:
-		return bad("unknown source %q (want static, replay, slurm or none)", n.Kind)
+		return bad("unknown source %q (want static, replay, slurm, pbs or none)", n.Kind)
 	}
 	return nil
 }

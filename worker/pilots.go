@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	tclient "go.temporal.io/sdk/client"
 
 	"github.com/gleaner-hpc/gleaner/client"
+	"github.com/gleaner-hpc/gleaner/cluster/pbs"
 	"github.com/gleaner-hpc/gleaner/cluster/pilot"
 	"github.com/gleaner-hpc/gleaner/cluster/slurm"
 	"github.com/gleaner-hpc/gleaner/workflows"
@@ -75,6 +77,10 @@ func NewPilots(ctx context.Context, c tclient.Client, cfg Config, logf func(stri
 		sl := cfg.Nodes.Slurm
 		p, err = slurm.NewPilots(ctx, slurm.Settings{Pilots: set, Partition: sl.Partition, QOS: sl.QOS, Account: sl.Account, Gres: sl.Gres,
 			Gleaner: gleaner, Dir: dir}, slurm.ExecRunner{}, pc, logf)
+	case NodeSourcePBS:
+		pb := cfg.Nodes.PBS
+		p, err = pbs.NewPilots(ctx, pbs.Settings{Pilots: set, Queue: pb.Queue, Account: pb.Account, Select: pb.Select, Place: pb.Place,
+			Gleaner: gleaner, Dir: dir, Bin: pbsBin()}, pbs.ExecRunner{}, pc, logf)
 	default:
 		return nil, bad("no pilots for source %q", cfg.Nodes.Kind)
 	}
@@ -175,4 +181,14 @@ func (p poolClient) SetIdleUntil(ctx context.Context, until map[string]time.Time
 		return nil // no pool: nobody to tell; the next change is sent again
 	}
 	return err
+}
+
+// pbsBin is the folder the worker's qstat is in, for the pilots to find
+// theirs at the same path (pbs.Settings.Bin); empty if none is on PATH.
+func pbsBin() string {
+	qstat, err := exec.LookPath("qstat")
+	if err != nil {
+		return ""
+	}
+	return filepath.Dir(qstat)
 }

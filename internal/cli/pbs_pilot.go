@@ -3,9 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,23 +15,13 @@ import (
 // between. It is `gleaner agent` with the vnode PBS gave the job as its
 // one node.
 func newPBSPilotCmd() *cobra.Command {
-	o := &agentOptions{getenv: os.Getenv, pilot: pbsPilotNode}
-	cmd := newAgentCmdFor(o)
-	cmd.Use = pbs.PilotCommand + " [agent flags]"
-	cmd.Short = "Run a PBS pilot's agent (started by pilot jobs; see docs/pbs.md)"
-	cmd.Long = `Started by a Gleaner pilot job, never by hand: qsub runs
+	return newPilotCmd(pbsPilotNode, pbs.PilotCommand+" [agent flags]",
+		"Run a PBS pilot's agent (started by pilot jobs; see docs/pbs.md)",
+		`Started by a Gleaner pilot job, never by hand: qsub runs
 "gleaner pbs-pilot" with the flags of gleaner agent. It joins the pool with
 one node, named as PBS names the vnode the job runs on (its exec_vnode, read
 with qstat), and leaves at the SIGTERM PBS sends when it preempts or deletes
-the pilot or its walltime runs out.`
-	cmd.Example = ""
-	cmd.Hidden = true
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		return o.run(ctx, cmd.Flags(), cmd.OutOrStdout(), cmd.ErrOrStderr())
-	}
-	return cmd
+the pilot or its walltime runs out.`)
 }
 
 // pbsPilotNode is a PBS pilot's one node, the first vnode of its job's

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/cluster/pbs"
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
@@ -148,15 +150,7 @@ func TestPBSPilotsHarvestYieldAndArePreempted(t *testing.T) {
 		}
 		return len(st.Agents) == trials && busy == trials, nil
 	})
-	waitFor(t, time.Minute, "every trial past a checkpoint", func() (bool, error) {
-		for i := 1; i <= trials; i++ {
-			s, err := trialStatus(t, srv.Client(), workflows.TrialWorkflowID(run.GetID(), i))
-			if err != nil || s.Checkpoint == "" {
-				return false, err
-			}
-		}
-		return true, nil
-	})
+	waitForCheckpoints(t, srv.Client(), run.GetID(), trials)
 
 	// An express job wanting every vnode preempts every pilot.
 	running := map[string]bool{}
@@ -223,6 +217,21 @@ func TestPBSPilotsHarvestYieldAndArePreempted(t *testing.T) {
 		for _, j := range pc.jobs(t) {
 			if j.Name == pbs.JobName(pool) && j.State != "F" && j.State != "X" {
 				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// waitForCheckpoints waits until each of the campaign's first trials has
+// written a checkpoint.
+func waitForCheckpoints(t *testing.T, c client.Client, campaignID string, trials int) {
+	t.Helper()
+	waitFor(t, time.Minute, "every trial past a checkpoint", func() (bool, error) {
+		for i := 1; i <= trials; i++ {
+			s, err := trialStatus(t, c, workflows.TrialWorkflowID(campaignID, i))
+			if err != nil || s.Checkpoint == "" {
+				return false, err
 			}
 		}
 		return true, nil

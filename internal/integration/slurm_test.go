@@ -144,15 +144,7 @@ func TestSlurmPilotsHarvestAndYieldToBatchJobs(t *testing.T) {
 			t.Errorf("node %q: want a Slurm node name", n.ID)
 		}
 	}
-	waitFor(t, time.Minute, "every trial past a checkpoint", func() (bool, error) {
-		for i := 1; i <= trials; i++ {
-			s, err := trialStatus(t, srv.Client(), workflows.TrialWorkflowID(run.GetID(), i))
-			if err != nil || s.Checkpoint == "" {
-				return false, err
-			}
-		}
-		return true, nil
-	})
+	waitForCheckpoints(t, srv.Client(), run.GetID(), trials)
 
 	// A batch job wanting every node preempts every pilot.
 	pilots := map[string]bool{}

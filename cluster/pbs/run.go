@@ -2,6 +2,7 @@ package pbs
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -76,7 +77,8 @@ func (r ExecRunner) Run(ctx context.Context, env []string, name string, args ...
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 		err = errors.Join(err, errors.New("is PBS's client installed, its bin folder on PATH? (docs/pbs.md)"))
 	}
-	said := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	// PBS's words: stderr, or stdout where a command (qmgr) says it there.
+	said := strings.Split(strings.TrimSpace(cmp.Or(stderr.String(), stdout.String())), "\n")
 	return stdout.Bytes(), &CommandError{Argv: append([]string{name}, args...), Stderr: strings.Join(said[max(0, len(said)-5):], "; "), Err: err}
 }
 

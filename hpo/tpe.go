@@ -183,6 +183,9 @@ func (t *tpe) propose() Params {
 // inactive one is kept as 0).
 func (t *tpe) proposeRow() []float64 {
 	t.split()
+	if t.set.group && t.cond.conditional() {
+		return t.proposeGroups()
+	}
 	var row []float64
 	if t.set.multivariate {
 		if row = t.proposeJoint(); len(t.joint) == len(t.dims) {
@@ -359,23 +362,13 @@ func (t *tpe) fitChoice(d int) {
 // the joint l, the one of highest l/g; the dims it does not model jointly
 // (conditional ones) are left 0.
 func (t *tpe) proposeJoint() []float64 {
-	s := &t.scr
-	t.fitJoint()
-	nd := len(t.jdims)
-	u, x, best := make([]float64, nd), make([]float64, nd), make([]float64, nd)
-	var bestScore float64
-	for c := range t.set.nCandidates {
-		s.jl.sample(t.rng, u)
-		for d, dm := range t.jdims {
-			x[d] = dm.fromUnit(u[d])
-			u[d] = dm.toUnit(x[d])
-		}
-		if score := s.jl.logDensity(u) - s.jg.logDensity(u); c == 0 || score > bestScore {
-			copy(best, x)
-			bestScore = score
-		}
+	if t.jdims == nil { // a tpe that newTPE did not build (motpe's)
+		t.joint, t.jdims = t.jointDims()
 	}
-	if nd == len(t.dims) {
+	all := &t.scr.tpeSplit
+	all.on = nil
+	best := t.proposeJointOn(all, t.joint, t.jdims)
+	if len(t.jdims) == len(t.dims) {
 		return best
 	}
 	row := make([]float64, len(t.dims))
@@ -385,40 +378,61 @@ func (t *tpe) proposeJoint() []float64 {
 	return row
 }
 
-// fitJoint fits scr.jl and scr.jg to the observations split divided.
-func (t *tpe) fitJoint() {
+// proposeJointOn is the values of dims (indices idx) that the joint l
+// and g fitted to sp propose: of n_ei_candidates drawn from l, the one of
+// highest l/g.
+func (t *tpe) proposeJointOn(sp *tpeSplit, idx []int, dims []dim) []float64 {
 	s := &t.scr
-	if t.jdims == nil { // a tpe that newTPE did not build (motpe's)
-		t.joint, t.jdims = t.jointDims()
+	t.fitJoint(sp, idx, dims)
+	nd := len(dims)
+	u, x, best := make([]float64, nd), make([]float64, nd), make([]float64, nd)
+	var bestScore float64
+	for c := range t.set.nCandidates {
+		s.jl.sample(t.rng, u)
+		for d, dm := range dims {
+			x[d] = dm.fromUnit(u[d])
+			u[d] = dm.toUnit(x[d])
+		}
+		if score := s.jl.logDensity(u) - s.jg.logDensity(u); c == 0 || score > bestScore {
+			copy(best, x)
+			bestScore = score
+		}
 	}
-	nd := len(t.jdims)
+	return best
+}
+
+// fitJoint fits scr.jl and scr.jg over dims (indices idx) to the
+// observations and liars of split sp.
+func (t *tpe) fitJoint(sp *tpeSplit, idx []int, dims []dim) {
+	s := &t.scr
+	nd := len(dims)
 	s.colsL, s.colsG = resizeRows(s.colsL, nd), resizeRows(s.colsG, nd)
-	for k, dm := range t.jdims {
-		d := t.joint[k]
+	for k, dm := range dims {
+		d := idx[k]
 		col := t.unit[d]
 		s.colsL[k] = s.colsL[k][:0]
-		for _, i := range s.below {
+		for _, i := range sp.below {
 			s.colsL[k] = append(s.colsL[k], col[i])
 		}
 		s.colsG[k] = s.colsG[k][:0]
 		for i, v := range col {
-			if !s.inBelow[i] {
+			if !sp.skip(int32(i)) {
 				s.colsG[k] = append(s.colsG[k], v)
 			}
 		}
-		for _, r := range s.liars {
+		for _, r := range sp.liars {
 			s.colsG[k] = append(s.colsG[k], dm.toUnit(r[d]))
 		}
 	}
 	s.wgJoint = s.wgJoint[:0]
-	for i, w := range s.wg {
-		if !s.inBelow[i] {
+	for i, w := range sp.wg {
+		if !sp.skip(int32(i)) {
 			s.wgJoint = append(s.wgJoint, w)
 		}
 	}
-	s.wgJoint = append(s.wgJoint, s.wLiar...)
-	s.jl.fit(t.jdims, s.colsL, s.wl, t.set)
-	s.jg.fit(t.jdims, s.colsG, s.wgJoint, t.set)
+	s.wgJoint = append(s.wgJoint, sp.wLiar...)
+	s.jl.fit(dims, s.colsL, sp.wl, t.set)
+	s.jg.fit(dims, s.colsG, s.wgJoint, t.set)
 }
 
 // params is a row as Params, its architectures and inactive parameters

@@ -27,9 +27,23 @@ import (
 // multivariate=True (group=False) does: its intersection search space,
 // the parameters present in every trial, is here the unconditional
 // ones, modelled jointly; each conditional parameter is then proposed on
-// its own as above (Optuna's fallback to sample_independent). Optuna's
-// group=True, one joint model per set of parameters that appear
-// together, is not done.
+// its own as above (Optuna's fallback to sample_independent).
+//
+// Group (with multivariate) does what Optuna 3.1's multivariate=True,
+// group=True does (_GroupDecomposedSearchSpace, sample_relative): the
+// parameters are split into groups, disjoint, of those active in
+// exactly the same observations (groups); each group is modelled
+// jointly on the observations that have it, split over all trials and
+// masked as a conditional parameter is above, weighed by age among them.
+// A proposal still chooses parents first: a group is proposed when the
+// first of its parameters that the values chosen so far activate is
+// reached, so a group that a parent value just chosen activates comes
+// after it; its parameters that turn out inactive are left out. Optuna
+// samples every group before the trial suggests anything and keeps the
+// values of those suggested, which gives the same distribution: no group
+// depends on another's values. A parameter active in no observation is
+// proposed on its own (Optuna leaves it out of every group and samples
+// it with sample_independent).
 //
 // A row keeps an inactive parameter as 0 (as it keeps an architecture),
 // so the rows, the liars and the snapshot stay as they were; whether a
@@ -124,11 +138,20 @@ func (t *tpe) splitFor(d int) *tpeSplit {
 		all.on, all.ng = nil, len(all.wg)-len(all.below)+len(all.liars)
 		return all
 	}
+	return t.splitOn(on, func(j int) bool { return t.scr.liarOn[j][d] })
+}
+
+// splitOn is split's restricted to the observations on marks (nil: all)
+// and the liars liarIn accepts, weighed by age among them, as Optuna's
+// masks restrict its below and above.
+func (t *tpe) splitOn(on []bool, liarIn func(j int) bool) *tpeSplit {
+	all := &t.scr.tpeSplit
 	sp := &t.scr.cond
 	sp.on, sp.inBelow = on, all.inBelow
+	n := len(all.inBelow)
 	sp.below = sp.below[:0]
 	for _, i := range all.below {
-		if on[i] {
+		if on == nil || on[i] {
 			sp.below = append(sp.below, i)
 		}
 	}
@@ -138,20 +161,20 @@ func (t *tpe) splitFor(d int) *tpeSplit {
 	}
 	sp.liars = sp.liars[:0]
 	for j, r := range all.liars {
-		if t.scr.liarOn[j][d] {
+		if liarIn(j) {
 			sp.liars = append(sp.liars, r)
 		}
 	}
 	na := len(sp.liars)
-	for i := range on {
+	for i := range n {
 		if !sp.skip(int32(i)) {
 			na++
 		}
 	}
 	sp.ng = na
-	sp.wg = resize(sp.wg, len(on))
+	sp.wg = resize(sp.wg, n)
 	pos := 0
-	for i := range on {
+	for i := range n {
 		sp.wg[i] = 0
 		if !sp.skip(int32(i)) {
 			sp.wg[i] = defaultWeight(pos, na)
@@ -209,6 +232,105 @@ func (t *tpe) jointDims() ([]int, []dim) {
 		}
 	}
 	return idx, dims
+}
+
+// tpeGroup is one group of group mode: parameters active in exactly the
+// same observations.
+type tpeGroup struct {
+	idx  []int // its dims, in space order
+	dims []dim
+	// on is, per observation, whether the group is active there; nil: in
+	// every one.
+	on []bool
+}
+
+// groups decomposes the space as Optuna 3.1's _GroupDecomposedSearchSpace
+// decomposes a study's: two parameters are in the same group if and only
+// if every observation has both or neither (Optuna refines its groups
+// trial by trial, splitting each by which of its parameters a trial has,
+// which ends in these classes). Observations are the trials that ended
+// with a metric, complete or stopped (Optuna's include_pruned); the
+// groups are in the order of their first dims. A dim active in no
+// observation is in none.
+func (t *tpe) groups() []tpeGroup {
+	var gs []tpeGroup
+	for d, dm := range t.dims {
+		var on []bool
+		if d < len(t.on) {
+			on = t.on[d]
+		}
+		if on != nil && !slices.Contains(on, true) {
+			continue
+		}
+		if !slices.Contains(on, false) {
+			on = nil // active in every observation, as an unconditional dim
+		}
+		k := slices.IndexFunc(gs, func(g tpeGroup) bool { return slices.Equal(g.on, on) })
+		if k < 0 {
+			k = len(gs)
+			gs = append(gs, tpeGroup{on: on})
+		}
+		gs[k].idx, gs[k].dims = append(gs[k].idx, d), append(gs[k].dims, dm)
+	}
+	return gs
+}
+
+// proposeGroups is group mode's row on a conditional space: the space in
+// order, parents first, each group proposed jointly when the first of its
+// dims is active, the dims in no group each on its own.
+func (t *tpe) proposeGroups() []float64 {
+	t.splitLiars()
+	gs := t.groups()
+	of := make([]int, len(t.dims))
+	for d := range of {
+		of[d] = -1
+	}
+	for k, g := range gs {
+		for _, d := range g.idx {
+			of[d] = k
+		}
+	}
+	done := make([]bool, len(gs))
+	row := make([]float64, len(t.dims))
+	act := make([]bool, len(t.dims))
+	for d, dm := range t.dims {
+		if !t.cond.activeIn(d, row, act) {
+			row[d] = 0 // a group's value for a dim it does not activate
+			continue
+		}
+		if k := of[d]; k >= 0 {
+			if !done[k] {
+				done[k] = true
+				vals := t.proposeGroup(gs[k])
+				for j, e := range gs[k].idx {
+					if e >= d { // the group's dims before d are inactive
+						row[e] = vals[j]
+					}
+				}
+			}
+			continue
+		}
+		switch dm.kind {
+		case dimConst:
+			row[d] = dm.Min
+		case dimChoice:
+			row[d] = t.proposeChoice(d)
+		default:
+			row[d] = t.proposeNumeric(d)
+		}
+	}
+	return row
+}
+
+// proposeGroup is group g's values, from its joint l and g fitted to the
+// observations that have it and the liars in which all its dims are
+// active. (Optuna masks by the group's first parameter by name; a liar
+// that has only some of a group's parameters would give it NaNs.)
+func (t *tpe) proposeGroup(g tpeGroup) []float64 {
+	sp := t.splitOn(g.on, func(j int) bool {
+		return !slices.ContainsFunc(g.idx, func(d int) bool { return !t.scr.liarOn[j][d] })
+	})
+	return t.proposeJointOn(sp, g.idx, g.dims)
 }
 
 // allowedProposal proposes until Allowed accepts the proposal, at most

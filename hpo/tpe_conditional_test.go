@@ -67,6 +67,7 @@ func TestTPEConditional(t *testing.T) {
 	for name, s := range map[string]*TPESettings{
 		"defaults":     {NStartupTrials: 5},
 		"multivariate": {NStartupTrials: 5, Multivariate: true},
+		"group":        {NStartupTrials: 5, Multivariate: true, Group: true},
 		"no-liar":      {NStartupTrials: 3, ConstantLiar: &no},
 		"forgetting":   {NStartupTrials: 3, GammaMax: 4, MaxObservations: 12},
 	} {
@@ -97,13 +98,14 @@ func TestTPEConditional(t *testing.T) {
 // Restored mid-search from its snapshot, TPE on a conditional space goes
 // on exactly as the searcher that was never stopped.
 func TestTPEConditionalRestoreMidSearch(t *testing.T) {
-	for _, mv := range []bool{false, true} {
+	for _, s := range []TPESettings{{}, {Multivariate: true}, {Multivariate: true, Group: true}} {
+		s.NStartupTrials = 6
 		cfg := Config{Algorithm: AlgorithmTPE, Space: condSpace(), Seed: 3, MaxTrials: 60, MaxConcurrent: 5, Mode: "min",
-			Settings: Settings{TPE: &TPESettings{NStartupTrials: 6, Multivariate: mv}}}
+			Settings: Settings{TPE: &s}}
 		f := func(p Params) float64 { return condScript(p).Score }
 		plain, restored := drive(t, cfg, f, false), drive(t, cfg, f, true)
 		if got, want := fmt.Sprint(restored.rows), fmt.Sprint(plain.rows); got != want {
-			t.Errorf("multivariate %v: restored after every event, the proposals differ:\n%s\n%s", mv, got, want)
+			t.Errorf("%+v: restored after every event, the proposals differ:\n%s\n%s", s, got, want)
 		}
 	}
 }

@@ -38,7 +38,7 @@ func TestTPEJointModelsAsOptuna31(t *testing.T) {
 		if got := tp.scr.below; !slices.Equal(got, []int32{2, 6, 24}) {
 			t.Fatalf("revision %d: l models observations %v, want Optuna's [2 6 24]", rev, got)
 		}
-		tp.fitJoint()
+		tp.fitJoint(&tp.scr.tpeSplit, tp.joint, tp.jdims)
 		u := make([]float64, len(space))
 		for k, x := range points {
 			for d, dm := range tp.dims {

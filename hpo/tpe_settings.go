@@ -40,6 +40,12 @@ type TPESettings struct {
 	// own, on the trials where it is active, as Optuna 3.1's
 	// multivariate=True does (tpe_conditional.go).
 	Multivariate bool `json:"multivariate,omitempty"`
+	// Group, with Multivariate, models each group of parameters that
+	// appear together in the same trials jointly, on the trials that have
+	// them, as Optuna 3.1's TPESampler(multivariate=True, group=True)
+	// does (default false; tpe_conditional.go). On a space without
+	// conditions there is one group, and it decides as Multivariate alone.
+	Group bool `json:"group,omitempty"`
 	// ConstantLiar counts the trials outstanding as observations with the
 	// worst metric, so that the trials proposed while others run spread
 	// out instead of piling onto one point (default true).
@@ -68,6 +74,8 @@ func (s TPESettings) Validate() error {
 		return fmt.Errorf("gamma_max: %d must be at least 0 (0 is the default, 25)", s.GammaMax)
 	case !(s.PriorWeight >= 0 && s.PriorWeight <= math.MaxFloat64):
 		return fmt.Errorf("prior_weight: %v must be positive and finite", s.PriorWeight)
+	case s.Group && !s.Multivariate:
+		return fmt.Errorf("group: true needs multivariate: true (each group is modelled jointly, as Optuna's group=True needs multivariate=True)")
 	}
 	return nil
 }
@@ -77,6 +85,9 @@ type tpeParams struct {
 	nStartup, nCandidates, gammaMax, maxObs  int
 	gamma, priorWeight                       float64
 	magicClip, endpoints, multivariate, liar bool
+	// group: multivariate over the groups of parameters that appear
+	// together (tpe_conditional.go's groups).
+	group bool
 	// jointHeight: the multivariate estimator scores as Optuna 3.1's
 	// (Config.Revision ≥ revisionJointHeight; jointMixture says how).
 	jointHeight bool
@@ -96,6 +107,7 @@ func (s *TPESettings) params() tpeParams {
 		magicClip:    true,
 		endpoints:    s.ConsiderEndpoints,
 		multivariate: s.Multivariate,
+		group:        s.Group,
 		liar:         true,
 	}
 	if s.ConsiderMagicClip != nil {

@@ -113,6 +113,7 @@ func TestTPESettingsErrorsNameTheField(t *testing.T) {
 		{TPESettings{GammaMax: -1}, "search.tpe.gamma_max: -1"},
 		{TPESettings{PriorWeight: -1}, "search.tpe.prior_weight: -1"},
 		{TPESettings{PriorWeight: math.Inf(1)}, "search.tpe.prior_weight: +Inf"},
+		{TPESettings{Group: true}, "search.tpe.group: true needs multivariate: true"},
 	} {
 		s := tc.s
 		_, err := NewSearcher(tpeConfig(1, 5, 1, &s))

@@ -18,7 +18,8 @@ seeded apart from the searchers, so trials finish out of order).
 Methods: optuna-tpe (TPESampler's defaults), optuna-tpe-liar
 (constant_liar=True, as Gleaner's TPE runs by default), optuna-tpe-group
 (multivariate=True, group=True), optuna-random, and gleaner-<algorithm>
-(gleaner-tpe, gleaner-tpe-multivariate, gleaner-random, ...).
+(gleaner-tpe, gleaner-tpe-multivariate, gleaner-tpe-group: multivariate
+and group as Optuna's optuna-tpe-group, gleaner-random, ...).
 
 Usage (Debian's python3-optuna 3.1 serves /usr/bin/python3):
 

@@ -448,6 +448,8 @@ def gleaner_settings(method, budget):
         set = {}
     if algorithm == "tpe" and variant == "multivariate":
         set, variant = {"tpe": {"multivariate": True}}, ""
+    elif algorithm == "tpe" and variant == "group":  # Optuna's multivariate=True, group=True
+        set, variant = {"tpe": {"multivariate": True, "group": True}}, ""
     if variant:
         if variant != "promotion" or algorithm not in ("asha", "hyperband"):
             raise ValueError(f"gleaner-{method}: no such variant")

@@ -1,6 +1,9 @@
 package searchbench
 
 import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -67,6 +70,34 @@ func TestTPEBeatsRandomOnConditional(t *testing.T) {
 	}
 }
 
+// TPE with group: true (Optuna's multivariate=True, group=True: the
+// shared parameters with the optimiser jointly, each optimiser's own
+// jointly on the trials that chose it) also beats random search on the
+// conditional problem, the same seeds and measure as above.
+func TestGroupTPEBeatsRandomOnConditional(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100-trial searches")
+	}
+	median := func(alg string, set hpo.Settings) float64 {
+		c, err := Measure(Setup{Algorithm: alg, Settings: set, Objective: conditional(), Workers: 8, Trials: 100, CostSigma: DefaultCostSigma}, 1, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var best []float64
+		for _, r := range c.Runs {
+			best = append(best, r[len(r)-1].Best)
+		}
+		slices.Sort(best)
+		return (best[4] + best[5]) / 2
+	}
+	group := median(hpo.AlgorithmTPE, hpo.Settings{TPE: &hpo.TPESettings{Multivariate: true, Group: true}})
+	random := median(hpo.AlgorithmRandom, hpo.Settings{})
+	t.Logf("median best after 100 trials: tpe group %.4f, random %.4f", group, random)
+	if !(group < random) {
+		t.Errorf("group tpe's median best %.4f, not below random search's %.4f", group, random)
+	}
+}
+
 // Every bench method that searches conditional spaces runs on the
 // conditional problem (hpo's tests check that each proposes exactly the
 // active parameters); the others are skipped with hpo's reason.
@@ -91,5 +122,18 @@ func TestBenchMethodsOnConditional(t *testing.T) {
 	}
 	if ran < 3 {
 		t.Errorf("%d methods ran", ran)
+	}
+}
+
+// The conditional space, as JSON, hashes to what hpo's tests pin for
+// their copy of it (hpo's benchConditionalSpaceSHA, used by
+// TestTPEGroupsAsOptuna): change both together.
+func TestConditionalSpaceFingerprint(t *testing.T) {
+	b, err := json.Marshal(conditionalSpace())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprintf("%x", sha256.Sum256(b))[:16], "e705c75237c1f658"; got != want {
+		t.Errorf("fingerprint %s, want %s (hpo/tpe_group_test.go's copy)", got, want)
 	}
 }

@@ -31,7 +31,7 @@ func ParseReservations(out []byte, loc *time.Location) ([]Reservation, error) {
 	rs := make([]Reservation, 0, len(blocks))
 	for _, b := range blocks {
 		r := Reservation{ID: strings.TrimSpace(strings.TrimPrefix(b.Header, "Resv ID:")),
-			Name: b.Attrs["Reserve_Name"], State: b.Attrs["reserve_state"]}
+			Name: b.Attrs["reserve_name"], State: b.Attrs["reserve_state"]}
 		bad := func(attr string, err error) error {
 			return &ParseError{Command: cmd, Where: "reservation " + r.ID + ": " + attr, Value: b.Attrs[attr], Reason: err.Error()}
 		}

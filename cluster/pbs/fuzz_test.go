@@ -70,7 +70,7 @@ func FuzzParseJobs(f *testing.F) {
 func FuzzParseVnodes(f *testing.F) {
 	seed(f, pbsnodesJSON)
 	seedRecorded(f, "pbsnodes*json*.out")
-	fuzzParser(f, "pbsnodes -a -F json", func(out []byte) (string, error) {
+	fuzzParser(f, "pbsnodes -av -F json", func(out []byte) (string, error) {
 		vs, err := ParseVnodes(out)
 		if i := slices.IndexFunc(vs, func(v Vnode) bool { return v.Name == "" || v.State == "" }); i >= 0 {
 			return fmt.Sprintf("vnode %+v", vs[i]), err

@@ -121,7 +121,7 @@ func compareJobIDs(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-// Vnode is a vnode as `pbsnodes -a -F json` describes it.
+// Vnode is a vnode as `pbsnodes -av -F json` describes it.
 type Vnode struct {
 	Name  string
 	Mom   string // the host its mom runs on
@@ -133,9 +133,9 @@ type Vnode struct {
 	Available map[string]string
 }
 
-// ParseVnodes reads `pbsnodes -a -F json`: the vnodes by name.
+// ParseVnodes reads `pbsnodes -av -F json`: the vnodes by name.
 func ParseVnodes(out []byte) ([]Vnode, error) {
-	const cmd = "pbsnodes -a -F json"
+	const cmd = "pbsnodes -av -F json"
 	var doc struct {
 		Nodes map[string]struct {
 			Mom       string                     `json:"Mom"`

@@ -196,12 +196,17 @@ func validJobID(s string) bool {
 type attrBlock struct {
 	Header string
 	Line   int // the header's
-	Attrs  map[string]string
+	// Attrs are the attributes by lower-case name: PBS's attribute names
+	// are case-insensitive, and qmgr prints some capitalised ("Priority",
+	// pbs_rstat "Reserve_Name").
+	Attrs map[string]string
 }
 
 // readBlocks reads header lines (unindented, not "name = value") and the
-// attributes under them. A line indented by a tab that is no attribute
-// continues the value before it (PBS wraps long values).
+// attributes under them, indented (qmgr: four spaces) or not (pbs_rstat
+// -f). A line indented by a tab that is no attribute continues the value
+// before it (PBS wraps long values that way in `qstat -f` and, in some
+// versions, pbs_rstat -f).
 func readBlocks(cmd string, out []byte, isHeader func(string) bool) ([]attrBlock, error) {
 	var blocks []attrBlock
 	var last string
@@ -230,6 +235,7 @@ func readBlocks(cmd string, out []byte, isHeader func(string) bool) ([]attrBlock
 		case !isAttr:
 			return nil, &ParseError{Command: cmd, Where: fmt.Sprintf("line %d", n), Value: line, Reason: "want name = value"}
 		default:
+			name = strings.ToLower(name)
 			blocks[len(blocks)-1].Attrs[name] = value
 			last = name
 		}

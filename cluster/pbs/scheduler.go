@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,6 +48,38 @@ type Scheduler struct {
 func sameHost(a, b string) bool {
 	short := func(h string) string { s, _, _ := strings.Cut(h, "."); return s }
 	return a != "" && strings.EqualFold(short(a), short(b))
+}
+
+// isThisHost reports whether a mom's host is this machine: by name, or
+// every address its name resolves to is a loopback one or one of this
+// machine's (a one-machine cluster's mom is often named apart from the
+// host, as cluster.sh's gleaner-pbs is on a host named otherwise).
+func isThisHost(mom, hostname string, local map[string]bool) bool {
+	if sameHost(mom, hostname) {
+		return true
+	}
+	ips, err := net.LookupHost(mom)
+	if err != nil || len(ips) == 0 {
+		return false
+	}
+	for _, ip := range ips {
+		if a, err := netip.ParseAddr(ip); err != nil || (!a.IsLoopback() && !local[a.Unmap().String()]) {
+			return false
+		}
+	}
+	return true
+}
+
+// localAddrs are this machine's interface addresses.
+func localAddrs() map[string]bool {
+	out := map[string]bool{}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out[p.Addr().Unmap().String()] = true
+		}
+	}
+	return out
 }
 
 var _ pilot.Scheduler = (*Scheduler)(nil)
@@ -139,7 +173,9 @@ func NewScheduler(ctx context.Context, set Settings, run Runner, logf func(strin
 	if s.sched, err = s.readSched(ctx); err != nil {
 		return nil, err
 	}
-	out, err = run.Run(ctx, nil, "pbsnodes", "-a", "-F", "json")
+	// -av: every vnode. `pbsnodes -a` lists hosts only where a mom
+	// reports several vnodes (OpenPBS 23: one entry, ncpus the sum).
+	out, err = run.Run(ctx, nil, "pbsnodes", "-av", "-F", "json")
 	if err != nil {
 		return nil, fmt.Errorf("pbs: listing the vnodes: %w", err)
 	}
@@ -150,7 +186,8 @@ func NewScheduler(ctx context.Context, set Settings, run Runner, logf func(strin
 	eligible := Eligible(vnodes, set.Queue, set.Select)
 	s.vnodes = len(eligible)
 	host, _ := os.Hostname()
-	s.here = len(eligible) > 0 && !slices.ContainsFunc(eligible, func(v Vnode) bool { return !sameHost(v.Mom, host) })
+	local := localAddrs()
+	s.here = len(eligible) > 0 && !slices.ContainsFunc(eligible, func(v Vnode) bool { return !isThisHost(v.Mom, host, local) })
 	if err := s.check(logf); err != nil {
 		return nil, err
 	}
@@ -249,7 +286,7 @@ func (s *Scheduler) check(logf func(string, ...any)) error {
 		logf("pbs: warning: queue %s has kill_delay 0: a preempted pilot is killed at once and its trainers lose everything since their last checkpoint", q.Name)
 	}
 	if s.vnodes == 0 {
-		return fmt.Errorf("pbs: no vnode a pilot in queue %s could run on (pbsnodes -a; select %q)", q.Name, s.set.Select)
+		return fmt.Errorf("pbs: no vnode a pilot in queue %s could run on (pbsnodes -av; select %q)", q.Name, s.set.Select)
 	}
 	err = nil
 	if s.set.Gleaner == "" {

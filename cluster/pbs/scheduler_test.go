@@ -32,7 +32,7 @@ func newFakePBS() *fakePBS {
 		"qmgr -c list server":                      qmgrServer,
 		"qmgr -c list queue gleaner":               qmgrQueue,
 		"qmgr -c list sched":                       qmgrSched,
-		"pbsnodes -a -F json":                      pbsnodesJSON,
+		"pbsnodes -av -F json":                     pbsnodesJSON,
 		"qstat -f -F json gleaner":                 qstatJSON,
 		"qstat -f -F json":                         qstatJSON,
 		"pbs_rstat -f":                             rstatF,
@@ -99,7 +99,7 @@ func TestNewSchedulerRefusesWhatWouldHoldNodes(t *testing.T) {
 			"queue gleaner: enabled true, started false: pilots would never run; qmgr -c 'set queue gleaner enabled = True, started = True'", nil},
 		{"route", "qmgr -c list queue gleaner", strings.Replace(qmgrQueue, "Execution", "Route", 1),
 			"queue gleaner: queue_type Route: want an execution queue", nil},
-		{"no vnodes", "pbsnodes -a -F json", `{"nodes":{}}`, "no vnode a pilot in queue gleaner could run on", nil},
+		{"no vnodes", "pbsnodes -av -F json", `{"nodes":{}}`, "no vnode a pilot in queue gleaner could run on", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakePBS()

@@ -101,7 +101,7 @@ func (c *pbsCluster) job(t *testing.T, id string) pbs.Job {
 // left.
 func TestPBSPilotsHarvestYieldAndArePreempted(t *testing.T) {
 	pc := findPBS(t)
-	vnodes, err := pbs.ParseVnodes([]byte(pc.cmd(t, "pbsnodes", "-a", "-F", "json")))
+	vnodes, err := pbs.ParseVnodes([]byte(pc.cmd(t, "pbsnodes", "-av", "-F", "json")))
 	if err != nil {
 		t.Fatal(err)
 	}

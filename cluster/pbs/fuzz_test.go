@@ -13,8 +13,9 @@ import (
 
 // Every parser returns a value or a *ParseError naming its command, never
 // panics, and never accepts what the pilots could not use. The seeds are
-// the documented outputs of parse_test.go, the recorded ones
-// (testdata/*.out, when present) and the committed testdata/fuzz corpus.
+// the documented outputs of parse_test.go, the transcripts recorded from
+// OpenPBS 23.06.06 (testdata/*.stdout, README.md there) and the committed
+// testdata/fuzz corpus.
 
 func seed(f *testing.F, outputs ...string) {
 	for _, out := range outputs {
@@ -26,13 +27,24 @@ func seed(f *testing.F, outputs ...string) {
 	}
 }
 
-// seedRecorded adds the recorded transcripts whose names match.
-func seedRecorded(f *testing.F, pattern string) {
-	names, _ := filepath.Glob(filepath.Join("testdata", pattern))
-	for _, name := range names {
-		if b, err := os.ReadFile(name); err == nil {
+// seedRecorded adds the recorded transcripts whose names match one of
+// patterns; it fails where none does (a renamed transcript would silently
+// leave a target without its real seeds).
+func seedRecorded(f *testing.F, patterns ...string) {
+	n := 0
+	for _, pattern := range patterns {
+		names, _ := filepath.Glob(filepath.Join("testdata", pattern))
+		for _, name := range names {
+			b, err := os.ReadFile(name)
+			if err != nil {
+				f.Fatal(err)
+			}
 			seed(f, string(b))
+			n++
 		}
+	}
+	if n == 0 {
+		f.Fatalf("no transcript matches %q", patterns)
 	}
 }
 
@@ -55,7 +67,7 @@ func fuzzParser(f *testing.F, command string, check func(out []byte) (string, er
 
 func FuzzParseJobs(f *testing.F) {
 	seed(f, qstatJSON, `{"Jobs":{}}`)
-	seedRecorded(f, "qstat_json*.out")
+	seedRecorded(f, "qstat_json*.stdout", "qstat_unknown.stdout", "preempt_*_json.stdout")
 	fuzzParser(f, "qstat -f -F json", func(out []byte) (string, error) {
 		jobs, err := ParseJobs(out, time.UTC)
 		for _, j := range jobs {
@@ -69,7 +81,7 @@ func FuzzParseJobs(f *testing.F) {
 
 func FuzzParseVnodes(f *testing.F) {
 	seed(f, pbsnodesJSON)
-	seedRecorded(f, "pbsnodes*json*.out")
+	seedRecorded(f, "pbsnodes_*json.stdout")
 	fuzzParser(f, "pbsnodes -av -F json", func(out []byte) (string, error) {
 		vs, err := ParseVnodes(out)
 		if i := slices.IndexFunc(vs, func(v Vnode) bool { return v.Name == "" || v.State == "" }); i >= 0 {
@@ -81,7 +93,7 @@ func FuzzParseVnodes(f *testing.F) {
 
 func FuzzParseReservations(f *testing.F) {
 	seed(f, rstatF)
-	seedRecorded(f, "pbs_rstat*.out")
+	seedRecorded(f, "pbs_rstat*.stdout")
 	fuzzParser(f, "pbs_rstat -f", func(out []byte) (string, error) {
 		rs, err := ParseReservations(out, time.UTC)
 		if i := slices.IndexFunc(rs, func(r Reservation) bool { return r.ID == "" || r.Start.IsZero() }); i >= 0 {
@@ -93,7 +105,7 @@ func FuzzParseReservations(f *testing.F) {
 
 func FuzzParseQmgr(f *testing.F) {
 	seed(f, qmgrQueue, qmgrServer, qmgrSched)
-	seedRecorded(f, "qmgr_*.out")
+	seedRecorded(f, "qmgr_list_*.stdout")
 	fuzzParser(f, "qmgr", func(out []byte) (string, error) {
 		if q, err := ParseQueue(out); err != nil || q.Name == "" || q.KillDelay < 0 || q.MaxWalltime < 0 {
 			return fmt.Sprintf("queue %+v", q), err
@@ -150,5 +162,16 @@ func FuzzParseTime(f *testing.F) {
 		if err == nil && strings.TrimSpace(s) != "" && tm.IsZero() {
 			t.Fatalf("%q read as the zero time", s)
 		}
+	})
+}
+
+func FuzzParseJobID(f *testing.F) {
+	seedRecorded(f, "qsub_*.stdout")
+	fuzzParser(f, "qsub", func(out []byte) (string, error) {
+		id, err := ParseJobID(out)
+		if err == nil && !validJobID(id) {
+			return fmt.Sprintf("job id %q", id), err
+		}
+		return "", err
 	})
 }

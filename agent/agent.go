@@ -134,7 +134,7 @@ func (c Config) Validate() error {
 		errs = append(errs, client.NewFieldError("slots", EnvSlots, strconv.Itoa(c.Slots), "want an integer ≥ 0 (0: one per GPU)"))
 	}
 	if c.NodePrefix != "" {
-		if err := gleaner.ValidateName("node prefix", c.NodePrefix); err != nil {
+		if err := validateNodePrefix(c.NodePrefix); err != nil {
 			errs = append(errs, client.NewFieldError("node-prefix", EnvNodePrefix, c.NodePrefix, "%v", err))
 		}
 	}
@@ -189,6 +189,22 @@ type Agent struct {
 	incarnation string
 	ifname      string
 	logf        func(format string, args ...any)
+}
+
+// validateNodePrefix checks a node prefix: a name (gleaner.ValidateName)
+// that may hold '[' and ']' after its first character, as PBS names the
+// vnodes of a host ("gleaner-pbs[4]", "x1000c0s0b0n0[0]"): a PBS pilot's
+// agent is named after its vnode, so that the scheduler's plan and the
+// pool name its node alike.
+func validateNodePrefix(prefix string) error {
+	plain := strings.NewReplacer("[", "_", "]", "_").Replace(prefix)
+	if err := gleaner.ValidateName("node prefix", plain); err != nil {
+		if plain == prefix {
+			return err
+		}
+		return fmt.Errorf("node prefix: %q: want 1 to %d letters, digits, '.', '_', '-', '[' and ']', starting with a letter or a digit", prefix, gleaner.MaxNameLength)
+	}
+	return nil
 }
 
 // New resolves cfg: the host's slots and GPUs, the node prefix, the

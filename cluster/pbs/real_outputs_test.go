@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -125,6 +126,14 @@ func TestRecordedPlan(t *testing.T) {
 		{Kind: pilot.ClaimJob, Nodes: vnodes(0, 1, 2, 3, 4, 5, 6, 7), Start: at(21, 3, 24), By: "job 70.gleaner-pbs (workq)"},
 		{Kind: pilot.ClaimReservation, Nodes: vnodes(0, 1), Start: at(22, 43, 0), By: "reservation maint"},
 	}, Claims(jobs, resv, "gleaner"))
+
+	// PBS plans a job on vnodes pilots hold at the pilots' walltime end
+	// (seen live: 30 min ahead); the claim starts at the other jobs' end.
+	late := slices.Clone(jobs)
+	late[3].EstimatedStart = at(21, 33, 50)
+	assert.Equal(t, at(21, 3, 24), Claims(late, nil, "gleaner")[0].Start, "the blocker's end")
+	late[0].End = time.Time{}
+	assert.Equal(t, at(21, 33, 50), Claims(late, nil, "gleaner")[0].Start, "an end PBS does not know: its estimate")
 
 	gleaner, err := ParseJobs(transcript(t, "qstat_json_queue_gleaner.stdout"), time.UTC)
 	require.NoError(t, err)

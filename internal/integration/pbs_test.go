@@ -120,6 +120,17 @@ func TestPBSPilotsHarvestYieldAndArePreempted(t *testing.T) {
 		TaskQueue: tq, DataDir: data, Env: pc.env,
 		Nodes: "pbs:queue=gleaner,pool=" + pool + ",max_pending=4,time=30m,time_min=5m,interval=1s,yield=5s,gpus=none",
 	})
+	// A test that fails leaves no pilot behind either: the worker is
+	// stopped (it deletes its pilots) before its process is killed, and
+	// what is left is deleted.
+	t.Cleanup(func() {
+		w.Stop(time.Minute)
+		out, _ := pc.run.Run(context.Background(), nil, "qselect", "-q", "gleaner", "-N", pbs.JobName(pool))
+		if ids := strings.Fields(string(out)); len(ids) > 0 {
+			t.Errorf("pilots %v left after the worker stopped; deleting them", ids)
+			_, _ = pc.run.Run(context.Background(), nil, "qdel", append([]string{"-W", "force"}, ids...)...)
+		}
+	})
 	t.Cleanup(func() {
 		if t.Failed() {
 			logs, _ := filepath.Glob(filepath.Join(data, "pbs", "*"))
@@ -148,7 +159,7 @@ func TestPBSPilotsHarvestYieldAndArePreempted(t *testing.T) {
 				busy++
 			}
 		}
-		return len(st.Agents) == trials && busy == trials, nil
+		return len(st.Agents) >= trials && busy == trials, nil
 	})
 	waitForCheckpoints(t, srv.Client(), run.GetID(), trials)
 
@@ -159,8 +170,10 @@ func TestPBSPilotsHarvestYieldAndArePreempted(t *testing.T) {
 			running[j.ID] = true
 		}
 	}
-	if len(running) != trials {
-		t.Fatalf("%d pilots running before the express job, want %d", len(running), trials)
+	// At least one per trial: the policy may have submitted one more
+	// while an agent was joining; it stays until idle_release.
+	if len(running) < trials {
+		t.Fatalf("%d pilots running before the express job, want at least %d", len(running), trials)
 	}
 	submitted := time.Now()
 	high := strings.TrimSpace(pc.cmd(t, "qsub", "-q", "high", "-N", "express-all", "-l", fmt.Sprintf("select=%d:ncpus=1", all),
@@ -181,7 +194,7 @@ func TestPBSPilotsHarvestYieldAndArePreempted(t *testing.T) {
 	waitFor(t, 2*time.Minute, "the express job to end", func() (bool, error) { return pc.job(t, high).State == "F", nil })
 	waitFor(t, 3*time.Minute, "the pilots' agents back in the pool", func() (bool, error) {
 		st, err := poolStatus(t, srv.Client(), pool)
-		return err == nil && len(st.Agents) == trials, err
+		return err == nil && len(st.Agents) >= trials, err
 	})
 
 	// A blocker on the free vnodes and a job wanting every vnode behind it:

@@ -213,8 +213,14 @@ func TestPBSPilotsHarvestYieldAndArePreempted(t *testing.T) {
 		s := pc.job(t, big).State
 		return s == "R" || s == "E" || s == "F", nil
 	})
-	if b, err := os.ReadFile(w.logPath); err != nil || !strings.Contains(string(b), " to job "+big+" (workq)") {
+	b, err := os.ReadFile(w.logPath)
+	if err != nil || !strings.Contains(string(b), " to job "+big+" (workq)") {
 		t.Errorf("the worker's log does not say a pilot yielded its vnode to job %s (%v):\n%s", big, err, b)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, " to job "+big+" (workq)") {
+			t.Log(line)
+		}
 	}
 
 	res := campaignResult(t, run, 8*time.Minute)

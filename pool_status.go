@@ -177,11 +177,18 @@ type PoolDemand struct {
 	Wanted int `json:"wanted"`
 	// MaxGrace is the longest grace period among the trials.
 	MaxGrace time.Duration `json:"max_grace"`
+	// NodeIDs are the ids of the pool's nodes now, sorted: a pilot
+	// scheduler counts a running pilot whose node is not among them as a
+	// node on its way (its agent has not joined yet).
+	NodeIDs []string `json:"node_ids"`
 }
 
 // Demand is how many more nodes the pool's trials could use.
 func (st PoolState) Demand() PoolDemand {
-	d := PoolDemand{Trials: len(st.Trials), Nodes: len(st.Nodes)}
+	d := PoolDemand{Trials: len(st.Trials), Nodes: len(st.Nodes), NodeIDs: make([]string, 0, len(st.Nodes))}
+	for _, n := range st.Nodes {
+		d.NodeIDs = append(d.NodeIDs, n.ID)
+	}
 	want := 0
 	for _, t := range st.Trials {
 		want += max(t.Registration.MaxNodes, t.Registration.MinNodes, 1)

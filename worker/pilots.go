@@ -171,7 +171,7 @@ func (p poolClient) Demand(ctx context.Context) (pilot.Demand, error) {
 	if err := v.Get(&d); err != nil {
 		return pilot.Demand{}, fmt.Errorf("decoding the pool's demand: %w", err)
 	}
-	return pilot.Demand{Trials: d.Trials, Wanted: d.Wanted, MaxGrace: d.MaxGrace}, nil
+	return pilot.Demand{Trials: d.Trials, Wanted: d.Wanted, MaxGrace: d.MaxGrace, Nodes: d.NodeIDs, NodesKnown: true}, nil
 }
 
 func (p poolClient) SetIdleUntil(ctx context.Context, until map[string]time.Time) error {

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -8,8 +9,9 @@ import (
 )
 
 func TestPoolDemandIsWhatTheTrialsCouldStillUse(t *testing.T) {
-	st := PoolState{Nodes: make([]gleaner.Node, 3)}
-	if d := st.Demand(); d != (PoolDemand{Nodes: 3}) {
+	st := PoolState{Nodes: []gleaner.Node{{ID: "g1"}, {ID: "g2"}, {ID: "g3"}}}
+	ids := []string{"g1", "g2", "g3"}
+	if d := st.Demand(); !reflect.DeepEqual(d, PoolDemand{Nodes: 3, NodeIDs: ids}) {
 		t.Errorf("no trials: %+v, want nothing wanted", d)
 	}
 	st.Trials = []PoolTrial{
@@ -17,7 +19,7 @@ func TestPoolDemandIsWhatTheTrialsCouldStillUse(t *testing.T) {
 		{Registration: RegisterTrial{TrialID: "b", MinNodes: 2, MaxNodes: 2, GracePeriod: time.Minute}},
 		{Registration: RegisterTrial{TrialID: "c"}}, // no sizes: one node
 	}
-	if d := st.Demand(); d != (PoolDemand{Trials: 3, Nodes: 3, Wanted: 4, MaxGrace: time.Minute}) {
+	if d := st.Demand(); !reflect.DeepEqual(d, PoolDemand{Trials: 3, Nodes: 3, Wanted: 4, MaxGrace: time.Minute, NodeIDs: ids}) {
 		t.Errorf("demand = %+v, want 7 wanted less 3 held, grace 1m", d)
 	}
 	st.Nodes = make([]gleaner.Node, 10)

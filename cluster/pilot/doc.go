@@ -9,7 +9,9 @@
 // pool's Demand and the scheduler's answers:
 //
 //   - submit: while trials want nodes, up to MaxPending pilots wait in the
-//     queue (never more than the trials want, nor MaxPilots in all);
+//     queue (never more than the trials want, a running pilot whose agent
+//     has not joined the pool yet counting as a node on its way, nor
+//     MaxPilots in all);
 //   - cancel: waiting pilots nobody wants (the newest first), every
 //     waiting pilot when no trial is registered, and the running ones
 //     IdleRelease after the last trial left;

@@ -27,6 +27,27 @@ type Demand struct {
 	// MaxGrace is the longest grace period among the trials: a preempted
 	// pilot must fit it inside the scheduler's grace (Limits.Grace).
 	MaxGrace time.Duration
+	// Nodes, when NodesKnown, are the names of the pool's nodes now. A
+	// running pilot none of whose nodes is among them is still joining
+	// (its agent starting): it counts against Wanted as a node on its
+	// way, so that no pilot is submitted for it again.
+	Nodes      []string
+	NodesKnown bool
+}
+
+// beyond is how many nodes the trials want beyond the pool's own and the
+// running pilots still joining it.
+func (d Demand) beyond(running []Job) int {
+	if !d.NodesKnown {
+		return d.Wanted
+	}
+	joining := 0
+	for _, j := range running {
+		if !slices.ContainsFunc(j.Nodes, func(n string) bool { return slices.Contains(d.Nodes, n) }) {
+			joining++
+		}
+	}
+	return max(d.Wanted-joining, 0)
 }
 
 // Scheduler is what a batch scheduler does for the pilots of one pool (see

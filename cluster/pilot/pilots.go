@@ -120,7 +120,7 @@ func (p *Pilots) Step(ctx context.Context) (Status, error) {
 		st.Cancelled = cancel
 	}
 	if d.Trials > 0 {
-		n := min(d.Wanted-len(st.Pending), p.set.MaxPending-len(st.Pending), p.set.MaxPilots-len(st.Pending)-len(st.Running))
+		n := min(d.beyond(st.Running)-len(st.Pending), p.set.MaxPending-len(st.Pending), p.set.MaxPilots-len(st.Pending)-len(st.Running))
 		for range max(n, 0) {
 			id, err := p.sched.Submit(ctx, p.Request())
 			if err != nil {
@@ -154,8 +154,8 @@ func (p *Pilots) unneeded(now time.Time, d Demand, st Status) []string {
 				cancel = append(cancel, j.ID)
 			}
 		}
-	case len(st.Pending) > d.Wanted:
-		extra := slices.Clone(st.Pending[d.Wanted:])
+	case len(st.Pending) > d.beyond(st.Running):
+		extra := slices.Clone(st.Pending[d.beyond(st.Running):])
 		slices.SortFunc(extra, func(a, b Job) int { return strings.Compare(b.ID, a.ID) })
 		for _, j := range extra {
 			cancel = append(cancel, j.ID)

@@ -198,20 +198,26 @@ func (t *tpe) proposeRow() []float64 {
 		t.splitLiars()
 	}
 	act := make([]bool, len(t.dims))
-	for d, dm := range t.dims {
+	for d := range t.dims {
 		if !t.cond.activeIn(d, row, act) || t.set.multivariate && !t.cond.has(d) {
 			continue
 		}
-		switch dm.kind {
-		case dimConst:
-			row[d] = dm.Min
-		case dimChoice:
-			row[d] = t.proposeChoice(d)
-		default:
-			row[d] = t.proposeNumeric(d)
-		}
+		row[d] = t.proposeDim(d)
 	}
 	return row
+}
+
+// proposeDim is dimension d's value from its own l and g (a constant's
+// only value).
+func (t *tpe) proposeDim(d int) float64 {
+	switch t.dims[d].kind {
+	case dimConst:
+		return t.dims[d].Min
+	case dimChoice:
+		return t.proposeChoice(d)
+	default:
+		return t.proposeNumeric(d)
+	}
 }
 
 // split divides the observations as TPE does: l models the best ⌈γn⌉

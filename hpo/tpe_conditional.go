@@ -293,7 +293,7 @@ func (t *tpe) proposeGroups() []float64 {
 	done := make([]bool, len(gs))
 	row := make([]float64, len(t.dims))
 	act := make([]bool, len(t.dims))
-	for d, dm := range t.dims {
+	for d := range t.dims {
 		if !t.cond.activeIn(d, row, act) {
 			row[d] = 0 // a group's value for a dim it does not activate
 			continue
@@ -310,14 +310,7 @@ func (t *tpe) proposeGroups() []float64 {
 			}
 			continue
 		}
-		switch dm.kind {
-		case dimConst:
-			row[d] = dm.Min
-		case dimChoice:
-			row[d] = t.proposeChoice(d)
-		default:
-			row[d] = t.proposeNumeric(d)
-		}
+		row[d] = t.proposeDim(d)
 	}
 	return row
 }

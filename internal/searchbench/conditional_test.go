@@ -51,19 +51,7 @@ func TestTPEBeatsRandomOnConditional(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100-trial searches")
 	}
-	median := func(alg string) float64 {
-		c, err := Measure(Setup{Algorithm: alg, Objective: conditional(), Workers: 8, Trials: 100, CostSigma: DefaultCostSigma}, 1, 10)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var best []float64
-		for _, r := range c.Runs {
-			best = append(best, r[len(r)-1].Best)
-		}
-		slices.Sort(best)
-		return (best[4] + best[5]) / 2
-	}
-	tpe, random := median(hpo.AlgorithmTPE), median(hpo.AlgorithmRandom)
+	tpe, random := medianBestOnConditional(t, hpo.AlgorithmTPE, hpo.Settings{}), medianBestOnConditional(t, hpo.AlgorithmRandom, hpo.Settings{})
 	t.Logf("median best after 100 trials: tpe %.4f, random %.4f", tpe, random)
 	if !(tpe < random) {
 		t.Errorf("tpe's median best %.4f, not below random search's %.4f", tpe, random)
@@ -78,20 +66,8 @@ func TestGroupTPEBeatsRandomOnConditional(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100-trial searches")
 	}
-	median := func(alg string, set hpo.Settings) float64 {
-		c, err := Measure(Setup{Algorithm: alg, Settings: set, Objective: conditional(), Workers: 8, Trials: 100, CostSigma: DefaultCostSigma}, 1, 10)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var best []float64
-		for _, r := range c.Runs {
-			best = append(best, r[len(r)-1].Best)
-		}
-		slices.Sort(best)
-		return (best[4] + best[5]) / 2
-	}
-	group := median(hpo.AlgorithmTPE, hpo.Settings{TPE: &hpo.TPESettings{Multivariate: true, Group: true}})
-	random := median(hpo.AlgorithmRandom, hpo.Settings{})
+	group := medianBestOnConditional(t, hpo.AlgorithmTPE, hpo.Settings{TPE: &hpo.TPESettings{Multivariate: true, Group: true}})
+	random := medianBestOnConditional(t, hpo.AlgorithmRandom, hpo.Settings{})
 	t.Logf("median best after 100 trials: tpe group %.4f, random %.4f", group, random)
 	if !(group < random) {
 		t.Errorf("group tpe's median best %.4f, not below random search's %.4f", group, random)
@@ -136,4 +112,20 @@ func TestConditionalSpaceFingerprint(t *testing.T) {
 	if got, want := fmt.Sprintf("%x", sha256.Sum256(b))[:16], "e705c75237c1f658"; got != want {
 		t.Errorf("fingerprint %s, want %s (hpo/tpe_group_test.go's copy)", got, want)
 	}
+}
+
+// medianBestOnConditional is alg's median best after 100 trials on the
+// conditional problem, seeds 1–10, 8 workers.
+func medianBestOnConditional(t *testing.T, alg string, set hpo.Settings) float64 {
+	t.Helper()
+	c, err := Measure(Setup{Algorithm: alg, Settings: set, Objective: conditional(), Workers: 8, Trials: 100, CostSigma: DefaultCostSigma}, 1, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var best []float64
+	for _, r := range c.Runs {
+		best = append(best, r[len(r)-1].Best)
+	}
+	slices.Sort(best)
+	return (best[4] + best[5]) / 2
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gleaner-hpc/gleaner/cluster"
 	"github.com/gleaner-hpc/gleaner/jpa"
+	"github.com/gleaner-hpc/gleaner/nas"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
@@ -47,6 +48,10 @@ type Activities struct {
 	// cannot price (another space than it was fitted on) gets no prior.
 	ArchPrior      ArchPrior
 	ArchPriorSigma float64
+	// calibration scales ArchPrior's predictions in a trial's predicted
+	// metrics by what the pool's trials measured (Allocate observes
+	// them; predictedMetrics reads it).
+	calibration nas.Calibration
 	// ProgressInterval is how often RunTrial forwards progress to its
 	// trial (default 2s); HeartbeatInterval how often it heartbeats
 	// (default 250ms, so a cancellation reaches it quickly).

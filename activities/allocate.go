@@ -31,6 +31,7 @@ func (a *Activities) Allocate(ctx context.Context, in workflows.AllocateInput) (
 	views := make([]jpa.TrialView, len(in.Trials))
 	for i, t := range in.Trials {
 		views[i] = a.trialView(t)
+		a.calibrate(t.Registration.Arch, views[i])
 	}
 	adv := a.advisor(in)
 	lib, err := adv.Library(views)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/hpo"
+	"github.com/gleaner-hpc/gleaner/jpa"
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
 
@@ -56,10 +57,45 @@ func TestRunTrialAddsPredictedMetrics(t *testing.T) {
 func TestPredictedMetricsNeedModelAndArchitecture(t *testing.T) {
 	a := &Activities{}
 	in := workflows.TrialInput{ArchParam: "arch", Params: hpo.Params{"arch": hpo.String("{}")}}
-	require.Nil(t, a.predictedMetrics(in), "no model")
+	require.Nil(t, a.predictedMetrics(a.archPrediction(in), ""), "no model")
 	a.ArchPrior = curvePrior(100)
-	require.Nil(t, a.predictedMetrics(workflows.TrialInput{Params: hpo.Params{"lr": hpo.Float(1)}}), "no architecture")
+	require.Nil(t, a.predictedMetrics(a.archPrediction(workflows.TrialInput{Params: hpo.Params{"lr": hpo.Float(1)}}), ""), "no architecture")
 	in.Params["arch"] = hpo.String("unknown")
-	require.Nil(t, a.predictedMetrics(in), "not modelled")
+	require.Nil(t, a.predictedMetrics(a.archPrediction(in), ""), "not modelled")
 	require.Equal(t, map[string]float64{"loss": 1}, withPredicted(map[string]float64{"loss": 1}, nil))
+}
+
+// The pool's measurements calibrate the model: once other architectures
+// are measured at half their predicted throughput on a node type, a
+// trial's prediction there is halved; its own measurement never enters
+// its own prediction, and another node type keeps the model's value.
+func TestPredictedMetricsCalibratedByOtherArchitectures(t *testing.T) {
+	a := &Activities{ArchPrior: curvePrior(400)}
+	trial := func(arch string, obs ...jpa.Observation) workflows.PoolTrial {
+		pt := workflows.PoolTrial{Registration: workflows.RegisterTrial{TrialID: arch, Arch: arch, MinNodes: 1, MaxNodes: 2}}
+		for _, o := range obs {
+			pt.Profile = append(pt.Profile, workflows.ProfilePoint{Nodes: o.Nodes, NodeType: o.NodeType, Throughput: o.Throughput})
+		}
+		return pt
+	}
+	predict := func(arch, nodeType string) float64 {
+		in := workflows.TrialInput{ArchParam: "arch", Params: hpo.Params{"arch": hpo.String(arch)}}
+		return a.predictedMetrics(a.archPrediction(in), nodeType)[gleaner.MetricPredictedThroughput]
+	}
+	require.Equal(t, 400.0, predict("a", "cpu"), "nothing measured: the model's")
+	for _, pt := range []workflows.PoolTrial{
+		// a: 1 node at half the model's 400, 2 nodes at a third of its 800
+		// (the smallest count measured is the one compared).
+		trial("a", jpa.Observation{Nodes: 2, NodeType: "cpu", Throughput: 800.0 / 3}, jpa.Observation{Nodes: 1, NodeType: "cpu", Throughput: 200}),
+		trial("b", jpa.Observation{Nodes: 2, NodeType: "cpu", Throughput: 400}),
+		trial("c"),
+	} {
+		a.calibrate(pt.Registration.Arch, a.trialView(pt))
+	}
+	require.InDelta(t, 200, predict("c", "cpu"), 1e-9, "median of a's and b's ratios, 0.5")
+	require.InDelta(t, 200, predict("a", "cpu"), 1e-9, "b's ratio alone")
+	require.InDelta(t, 200, predict("b", "cpu"), 1e-9, "a's ratio alone")
+	require.Equal(t, 400.0, predict("c", "gpu"), "another node type: the model's")
+	m := a.predictedMetrics(a.archPrediction(workflows.TrialInput{ArchParam: "arch", Params: hpo.Params{"arch": hpo.String("c")}}), "cpu")
+	require.InDelta(t, 5.0, m[gleaner.MetricPredictedLatency], 1e-9, "1000 / 200 samples/s")
 }

@@ -57,7 +57,7 @@ type runState struct {
 func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (workflows.RunTrialResult, error) {
 	info := activity.GetInfo(ctx)
 	r := &runner{a: a, in: in, attempt: int(info.Attempt), wfID: info.WorkflowExecution.ID, log: activity.GetLogger(ctx),
-		predicted: a.predictedMetrics(in.Trial)}
+		arch: a.archPrediction(in.Trial)}
 	if activity.HasHeartbeatDetails(ctx) {
 		if err := activity.GetHeartbeatDetails(ctx, &r.st); err != nil {
 			return workflows.RunTrialResult{}, fmt.Errorf("reading heartbeat details: %w", err)
@@ -174,9 +174,9 @@ type runner struct {
 	wfID    string
 	log     log.Logger
 	st      runState
-	// predicted are the metrics predicted from the trial's architecture,
-	// added to every report (predictedMetrics).
-	predicted map[string]float64
+	// arch is the model's prediction for the trial's architecture: every
+	// report carries it, calibrated as of that report (predictedMetrics).
+	arch archPrediction
 
 	// Where the trial lives: absolute, derived from validated names.
 	trialDir, runDir, ckptDir, workDir string
@@ -516,7 +516,7 @@ func (r *runner) progress() workflows.Progress {
 		Samples:    r.last.Samples,
 		Step:       r.last.Step,
 		Epoch:      r.last.Epoch,
-		Metrics:    withPredicted(r.last.Metrics, r.predicted),
+		Metrics:    withPredicted(r.last.Metrics, r.a.predictedMetrics(r.arch, r.in.NodeType)),
 		Checkpoint: r.last.Checkpoint,
 		Malformed:  r.malformedCount(),
 		Failures:   r.runLog.Failures,
@@ -581,7 +581,7 @@ func (r *runner) result(exit cluster.ExitStatus, outcome workflows.RunOutcome) w
 		Samples:    r.last.Samples,
 		Step:       r.last.Step,
 		Epoch:      r.last.Epoch,
-		Metrics:    withPredicted(r.last.Metrics, r.predicted),
+		Metrics:    withPredicted(r.last.Metrics, r.a.predictedMetrics(r.arch, r.in.NodeType)),
 		Checkpoint: r.last.Checkpoint,
 		Exit:       exit,
 		Malformed:  r.malformedCount(),

@@ -36,6 +36,12 @@ type Job struct {
 	// empty for a job outside the plan.
 	EstimatedStart time.Time
 	EstimatedNodes []string
+	// Created is ctime, when it was submitted; Finished is obittime,
+	// when it ended (a finished job, with qstat -x), else zero.
+	Created, Finished time.Time
+	// RunCount is run_count: how many times it started (a requeued job
+	// waits with the runs it had).
+	RunCount int
 }
 
 // jobJSON is one job in qstat's JSON; values that PBS prints as strings
@@ -47,6 +53,9 @@ type jobJSON struct {
 	Queue        string                     `json:"queue"`
 	ExecVnode    string                     `json:"exec_vnode"`
 	Stime        json.RawMessage            `json:"stime"`
+	Ctime        json.RawMessage            `json:"ctime"`
+	Obittime     json.RawMessage            `json:"obittime"`
+	RunCount     json.RawMessage            `json:"run_count"`
 	ResourceList map[string]json.RawMessage `json:"Resource_List"`
 	Estimated    map[string]json.RawMessage `json:"estimated"`
 }
@@ -81,6 +90,18 @@ func ParseJobs(out []byte, loc *time.Location) ([]Job, error) {
 		stime := rawString(j.Stime)
 		if job.Start, err = ParseTime(stime, loc); err != nil {
 			return nil, bad("stime", stime, err)
+		}
+		ctime, obit := rawString(j.Ctime), rawString(j.Obittime)
+		if job.Created, err = ParseTime(ctime, loc); err != nil {
+			return nil, bad("ctime", ctime, err)
+		}
+		if job.Finished, err = ParseTime(obit, loc); err != nil {
+			return nil, bad("obittime", obit, err)
+		}
+		if rc := rawString(j.RunCount); rc != "" {
+			if job.RunCount, err = strconv.Atoi(rc); err != nil || job.RunCount < 0 {
+				return nil, bad("run_count", rc, fmt.Errorf("want a count"))
+			}
 		}
 		if wt := rawString(j.ResourceList["walltime"]); wt != "" {
 			if job.Walltime, err = ParseDuration(wt); err != nil {

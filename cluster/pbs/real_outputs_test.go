@@ -111,9 +111,11 @@ func TestRecordedPlan(t *testing.T) {
 		return out
 	}
 	assert.Equal(t, Job{ID: "67.gleaner-pbs", Name: "blocker", Owner: "root@gleaner-pbs", Queue: "workq", State: "R",
-		Nodes: vnodes(0, 1, 2, 3), Start: at(20, 43, 24), Walltime: 20 * time.Minute, End: at(21, 3, 24)}, jobs[0])
+		Nodes: vnodes(0, 1, 2, 3), Start: at(20, 43, 24), Walltime: 20 * time.Minute, End: at(21, 3, 24),
+		Created: at(20, 43, 24), RunCount: 1}, jobs[0])
 	assert.Equal(t, Job{ID: "70.gleaner-pbs", Name: "big", Owner: "root@gleaner-pbs", Queue: "workq", State: "Q",
-		Walltime: 10 * time.Minute, EstimatedStart: at(21, 3, 24), EstimatedNodes: vnodes(0, 1, 2, 3, 4, 5, 6, 7)}, jobs[3])
+		Walltime: 10 * time.Minute, EstimatedStart: at(21, 3, 24), EstimatedNodes: vnodes(0, 1, 2, 3, 4, 5, 6, 7),
+		Created: at(20, 43, 26)}, jobs[3])
 	// A pilot held back behind the top job gets an estimate of its own.
 	assert.Equal(t, at(21, 13, 24), jobs[5].EstimatedStart)
 	assert.Equal(t, vnodes(0), jobs[5].EstimatedNodes)
@@ -235,6 +237,12 @@ func TestRecordedPreemption(t *testing.T) {
 	after := jobs("preempt_high-requeue_after_json")
 	assert.Equal(t, "high", after[1].Queue)
 	assert.Equal(t, []string{"gleaner-pbs[4]"}, after[1].Nodes)
+	// A requeued pilot waits with the run it had and when that run ended.
+	victimAfter := after[0]
+	assert.Equal(t, "Q", victimAfter.State)
+	assert.Equal(t, 1, victimAfter.RunCount)
+	assert.Equal(t, time.Date(2026, 11, 29, 20, 44, 1, 0, time.UTC), victimAfter.Finished)
+	assert.Equal(t, time.Date(2026, 11, 29, 20, 44, 1, 0, time.UTC), after[1].Created)
 	// The requeued pilot claims nothing: it is a pilot, not batch work.
 	assert.Empty(t, Claims(after, nil, "gleaner"))
 

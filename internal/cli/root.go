@@ -72,6 +72,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newPoolCmd())
 	root.AddCommand(newSimCmd())
 	root.AddCommand(newSlurmDemoCmd())
+	root.AddCommand(newPBSDemoCmd())
 	root.AddCommand(newCodecServerCmd())
 	root.AddCommand(newDashboardCmd())
 	root.AddCommand(newTrainerCmd())

@@ -32,13 +32,15 @@ const (
 )
 
 type slurmDemoOptions struct {
+	// name is the command: slurm-demo or pbs-demo.
+	name     string
 	set      slurmdemo.Settings
 	json     bool
 	progress bool
 }
 
 func newSlurmDemoCmd() *cobra.Command {
-	o := &slurmDemoOptions{}
+	o := &slurmDemoOptions{name: "slurm-demo"}
 	s := &o.set
 	cmd := &cobra.Command{
 		Use:   "slurm-demo",
@@ -83,11 +85,6 @@ cluster), still writes what was measured, says what it stopped and exits
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&s.SWF, "swf", slurmDemoTrace, "job log (Standard Workload Format) to replay: a file, or embedded:NAME for one built into this binary (the default: ALCF Theta's 2022 log)")
-	f.DurationVar(&s.Plan.Offset, "offset", slurmDemoOffset, "where the window starts, in trace time after the log's first submission")
-	f.IntVar(&s.Plan.Jobs, "jobs", slurmDemoJobs, "jobs in the window")
-	f.Float64Var(&s.Plan.Compression, "compression", slurmDemoCompression, "trace seconds per second: submit, run and requested times are divided by it")
-	f.IntVar(&s.Plan.TraceNodes, "trace-nodes", 0, "size of the logged machine (default: the log's MaxNodes header)")
 	f.IntVar(&s.Cluster.Nodes, "nodes", 6, "Slurm nodes to start (g1..gN)")
 	f.DurationVar(&s.Cluster.Grace, "grace", 10*time.Second, "the glean partition's GraceTime")
 	f.DurationVar(&s.Cluster.BackfillInterval, "bf-interval", 2*time.Second, "Slurm's bf_interval")
@@ -96,6 +93,22 @@ cluster), still writes what was measured, says what it stopped and exits
 	f.StringVar(&s.Cluster.Dir, "cluster-dir", "/tmp/gleaner-slurm-demo", "directory of the cluster this command starts (removed when it stops)")
 	f.StringVar(&s.Cluster.Script, "cluster-script", "deploy/slurm-cluster.sh", "the script that starts and stops the cluster")
 	f.StringVar(&s.SlurmConf, "slurm-conf", "", "use the running cluster of this slurm.conf instead of starting one (it is left running)")
+	f.StringVar(&s.Pool, "pool", "slurm-demo", "pool the pilots' agents join")
+	f.StringVar(&s.Out, "out", "bin/slurm-demo", "directory for result.json, idle-events.csv, the logs and the trials' data")
+	o.addFlags(cmd)
+	return cmd
+}
+
+// addFlags adds the flags slurm-demo and pbs-demo share: the window, the
+// passes, the campaign, the pilots and the output.
+func (o *slurmDemoOptions) addFlags(cmd *cobra.Command) {
+	s := &o.set
+	f := cmd.Flags()
+	f.StringVar(&s.SWF, "swf", slurmDemoTrace, "job log (Standard Workload Format) to replay: a file, or embedded:NAME for one built into this binary (the default: ALCF Theta's 2022 log)")
+	f.DurationVar(&s.Plan.Offset, "offset", slurmDemoOffset, "where the window starts, in trace time after the log's first submission")
+	f.IntVar(&s.Plan.Jobs, "jobs", slurmDemoJobs, "jobs in the window")
+	f.Float64Var(&s.Plan.Compression, "compression", slurmDemoCompression, "trace seconds per second: submit, run and requested times are divided by it")
+	f.IntVar(&s.Plan.TraceNodes, "trace-nodes", 0, "size of the logged machine (default: the log's MaxNodes header)")
 	f.BoolVar(&s.Baseline, "baseline", true, "replay the window once without Gleaner first, to measure the delay the pilots add")
 	f.BoolVar(&s.Control, "control", false, "replay the window a second time without Gleaner: the noise of the start comparison")
 	f.StringVar(&s.BaselineFrom, "baseline-from", "", "take the baseline pass from an earlier result.json of the same window")
@@ -109,29 +122,28 @@ cluster), still writes what was measured, says what it stopped and exits
 	f.IntVar(&s.Campaign.ReportEvery, "report-every", 10, "steps between progress reports")
 	f.IntVar(&s.Campaign.CheckpointEvery, "checkpoint-every", 20, "steps between periodic checkpoints")
 	f.IntVar(&s.Campaign.MaxNodes, "max-nodes", 1, "a trial's maximum nodes")
-	f.DurationVar(&s.Campaign.Grace, "grace-period", 5*time.Second, "the trials' grace_period (must fit in --grace)")
-	f.StringVar(&s.Pool, "pool", "slurm-demo", "pool the pilots' agents join")
+	f.DurationVar(&s.Campaign.Grace, "grace-period", 5*time.Second, "the trials' grace_period (must fit in the pilots' grace: --grace, PBS's kill_delay)")
 	f.IntVar(&s.MaxPending, "max-pending", 4, "pilots waiting in the queue at most")
 	f.DurationVar(&s.PilotTime, "pilot-time", 30*time.Minute, "pilots' --time")
 	f.DurationVar(&s.PilotMin, "pilot-time-min", 2*time.Minute, "pilots' --time-min")
 	f.DurationVar(&s.PilotEvery, "pilot-interval", time.Second, "how often the worker looks after its pilots")
-	f.StringVar(&s.PilotYield, "pilot-yield", "", "how long before a batch job's planned start on its node a pilot leaves by itself, or off (default: the worker's, one bf_interval)")
-	f.StringVar(&s.Out, "out", "bin/slurm-demo", "directory for result.json, idle-events.csv, the logs and the trials' data")
+	f.StringVar(&s.PilotYield, "pilot-yield", "", "how long before a batch job's planned start on its node a pilot leaves by itself, or off (default: the worker's, one bf_interval or scheduler_iteration)")
 	f.StringVar(&s.Gleaner, "gleaner", "", "gleaner binary the worker and pilots run (default: this one)")
 	f.StringVar(&s.Campaign.Trainer, "trainer", devTrainer, "the example trainer (built from "+devTrainerPkg+" when missing or stale)")
-	f.DurationVar(&s.Sample, "sample", time.Second, "how often the monitor samples squeue and the pool")
+	f.DurationVar(&s.Sample, "sample", time.Second, "how often the monitor samples the scheduler's jobs (squeue, qstat) and the pool")
 	f.DurationVar(&s.Progress, "progress", 5*time.Second, "how often to print a progress line when stdout is not a terminal")
 	f.BoolVar(&o.json, "json", false, "print the result as JSON instead of text")
-	return cmd
 }
 
 func (o *slurmDemoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	s := &o.set
-	if s.Campaign.Concurrent == 0 {
-		s.Campaign.Concurrent = s.Cluster.Nodes + 2
+	if s.PBS == nil {
+		s.Plan.ClusterNodes = s.Cluster.Nodes
 	}
-	s.Plan.ClusterNodes = s.Cluster.Nodes
-	if s.Campaign.Grace >= s.Cluster.Grace && s.SlurmConf == "" {
+	if s.Campaign.Concurrent == 0 {
+		s.Campaign.Concurrent = s.Plan.ClusterNodes + 2
+	}
+	if s.Campaign.Grace >= s.Cluster.Grace && s.SlurmConf == "" && s.PBS == nil {
 		return withCode(ExitUsage, fmt.Errorf("--grace-period %v must be shorter than --grace %v: a preempted trainer would be killed before it checkpoints", s.Campaign.Grace, s.Cluster.Grace))
 	}
 	if s.Gleaner == "" {
@@ -146,7 +158,11 @@ func (o *slurmDemoOptions) run(ctx context.Context, stdout, stderr io.Writer) er
 		return err
 	}
 	if strings.Contains(s.Gleaner, "go-build") {
-		fmt.Fprintf(stderr, "gleaner slurm-demo: warning: %s is a `go run` binary; pilots started after it is removed fail (use make slurm-demo or go build)\n", s.Gleaner)
+		build := "make slurm-demo or go build"
+		if s.PBS != nil {
+			build = "go build -o bin/gleaner ./cmd/gleaner"
+		}
+		fmt.Fprintf(stderr, "gleaner %s: warning: %s is a `go run` binary; pilots started after it is removed fail (use %s)\n", o.name, s.Gleaner, build)
 	}
 	if err := o.ensureTrainer(ctx, stderr); err != nil {
 		return err
@@ -189,7 +205,7 @@ func (o *slurmDemoOptions) ensureTrainer(ctx context.Context, stderr io.Writer) 
 	t := &o.set.Campaign.Trainer
 	if filepath.Clean(*t) == devTrainer {
 		if stale, why := devTrainerStale(devTrainer, devTrainerPkg); stale {
-			fmt.Fprintf(stderr, "gleaner slurm-demo: building the example trainer (%s): go build -o %s %s\n", why, devTrainer, devTrainerPkg)
+			fmt.Fprintf(stderr, "gleaner %s: building the example trainer (%s): go build -o %s %s\n", o.name, why, devTrainer, devTrainerPkg)
 			if err := devenv.BuildTrainer(ctx, "", devTrainer, stderr); err != nil {
 				return fmt.Errorf("building the example trainer: %w", err)
 			}

@@ -104,7 +104,7 @@ func TestPilotsLeftText(t *testing.T) {
 		{2, 0, "2 left after the worker stopped, not cancelled"},
 		{-1, -1, "pilots left after the worker stopped not counted, cancelled by the demo (scancel by their job name)"},
 	} {
-		if got := pilotsLeftText(tc.left, tc.cancelled); got != tc.want {
+		if got := pilotsLeftText(tc.left, tc.cancelled, "scancel"); got != tc.want {
 			t.Errorf("pilotsLeftText(%d, %d) = %q, want %q", tc.left, tc.cancelled, got, tc.want)
 		}
 	}

@@ -36,9 +36,9 @@ type ClusterSettings struct {
 
 // Cluster is a Slurm cluster the demo runs on.
 type Cluster struct {
-	// Env is what Slurm's commands need (SLURM_CONF=...); Run runs them
-	// (a slurm.ExecRunner with Env).
-	Env []string
+	// env is what Slurm's commands need (SLURM_CONF=...); Run runs them
+	// (a slurm.ExecRunner with env).
+	env []string
 	Run slurm.Runner
 	set ClusterSettings
 	// started: this process started it and stops it.
@@ -78,14 +78,14 @@ func StartCluster(ctx context.Context, set ClusterSettings, stderr io.Writer) (*
 	c.started = true
 	for _, line := range strings.Split(stdout.String(), "\n") {
 		if kv, ok := strings.CutPrefix(line, "export "); ok {
-			c.Env = append(c.Env, kv)
+			c.env = append(c.env, kv)
 		}
 	}
-	if len(c.Env) == 0 {
+	if len(c.env) == 0 {
 		_ = c.Stop(stderr)
 		return nil, fmt.Errorf("starting the Slurm cluster: %s printed no export lines", script)
 	}
-	c.Run = slurm.ExecRunner{Env: c.Env}
+	c.Run = slurm.ExecRunner{Env: c.env}
 	return c, nil
 }
 
@@ -93,7 +93,7 @@ func StartCluster(ctx context.Context, set ClusterSettings, stderr io.Writer) (*
 // it running.
 func UseCluster(conf string) *Cluster {
 	env := []string{"SLURM_CONF=" + conf}
-	return &Cluster{Env: env, Run: slurm.ExecRunner{Env: env}}
+	return &Cluster{env: env, Run: slurm.ExecRunner{Env: env}}
 }
 
 func (s ClusterSettings) env() []string {
@@ -190,8 +190,8 @@ func naturalLess(a, b string) bool {
 	return a < b
 }
 
-// Describe reads Slurm's configuration and the pilots' partition.
-func (c *Cluster) Describe(ctx context.Context, partition string) (slurm.Config, slurm.Partition, error) {
+// describe reads Slurm's configuration and the pilots' partition.
+func (c *Cluster) describe(ctx context.Context, partition string) (slurm.Config, slurm.Partition, error) {
 	out, err := c.Run.Run(ctx, "scontrol", "show", "config")
 	if err != nil {
 		return slurm.Config{}, slurm.Partition{}, err
@@ -212,6 +212,22 @@ func (c *Cluster) Describe(ctx context.Context, partition string) (slurm.Config,
 		return conf, slurm.Partition{}, fmt.Errorf("partition %s: scontrol listed %d", partition, len(parts))
 	}
 	return conf, parts[0], nil
+}
+
+// Describe reads Slurm's configuration and the pilots' partition.
+func (c *Cluster) Describe(ctx context.Context, partition string) (ClusterInfo, error) {
+	conf, part, err := c.describe(ctx, partition)
+	if err != nil {
+		return ClusterInfo{}, err
+	}
+	return ClusterInfo{
+		Grace: part.GraceTime, PlanInterval: conf.BackfillInterval,
+		Version: "Slurm " + conf.Version,
+		Line: fmt.Sprintf("partition %s GraceTime %v, KillWait %v, bf_interval %v, preempt_send_user_signal %s",
+			part.Name, part.GraceTime, conf.KillWait, conf.BackfillInterval, onOff(conf.SendsUserSignal())),
+		Slurm: &SlurmSummary{Version: conf.Version, GraceS: part.GraceTime.Seconds(), KillWaitS: conf.KillWait.Seconds(),
+			BFInterval: conf.BackfillInterval.Seconds(), SignalUser: conf.SendsUserSignal()},
+	}, nil
 }
 
 // Drain cancels the jobs of partition (every partition when empty) and

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gleaner-hpc/gleaner/cluster/slurm"
 	"github.com/gleaner-hpc/gleaner/data"
 	"github.com/gleaner-hpc/gleaner/internal/stats"
 )
@@ -21,9 +20,10 @@ import (
 // defaults the CLI documents.
 type Settings struct {
 	// Cluster: started with the script (ClusterSettings), or the running
-	// one SlurmConf names.
+	// one SlurmConf names; or, PBS set, the PBS cluster it names.
 	Cluster   ClusterSettings
 	SlurmConf string
+	PBS       *PBSSettings
 	// BatchPartition and PilotPartition are the cluster's partitions.
 	BatchPartition, PilotPartition string
 
@@ -73,11 +73,13 @@ type Settings struct {
 // Result is what a run measured; `gleaner slurm-demo` prints it and
 // writes it as JSON (its keys are documented in docs/slurm-demo.md).
 type Result struct {
-	Plan     PlanSummary  `json:"plan"`
-	Slurm    SlurmSummary `json:"slurm"`
-	Baseline *PassResult  `json:"baseline,omitempty"`
-	Control  *PassResult  `json:"control,omitempty"`
-	Live     *PassResult  `json:"live,omitempty"`
+	Plan PlanSummary `json:"plan"`
+	// Slurm or PBS is the cluster as its scheduler described it.
+	Slurm    *SlurmSummary `json:"slurm,omitempty"`
+	PBS      *PBSSummary   `json:"pbs,omitempty"`
+	Baseline *PassResult   `json:"baseline,omitempty"`
+	Control  *PassResult   `json:"control,omitempty"`
+	Live     *PassResult   `json:"live,omitempty"`
 	// Delays compares the batch jobs' starts of the live pass with the
 	// baseline's; ControlDelays the control pass's with the baseline's
 	// (two passes without Gleaner: the comparison's noise).
@@ -174,10 +176,9 @@ type Files struct {
 type demo struct {
 	s       Settings
 	plan    Plan
-	cluster *Cluster
+	cluster Scheduler
 	nodes   []string
-	conf    slurm.Config
-	part    slurm.Partition
+	info    ClusterInfo
 	script  string
 	res     Result
 	// lastTimeline is the last pass's, for the measurements.
@@ -292,11 +293,11 @@ func (d *demo) sayPass(n int, what string) {
 }
 
 func (d *demo) say(format string, args ...any) {
-	fmt.Fprintf(d.s.Stdout, "slurm-demo: "+format+"\n", args...)
+	fmt.Fprintf(d.s.Stdout, d.s.command()+": "+format+"\n", args...)
 }
 
 func (d *demo) warn(format string, args ...any) {
-	fmt.Fprintf(d.s.Stderr, "slurm-demo: warning: "+format+"\n", args...)
+	fmt.Fprintf(d.s.Stderr, d.s.command()+": warning: "+format+"\n", args...)
 }
 
 // Run runs the demo: the cluster, the baseline pass (unless given), the
@@ -339,10 +340,17 @@ func (d *demo) run(ctx context.Context) (res *Result, err error) {
 	d.say("this run takes %s, estimated from its plan; Ctrl-C stops it and everything it started", d.est)
 
 	// The cluster.
-	if s.SlurmConf != "" {
+	switch {
+	case s.PBS != nil:
+		d.say("starting (or reusing) the PBS cluster: %s start…", s.PBS.Script)
+		if d.cluster, err = StartPBS(ctx, *s.PBS, s.Stderr); err != nil {
+			return nil, err
+		}
+		d.say("using the PBS cluster of %s (it is left running, drained of this run's jobs)", s.PBS.Exec)
+	case s.SlurmConf != "":
 		d.cluster = UseCluster(s.SlurmConf)
 		d.say("using the running cluster of %s", s.SlurmConf)
-	} else {
+	default:
 		d.say("starting a Slurm cluster of %d nodes in %s (GraceTime %v, bf_interval %v, preempt_send_user_signal %s)…",
 			s.Cluster.Nodes, s.Cluster.Dir, s.Cluster.Grace, s.Cluster.BackfillInterval, onOff(s.Cluster.SignalUser))
 		if d.cluster, err = StartCluster(ctx, s.Cluster, s.Stderr); err != nil {
@@ -353,13 +361,13 @@ func (d *demo) run(ctx context.Context) (res *Result, err error) {
 		}
 	}
 	defer func() {
-		if s.SlurmConf != "" && ctx.Err() != nil {
+		if !d.cluster.Started() && ctx.Err() != nil {
 			// A running cluster stays, without the demo's jobs.
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 			n, derr := d.cluster.Drain(dctx, "", time.Minute)
 			cancel()
 			if derr != nil {
-				d.warn("cancelling the jobs left in Slurm: %v", derr)
+				d.warn("cancelling the jobs left in %s: %v", d.cluster.Name(), derr)
 			}
 			if n > 0 {
 				d.cleaned("%d %s left in the running cluster", n, plural(n, "job", "jobs"))
@@ -370,7 +378,7 @@ func (d *demo) run(ctx context.Context) (res *Result, err error) {
 			if err == nil {
 				err = serr
 			}
-		} else if s.SlurmConf == "" {
+		} else if d.cluster.Started() {
 			d.say("Slurm cluster stopped")
 			d.cleaned("the Slurm cluster (its jobs, its daemons, %s)", s.Cluster.Dir)
 		}
@@ -420,7 +428,7 @@ func (d *demo) run(ctx context.Context) (res *Result, err error) {
 			if err != nil || ctx.Err() != nil {
 				return &d.res, err
 			}
-			bound := d.part.GraceTime + d.conf.BackfillInterval
+			bound := d.info.Grace + d.info.PlanInterval
 			cd := CompareStarts(d.res.Baseline.Starts, p.Starts, bound)
 			d.res.ControlDelays = &cd
 			if err := d.fresh(ctx); err != nil {
@@ -434,7 +442,7 @@ func (d *demo) run(ctx context.Context) (res *Result, err error) {
 		return &d.res, err
 	}
 	if b := d.res.Baseline; b != nil && d.res.Live != nil {
-		bound := d.part.GraceTime + d.conf.BackfillInterval
+		bound := d.info.Grace + d.info.PlanInterval
 		delays := CompareStarts(b.Starts, d.res.Live.Starts, bound)
 		if d.lastTimeline != nil {
 			pre, _, _ := Handovers(d.lastTimeline, d.lastSubmitted)
@@ -450,13 +458,19 @@ func (d *demo) run(ctx context.Context) (res *Result, err error) {
 // fresh gives the next pass a cluster like the first's: a restarted one
 // (a fresh controller, job ids from 1), or the running one drained.
 func (d *demo) fresh(ctx context.Context) error {
-	if d.s.SlurmConf != "" {
-		_, err := d.cluster.Drain(ctx, "", time.Minute)
-		return err
+	if d.cluster.Started() {
+		d.enter("cluster restart")
+		d.say("restarting the cluster for the next pass (a fresh controller, as for the first)…")
 	}
-	d.enter("cluster restart")
-	d.say("restarting the cluster for the next pass (a fresh controller, as for the first)…")
-	return d.cluster.Restart(ctx, d.s.Stderr)
+	return d.cluster.Fresh(ctx, d.s.Stderr)
+}
+
+// command is the demo's command, for people: slurm-demo or pbs-demo.
+func (s Settings) command() string {
+	if s.PBS != nil {
+		return "pbs-demo"
+	}
+	return "slurm-demo"
 }
 
 // prepare checks the settings and builds the plan.
@@ -470,9 +484,15 @@ func (d *demo) prepare() error {
 	}
 	if s.BatchPartition == "" {
 		s.BatchPartition = "batch"
+		if s.PBS != nil {
+			s.BatchPartition = "workq"
+		}
 	}
 	if s.PilotPartition == "" {
 		s.PilotPartition = "glean"
+		if s.PBS != nil {
+			s.PilotPartition = "gleaner"
+		}
 	}
 	if s.Sample <= 0 {
 		s.Sample = time.Second
@@ -523,13 +543,11 @@ func (d *demo) describe(ctx context.Context) error {
 	if len(d.nodes) != d.s.Plan.ClusterNodes {
 		return fmt.Errorf("the cluster has %d nodes, the plan was made for %d", len(d.nodes), d.s.Plan.ClusterNodes)
 	}
-	if d.conf, d.part, err = d.cluster.Describe(ctx, d.s.PilotPartition); err != nil {
+	if d.info, err = d.cluster.Describe(ctx, d.s.PilotPartition); err != nil {
 		return fmt.Errorf("the cluster's configuration: %w", err)
 	}
-	d.res.Slurm = SlurmSummary{Version: d.conf.Version, GraceS: d.part.GraceTime.Seconds(), KillWaitS: d.conf.KillWait.Seconds(),
-		BFInterval: d.conf.BackfillInterval.Seconds(), SignalUser: d.conf.SendsUserSignal()}
-	d.say("cluster: Slurm %s, nodes %s, partition %s GraceTime %v, KillWait %v, bf_interval %v, preempt_send_user_signal %s",
-		d.conf.Version, strings.Join(d.nodes, " "), d.part.Name, d.part.GraceTime, d.conf.KillWait, d.conf.BackfillInterval, onOff(d.conf.SendsUserSignal()))
+	d.res.Slurm, d.res.PBS = d.info.Slurm, d.info.PBS
+	d.say("cluster: %s, nodes %s, %s", d.info.Version, strings.Join(d.nodes, " "), d.info.Line)
 	return nil
 }
 
@@ -546,8 +564,9 @@ func (d *demo) pass(ctx context.Context, hooks *passHooks, kind string) (*PassRe
 	tl := NewTimeline(d.nodes, d.s.BatchPartition, d.s.PilotPartition)
 	tl.PilotLimit = d.s.PilotTime
 	// The worker's default lead (pilot.Settings.Lead): GraceTime, at least 30 s.
-	tl.PilotLead = max(d.part.GraceTime, 30*time.Second)
-	mon := &Monitor{Timeline: tl, Run: d.cluster.Run, Interval: d.s.Sample}
+	// (PBS's lead is the queue's kill_delay, at least 30 s, alike.)
+	tl.PilotLead = max(d.info.Grace, 30*time.Second)
+	mon := &Monitor{Timeline: tl, Jobs: d.cluster, Interval: d.s.Sample}
 	if hooks != nil {
 		mon.Pool = hooks.pool
 	}
@@ -558,7 +577,7 @@ func (d *demo) pass(ctx context.Context, hooks *passHooks, kind string) (*PassRe
 	pctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 
-	rep := &Replayer{Run: d.cluster.Run, Partition: d.s.BatchPartition, Script: d.script}
+	rep := &Replayer{Submitter: d.cluster, Partition: d.s.BatchPartition, Script: d.script}
 	start := time.Now()
 	var (
 		mu        sync.Mutex

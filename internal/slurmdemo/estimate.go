@@ -44,15 +44,22 @@ func EstimateRun(plan Plan, s Settings) Estimate {
 	pass := PassLength(plan, s.Duration)
 	var e Estimate
 	add := func(name string, d time.Duration) { e = append(e, Phase{name, d}) }
+	// A PBS cluster is started (or found running) and drained between
+	// passes, never restarted.
 	if s.SlurmConf == "" {
 		add("cluster start", clusterStartAllowance)
 	}
+	restart := func() {
+		if s.SlurmConf == "" && s.PBS == nil {
+			add("cluster restart", restartAllowance)
+		}
+	}
 	if s.BaselineFrom == "" && s.Baseline {
 		add("baseline pass", pass)
-		add("cluster restart", restartAllowance)
+		restart()
 		if s.Control {
 			add("control pass", pass)
-			add("cluster restart", restartAllowance)
+			restart()
 		}
 	}
 	warm := warmupAllowance

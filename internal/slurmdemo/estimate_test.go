@@ -94,6 +94,7 @@ func TestEstimateRunPhases(t *testing.T) {
 		{"control", Settings{Baseline: true, Control: true}, "cluster start, baseline pass, cluster restart, control pass, cluster restart, Gleaner start-up and warm-up, live pass, teardown and measurements"},
 		{"baseline from a file", Settings{Baseline: true, BaselineFrom: "r.json"}, "cluster start, Gleaner start-up and warm-up, live pass, teardown and measurements"},
 		{"running cluster, no baseline", Settings{SlurmConf: "/etc/slurm.conf"}, "Gleaner start-up and warm-up, live pass, teardown and measurements"},
+		{"PBS: drained between passes, not restarted", Settings{Baseline: true, Control: true, PBS: &PBSSettings{}}, "cluster start, baseline pass, control pass, Gleaner start-up and warm-up, live pass, teardown and measurements"},
 	} {
 		if got := names(EstimateRun(plan, tc.s)); got != tc.want {
 			t.Errorf("%s: phases %s, want %s", tc.name, got, tc.want)

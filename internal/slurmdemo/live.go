@@ -14,7 +14,6 @@ import (
 
 	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/client"
-	"github.com/gleaner-hpc/gleaner/cluster/slurm"
 	"github.com/gleaner-hpc/gleaner/hpo"
 	"github.com/gleaner-hpc/gleaner/internal/devserver"
 	"github.com/gleaner-hpc/gleaner/sim"
@@ -161,19 +160,15 @@ func (d *demo) live(ctx context.Context) error {
 		return err
 	}
 	d.res.Files.Data = data
-	const taskQueue = "slurm-demo"
-	nodes := fmt.Sprintf("slurm:partition=%s,pool=%s,max_pending=%d,time=%s,time_min=%s,interval=%s,gpus=none",
-		s.PilotPartition, s.Pool, s.MaxPending, s.PilotTime, s.PilotMin, s.PilotEvery)
-	if s.PilotYield != "" {
-		nodes += ",yield=" + s.PilotYield
-	}
+	taskQueue := s.command()
+	nodes := d.cluster.NodeSource(s)
 	argv := []string{s.Gleaner, "worker", "--address", srv.Address(), "--namespace", srv.Namespace(), "--task-queue", taskQueue,
 		"--data-dir", data, "--nodes", nodes, "--stop-timeout", "30s", "--log-level", "warn"}
 	workerLog := filepath.Join(s.Out, "worker.log")
 	d.res.Files.WorkerLog = workerLog
 	_ = os.Remove(workerLog)
 	d.say("starting the worker: %s (its log in %s)", strings.Join(argv[1:], " "), workerLog)
-	w, err := StartProcess("gleaner worker", argv, d.cluster.Env, workerLog)
+	w, err := StartProcess("gleaner worker", argv, d.cluster.Env(), workerLog)
 	if err != nil {
 		return err
 	}
@@ -202,7 +197,7 @@ func (d *demo) live(ctx context.Context) error {
 	defer stopWorker()
 
 	c := client.New(srv.Client(), client.Options{TaskQueue: taskQueue, Namespace: srv.Namespace()})
-	name := "slurm-demo-" + time.Now().Format("150405")
+	name := s.command() + "-" + time.Now().Format("150405")
 	spec := s.Campaign.Spec(name, s.Pool)
 	camp, err := c.Submit(ctx, spec)
 	if err != nil {
@@ -264,15 +259,15 @@ func (d *demo) live(ctx context.Context) error {
 	if p != nil {
 		p.PilotsLeft, p.PilotsCancelled = pilotsLeft, pilotsCancelled
 		if b, err := os.ReadFile(workerLog); err == nil {
-			p.Pilots.Yielded = CountYields(b)
+			p.Pilots.Yielded = CountYields(b, strings.ToLower(d.cluster.Name()))
 		}
 	}
 	n, err := d.cluster.Drain(tctx, "", time.Minute)
 	if err != nil {
-		d.warn("cancelling what is left in Slurm: %v", err)
+		d.warn("cancelling what is left in %s: %v", d.cluster.Name(), err)
 	}
 	if n > 0 {
-		d.cleaned("%d %s left in Slurm", n, plural(n, "job", "jobs"))
+		d.cleaned("%d %s left in %s", n, plural(n, "job", "jobs"), d.cluster.Name())
 	}
 
 	if p != nil {
@@ -334,7 +329,7 @@ func (d *demo) pilotsLeft(ctx context.Context) int {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		tl := NewTimeline(d.nodes, d.s.BatchPartition, d.s.PilotPartition)
-		mon := &Monitor{Timeline: tl, Run: d.cluster.Run}
+		mon := &Monitor{Timeline: tl, Jobs: d.cluster}
 		if _, _, err := mon.Sample(ctx); err != nil {
 			d.warn("counting pilots left: %v", err)
 			return -1
@@ -364,18 +359,17 @@ func (d *demo) cancelPilots(ctx context.Context, left int) int {
 	if left == 0 {
 		return 0
 	}
-	name := slurm.JobName(d.s.Pool)
-	argv := []string{"--name=" + name, "--partition=" + d.s.PilotPartition}
 	what := fmt.Sprintf("%d %s the worker left", left, plural(left, "pilot", "pilots"))
 	if left < 0 {
 		what = "the pilots the worker may have left"
 	}
-	if _, err := d.cluster.Run.Run(ctx, "scancel", argv...); err != nil {
-		d.warn("cancelling %s (scancel %s): %v", what, strings.Join(argv, " "), err)
+	cmd, err := d.cluster.CancelPilots(ctx, d.s.Pool, d.s.PilotPartition)
+	if err != nil {
+		d.warn("cancelling %s (%s): %v", what, cmd, err)
 		return 0
 	}
-	d.say("cancelled %s: scancel %s", what, strings.Join(argv, " "))
-	d.cleaned("%s (scancel %s)", what, strings.Join(argv, " "))
+	d.say("cancelled %s: %s", what, cmd)
+	d.cleaned("%s (%s)", what, cmd)
 	return left
 }
 
@@ -398,7 +392,7 @@ func (d *demo) measure(sum *TrialsSummary, p *PassResult) {
 	eventsFile := filepath.Join(s.Out, "idle-events.csv")
 	from, to := unixSeconds(p.Start), unixSeconds(p.End)
 	if f, err := os.Create(eventsFile); err == nil {
-		comment := fmt.Sprintf("gleaner slurm-demo: the live pass's idle nodes (no batch job on them), sampled every %v\n%d jobs of %s from unix %d, %v× faster, on %d nodes; window %.3f..%.3f",
+		comment := fmt.Sprintf("gleaner "+s.command()+": the live pass's idle nodes (no batch job on them), sampled every %v\n%d jobs of %s from unix %d, %v× faster, on %d nodes; window %.3f..%.3f",
 			s.Sample, len(d.plan.Jobs), filepath.Base(s.SWF), d.plan.TraceStart, d.plan.Settings.Compression, len(d.nodes), from, to)
 		if err := WriteIdleEvents(f, len(d.nodes), HoleEvents(holes), comment); err != nil {
 			d.warn("idle events: %v", err)

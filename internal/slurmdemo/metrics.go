@@ -79,13 +79,14 @@ func (ns NodeSeconds) Harvest() float64 {
 	return ns.Trial / ns.Idle
 }
 
-// CountYields counts the worker log's "slurm: pilot N yields node"
-// lines: pilots that left for a batch job the plan put on their node
-// before Slurm preempted them.
-func CountYields(workerLog []byte) int {
+// CountYields counts the worker log's "SCHEDULER: pilot N yields node"
+// lines (scheduler "slurm" or "pbs"): pilots that left for a batch job
+// the plan put on their node before the scheduler preempted them.
+func CountYields(workerLog []byte, scheduler string) int {
 	n := 0
+	prefix := []byte(scheduler + ": pilot ")
 	for _, line := range bytes.Split(workerLog, []byte("\n")) {
-		if bytes.Contains(line, []byte("slurm: pilot ")) && bytes.Contains(line, []byte(" yields node ")) {
+		if bytes.Contains(line, prefix) && bytes.Contains(line, []byte(" yields node ")) {
 			n++
 		}
 	}

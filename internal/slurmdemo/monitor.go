@@ -5,36 +5,25 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/gleaner-hpc/gleaner/cluster/slurm"
 )
 
-// Monitor samples squeue (every partition, finished jobs included while
-// MinJobAge keeps them) and the pool every Interval into a Timeline.
+// Monitor samples the scheduler's jobs (every queue, finished jobs
+// included while it keeps them: squeue, qstat -x) and the pool every
+// Interval into a Timeline.
 type Monitor struct {
 	Timeline *Timeline
-	Run      slurm.Runner
+	Jobs     JobLister
 	// Pool reads the pool (nil: no pool, the baseline pass).
-	Pool func(ctx context.Context) (*PoolView, error)
-	// Location is the controller's time zone (default time.Local).
-	Location *time.Location
+	Pool     func(ctx context.Context) (*PoolView, error)
 	Interval time.Duration // default 1 s
 	Clock    Clock
 }
 
-// Sample takes one sample: squeue, then the pool. A pool that does not
+// Sample takes one sample: the jobs, then the pool. A pool that does not
 // answer leaves Pool nil (no trial seen), and is not an error.
 func (m *Monitor) Sample(ctx context.Context) (Snapshot, []Holder, error) {
 	clock := m.clock()
-	loc := m.Location
-	if loc == nil {
-		loc = time.Local
-	}
-	out, err := m.Run.Run(ctx, "squeue", "-h", "-a", "-t", "all", "-o", slurm.PilotFormat)
-	if err != nil {
-		return Snapshot{}, nil, fmt.Errorf("monitor: %w", err)
-	}
-	jobs, err := slurm.ParseJobs(out, loc)
+	jobs, err := m.Jobs.Jobs(ctx)
 	if err != nil {
 		return Snapshot{}, nil, fmt.Errorf("monitor: %w", err)
 	}
@@ -55,7 +44,7 @@ func (m *Monitor) clock() Clock {
 }
 
 // Loop samples every Interval until done says so or ctx ends; each
-// sample (or its error: a failed squeue is tried again next time) goes to
+// sample (or its error: a failed listing is tried again next time) goes to
 // report.
 func (m *Monitor) Loop(ctx context.Context, done func() bool, report func(Snapshot, []Holder, error)) error {
 	every := m.Interval

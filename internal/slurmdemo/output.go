@@ -18,8 +18,18 @@ func (r *Result) Print(w io.Writer) {
 	if d, err := time.ParseDuration(p.Offset); err == nil {
 		offset = TraceTime(d)
 	}
-	fmt.Fprintf(w, "\n== Slurm live harvest: %d jobs of %s from trace offset %s, %.0f× faster, on %d nodes (Slurm %s, GraceTime %.0fs, KillWait %.0fs, bf_interval %.0fs, preempt_send_user_signal %s)\n",
-		p.Jobs, filepath.Base(p.SWF), offset, p.Compression, p.Nodes, r.Slurm.Version, r.Slurm.GraceS, r.Slurm.KillWaitS, r.Slurm.BFInterval, onOff(r.Slurm.SignalUser))
+	switch {
+	case r.PBS != nil:
+		fmt.Fprintf(w, "\n== PBS live harvest: %d jobs of %s from trace offset %s, %.0f× faster, on %d vnodes (PBS %s, queue %s kill_delay %.0fs, scheduler_iteration %.0fs, preempt_order %s)\n",
+			p.Jobs, filepath.Base(p.SWF), offset, p.Compression, p.Nodes, r.PBS.Version, r.PBS.Queue, r.PBS.KillDelayS, r.PBS.SchedulerIterationS, r.PBS.PreemptOrder)
+	default:
+		sl := r.Slurm
+		if sl == nil {
+			sl = &SlurmSummary{}
+		}
+		fmt.Fprintf(w, "\n== Slurm live harvest: %d jobs of %s from trace offset %s, %.0f× faster, on %d nodes (Slurm %s, GraceTime %.0fs, KillWait %.0fs, bf_interval %.0fs, preempt_send_user_signal %s)\n",
+			p.Jobs, filepath.Base(p.SWF), offset, p.Compression, p.Nodes, sl.Version, sl.GraceS, sl.KillWaitS, sl.BFInterval, onOff(sl.SignalUser))
+	}
 	fmt.Fprintf(w, "window: submitted over %s, offered load %.2f (%.2f on the logged machine); sizes: %s\n",
 		secs(p.SpanS), p.Load, p.TraceLoad, SizesText(p.Sizes))
 	if b := r.Baseline; b != nil {
@@ -41,7 +51,7 @@ func (r *Result) Print(w io.Writer) {
 			ns.Batch, ns.Idle, 100*ratio(ns.Idle, ns.Total), ns.Trial, ns.Pilot, ns.Free)
 		fmt.Fprintf(w, "  harvest (trial ÷ idle node-seconds): %.3f\n", l.Harvest)
 		fmt.Fprintf(w, "  pilots: %d submitted, %d started, %d preempted (%d of them yielding to the plan); %s\n",
-			l.Pilots.Submitted, l.Pilots.Started, l.Pilots.Preempted, l.Pilots.Yielded, pilotsLeftText(l.PilotsLeft, l.PilotsCancelled))
+			l.Pilots.Submitted, l.Pilots.Started, l.Pilots.Preempted, l.Pilots.Yielded, pilotsLeftText(l.PilotsLeft, l.PilotsCancelled, r.cancelCommand()))
 		fmt.Fprintf(w, "  handovers: %d batch jobs took the nodes of %d pilots; submission → pilot end p50 %.1fs, p95 %.1fs, max %.1fs; pilot end → batch start p50 %.1fs, max %.1fs\n",
 			l.Handovers, l.HandoverPilots, l.HandoverWait.P50, l.HandoverWait.P95, l.HandoverWait.Max, l.HandoverGap.P50, l.HandoverGap.Max)
 		c := l.Churn
@@ -154,9 +164,17 @@ func TraceTime(d time.Duration) string {
 	return strings.Join(parts, " ")
 }
 
+// cancelCommand is the command the demo cancels pilots with.
+func (r *Result) cancelCommand() string {
+	if r.PBS != nil {
+		return "qdel"
+	}
+	return "scancel"
+}
+
 // pilotsLeftText is the pilots the worker left, and whether the demo
-// cancelled them.
-func pilotsLeftText(left, cancelled int) string {
+// cancelled them (with cancel: scancel, qdel).
+func pilotsLeftText(left, cancelled int, cancel string) string {
 	s := fmt.Sprintf("%d left after the worker stopped", left)
 	switch {
 	case left < 0:
@@ -165,7 +183,7 @@ func pilotsLeftText(left, cancelled int) string {
 		return s
 	}
 	if cancelled != 0 {
-		return s + ", cancelled by the demo (scancel by their job name)"
+		return s + ", cancelled by the demo (" + cancel + " by their job name)"
 	}
 	return s + ", not cancelled"
 }

@@ -15,7 +15,7 @@ func fixedResult() *Result {
 		Plan: PlanSummary{SWF: "embedded:traces/theta-2022.swf", Offset: (179*24*time.Hour + 17*time.Hour).String(), TraceStart: 1656548921,
 			Jobs: 220, Compression: 750, TraceNodes: 4360, Nodes: 6, SpanS: 723, LongestRunS: 115, Load: 0.88, TraceLoad: 0.54,
 			Sizes: map[int]int{3: 7, 1: 196, 4: 1, 2: 16}},
-		Slurm:    SlurmSummary{Version: "22.05.8", GraceS: 10, KillWaitS: 5, BFInterval: 2, SignalUser: true},
+		Slurm:    &SlurmSummary{Version: "22.05.8", GraceS: 10, KillWaitS: 5, BFInterval: 2, SignalUser: true},
 		Baseline: &PassResult{Kind: "baseline", Seconds: 946, Batch: BatchSummary{Planned: 220, Started: 220}, NodeSeconds: NodeSeconds{Total: 5676, Idle: 1814}},
 		Live: &PassResult{Kind: "live", Seconds: 951, Batch: BatchSummary{Planned: 220, Started: 220},
 			NodeSeconds: NodeSeconds{Total: 5706, Batch: 3849, Idle: 1857, Trial: 1431, Pilot: 32, Free: 394}, Harvest: 0.771,

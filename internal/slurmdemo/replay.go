@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
-
-	"github.com/gleaner-hpc/gleaner/cluster/slurm"
 )
 
 // Clock is the replay's and the monitor's time, injected for tests.
@@ -55,17 +53,16 @@ func WriteJobScript(dir string) (string, error) {
 	return path, nil
 }
 
-// Replayer submits a plan's jobs to Slurm at their compressed submit
-// times.
+// Replayer submits a plan's jobs at their compressed submit times.
 type Replayer struct {
-	Run slurm.Runner
-	// Partition is the batch partition (default "batch").
+	Submitter Submitter
+	// Partition is the batch partition or queue (default "batch").
 	Partition string
 	// Script is the job script (WriteJobScript).
 	Script string
 	// Clock is the time (default WallClock).
 	Clock Clock
-	// Retries is how many times a failed sbatch is tried again, a second
+	// Retries is how many times a failed submission is tried again, a second
 	// apart (default 2).
 	Retries int
 }
@@ -73,9 +70,9 @@ type Replayer struct {
 // Submitted is a job the replayer submitted.
 type Submitted struct {
 	Job PlannedJob
-	ID  string    // Slurm's job id
-	At  time.Time // when sbatch returned
-	// Late is how far after its planned time sbatch returned.
+	ID  string    // the scheduler's job id
+	At  time.Time // when the submission returned
+	// Late is how far after its planned time the submission returned.
 	Late time.Duration
 }
 
@@ -98,7 +95,7 @@ func SubmitArgs(j PlannedJob, partition, script string) []string {
 
 // Replay submits jobs (in order of At) at start + At each, and calls
 // progress after each submission. It returns what it submitted, also
-// when ctx ends or sbatch keeps failing (with the error).
+// when ctx ends or the submission keeps failing (with the error).
 func (r *Replayer) Replay(ctx context.Context, start time.Time, jobs []PlannedJob, progress func(Submitted)) ([]Submitted, error) {
 	clock := r.Clock
 	if clock == nil {
@@ -119,7 +116,7 @@ func (r *Replayer) Replay(ctx context.Context, start time.Time, jobs []PlannedJo
 			return done, err
 		}
 		var (
-			out []byte
+			id  string
 			err error
 		)
 		for attempt := 0; attempt <= retries; attempt++ {
@@ -128,14 +125,10 @@ func (r *Replayer) Replay(ctx context.Context, start time.Time, jobs []PlannedJo
 					return done, err
 				}
 			}
-			if out, err = r.Run.Run(ctx, "sbatch", SubmitArgs(j, part, r.Script)...); err == nil {
+			if id, err = r.Submitter.Submit(ctx, j, part, r.Script); err == nil {
 				break
 			}
 		}
-		if err != nil {
-			return done, fmt.Errorf("submitting %s: %w", j.Name, err)
-		}
-		id, err := slurm.ParseJobID(out)
 		if err != nil {
 			return done, fmt.Errorf("submitting %s: %w", j.Name, err)
 		}

@@ -80,7 +80,7 @@ func TestReplaySubmitsAtCompressedTimes(t *testing.T) {
 		{Name: "swf-2", At: 10 * time.Second, Nodes: 2, Run: 2 * time.Second, Limit: time.Minute},
 		{Name: "swf-3", At: 10*time.Second + 100*time.Millisecond, Nodes: 1, Run: time.Second, Limit: time.Minute},
 	}
-	r := &Replayer{Run: run, Script: "/s.sh", Clock: clock}
+	r := &Replayer{Submitter: SlurmSubmitter{Run: run}, Script: "/s.sh", Clock: clock}
 	var seen []string
 	subs, err := r.Replay(context.Background(), start, jobs, func(s Submitted) { seen = append(seen, s.ID) })
 	if err != nil {
@@ -113,7 +113,7 @@ func TestReplayRetriesThenGivesUp(t *testing.T) {
 		return nil, fail
 	}}
 	jobs := []PlannedJob{{Name: "swf-1", Nodes: 1, Run: time.Second, Limit: time.Minute}, {Name: "swf-2", Nodes: 1, Run: time.Second, Limit: time.Minute}}
-	subs, err := (&Replayer{Run: run, Script: "/s.sh", Clock: clock}).Replay(context.Background(), clock.Now(), jobs, nil)
+	subs, err := (&Replayer{Submitter: SlurmSubmitter{Run: run}, Script: "/s.sh", Clock: clock}).Replay(context.Background(), clock.Now(), jobs, nil)
 	if len(subs) != 1 || subs[0].ID != "77" {
 		t.Fatalf("submitted %+v, want job 77 (its second attempt)", subs)
 	}
@@ -133,7 +133,7 @@ func TestReplayStopsWhenCancelled(t *testing.T) {
 		return []byte("5\n"), nil
 	}}
 	jobs := []PlannedJob{{Name: "swf-1", Nodes: 1, Run: time.Second, Limit: time.Minute}, {Name: "swf-2", At: time.Hour, Nodes: 1, Run: time.Second, Limit: time.Minute}}
-	subs, err := (&Replayer{Run: run, Script: "/s.sh", Clock: clock}).Replay(ctx, clock.Now(), jobs, nil)
+	subs, err := (&Replayer{Submitter: SlurmSubmitter{Run: run}, Script: "/s.sh", Clock: clock}).Replay(ctx, clock.Now(), jobs, nil)
 	if !errors.Is(err, context.Canceled) || len(subs) != 1 || len(run.calls) != 1 {
 		t.Fatalf("got %d submitted, %d calls, %v; want 1, 1, context.Canceled", len(subs), len(run.calls), err)
 	}
@@ -142,7 +142,7 @@ func TestReplayStopsWhenCancelled(t *testing.T) {
 func TestReplayRejectsAnUnreadableJobID(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(0, 0)}
 	run := &fakeSlurm{clock: clock, answer: func(int, string, []string) ([]byte, error) { return []byte("Submitted batch job 5\n"), nil }}
-	_, err := (&Replayer{Run: run, Script: "/s.sh", Clock: clock}).Replay(context.Background(), clock.Now(),
+	_, err := (&Replayer{Submitter: SlurmSubmitter{Run: run}, Script: "/s.sh", Clock: clock}).Replay(context.Background(), clock.Now(),
 		[]PlannedJob{{Name: "swf-9", Nodes: 1, Run: time.Second, Limit: time.Minute}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "swf-9") || !strings.Contains(err.Error(), "sbatch --parsable") {
 		t.Fatalf("got %v, want an error naming the job and the command", err)

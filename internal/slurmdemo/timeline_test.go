@@ -227,7 +227,7 @@ func TestMonitorSampleAndProgressLine(t *testing.T) {
 		"3|PENDING||N/A|N/A|gleaner:pool=p|glean\n" +
 		"4|PENDING||N/A|N/A|swf-2|batch\n"
 	run := &fakeSlurm{clock: clock, answer: func(int, string, []string) ([]byte, error) { return []byte(out), nil }}
-	m := &Monitor{Timeline: NewTimeline([]string{"g1", "g2", "g3"}, "batch", "glean"), Run: run, Clock: clock,
+	m := &Monitor{Timeline: NewTimeline([]string{"g1", "g2", "g3"}, "batch", "glean"), Jobs: SlurmJobs{Run: run}, Clock: clock,
 		Pool: func(context.Context) (*PoolView, error) { return pool("g2", "t1"), nil }}
 	_, held, err := m.Sample(context.Background())
 	if err != nil {
@@ -254,7 +254,7 @@ func TestMonitorSampleAndProgressLine(t *testing.T) {
 func TestMonitorLoopStopsWhenDone(t *testing.T) {
 	clock := &fakeClock{now: t0}
 	run := &fakeSlurm{clock: clock, answer: func(int, string, []string) ([]byte, error) { return nil, nil }}
-	m := &Monitor{Timeline: NewTimeline([]string{"g1"}, "batch", "glean"), Run: run, Clock: clock, Interval: time.Second}
+	m := &Monitor{Timeline: NewTimeline([]string{"g1"}, "batch", "glean"), Jobs: SlurmJobs{Run: run}, Clock: clock, Interval: time.Second}
 	n := 0
 	err := m.Loop(context.Background(), func() bool { return n == 3 }, func(Snapshot, []Holder, error) { n++ })
 	if err != nil || n != 3 || clock.Now().Sub(t0) != 2*time.Second {
@@ -279,7 +279,7 @@ func TestCountYieldsReadsTheWorkerLog(t *testing.T) {
 		"gleaner worker: slurm: pilot 87 yields node g2 to job 100 (batch), planned at 15:07:04\n" +
 		"gleaner worker: slurm: 5 pilots running, 0 waiting\n" +
 		"gleaner worker: slurm: pilot 95 yields node g5 to reservation maint, planned at 15:08:00\n"
-	if n := CountYields([]byte(log)); n != 2 {
+	if n := CountYields([]byte(log), "slurm"); n != 2 {
 		t.Errorf("CountYields = %d, want 2", n)
 	}
 }

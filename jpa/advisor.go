@@ -23,7 +23,7 @@ const PriorExponent = 0.9
 //
 // The policy: the library is Base plus each trial's measurements as a
 // curve of its campaign (Group) on each node type, at most
-// SiblingsPerGroup per campaign and type (Representatives); a trial's
+// SiblingsPerGroup per campaign, model and type (Representatives); a trial's
 // curve on a node type is Predict's, made optimistic on uncertain counts
 // (Prediction.Optimistic with Explore); when nothing is known of the
 // trial, its campaign or its architecture (or the prediction fails), it
@@ -41,8 +41,8 @@ type Advisor struct {
 	// Base's (a GPU-ratio table: ParseGavel), for predicting a trial on a
 	// type it was not measured on; nil: Base's alone.
 	Speeds *TypeSpeeds
-	// SiblingsPerGroup caps the library's curves per campaign and node
-	// type (0: DefaultSiblingsPerGroup; negative: no cap).
+	// SiblingsPerGroup caps the library's curves per campaign, model and
+	// node type (0: DefaultSiblingsPerGroup; negative: no cap).
 	SiblingsPerGroup int
 }
 
@@ -82,7 +82,7 @@ func (a Advisor) Library(trials []TrialView) (*Library, error) {
 
 // Curves are the trials' measured curves the library keeps: one per
 // trial and node type measured, named ID@type, at most SiblingsPerGroup
-// per campaign and type.
+// per campaign, model and type.
 func (a Advisor) Curves(trials []TrialView) []PriorCurve {
 	var curves []PriorCurve
 	for _, t := range trials {

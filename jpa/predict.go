@@ -44,7 +44,8 @@ type Query struct {
 	Model string
 	Batch int
 	// Group is the trial's campaign: library curves of the same Group are
-	// siblings (same model, so the same normalised speedup).
+	// siblings (same model, so the same normalised speedup) — unless both
+	// name their Model and the models differ (sibling).
 	Group string
 	// Self names the trial's own curve in the library, if it is there
 	// (a pool's library holds every measured trial): curves named Self or
@@ -71,6 +72,16 @@ const DefaultPriorSigma = 0.25
 
 func (q Query) isSelf(c PriorCurve) bool {
 	return q.Self != "" && (c.Name == q.Self || strings.HasPrefix(c.Name, q.Self+"@"))
+}
+
+// sibling reports whether library curve c is one of the trial's
+// siblings: a curve of its campaign (Group) that trains the same model,
+// as far as either knows (a Model left empty matches any). A campaign
+// that trains several models (a workload mixing networks, each job
+// naming its own) does not lend one model's shape to another at a
+// sibling's weight: such a curve counts as any other campaign's.
+func (q Query) sibling(c PriorCurve) bool {
+	return q.Group != "" && c.Group == q.Group && (q.Model == "" || c.Model == "" || c.Model == q.Model)
 }
 
 // PredictedPoint is the prediction at one node count.

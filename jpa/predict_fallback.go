@@ -63,7 +63,7 @@ func predictFromSiblings(lib *Library, q Query, target string, set Settings) (Pr
 	// same model on the target type.
 	var sibs []int // indices into lib.curves
 	for _, same := range []func(PriorCurve) bool{
-		func(c PriorCurve) bool { return q.Group != "" && c.Group == q.Group },
+		q.sibling,
 		func(c PriorCurve) bool { return q.Model != "" && c.Model == q.Model },
 	} {
 		if lib == nil || len(sibs) > 0 {

@@ -105,7 +105,7 @@ func candidates(pts []obsPoint, lib *Library, q Query, baseType string, set Sett
 		if c.NodeType == baseType {
 			cand.k *= set.SameTypeWeight
 		}
-		if q.Group != "" && c.Group == q.Group {
+		if q.sibling(c) {
 			cand.k *= set.SameGroupWeight
 		}
 		if q.Model != "" && c.Model == q.Model {
@@ -180,7 +180,7 @@ func nearestPair(n int, pts []obsPoint) (a, b int) {
 type vote struct{ v, w float64 }
 
 // alignedSiblingCounts is the sorted distinct counts measured by the
-// trial's aligned siblings: candidates of its Group on its node type,
+// trial's aligned siblings: its sibling candidates on its node type,
 // which share a measured count with the trial (a curve that does not
 // cannot be aligned, so its counts say nothing of the trial's shape).
 func alignedSiblingCounts(cands []candidate, q Query, typ string) []int {
@@ -189,7 +189,7 @@ func alignedSiblingCounts(cands []candidate, q Query, typ string) []int {
 	}
 	var out []int
 	for i := range cands {
-		if c := cands[i].tab.curve; c.Group == q.Group && c.NodeType == typ {
+		if c := cands[i].tab.curve; q.sibling(*c) && c.NodeType == typ {
 			for _, p := range c.Points {
 				out = append(out, p.Nodes)
 			}

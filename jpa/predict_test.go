@@ -166,6 +166,43 @@ func TestSiblingsOfTheCampaignDominate(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNoData)
 }
 
+// A campaign that trains several models (each trial naming its own) does
+// not lend one model's curve to another at a sibling's weight: with the
+// models named, a trial nothing is measured of is predicted from the
+// curves of its own model only, and a measured one leans on its own
+// model's shape; with a model unknown on either side, every curve of the
+// campaign is a sibling as before.
+func TestSiblingsAreOfTheSameModel(t *testing.T) {
+	same := uslCurve("same", "x", USL{X1: 10, Alpha: 0.3}, 16)
+	same.Group, same.Model = "camp", "m"
+	other := uslCurve("other", "x", USL{X1: 10, Alpha: 0.0}, 16)
+	other.Group, other.Model = "camp", "k"
+	lib, err := NewLibrary([]PriorCurve{other, same})
+	require.NoError(t, err)
+
+	// Nothing measured: the prediction is the siblings' mean.
+	pred, err := Predict(nil, lib, Query{MinNodes: 1, MaxNodes: 16, Group: "camp", Model: "m", NodeType: "x"}, nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"same"}, pred.Neighbours, "only the curve of its own model")
+	p16, _ := pred.At(16)
+	assert.InEpsilon(t, same.Points[15].Throughput, p16.Throughput, 1e-9)
+	pred, err = Predict(nil, lib, Query{MinNodes: 1, MaxNodes: 16, Group: "camp", NodeType: "x"}, nil)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"same", "other"}, pred.Neighbours, "model unknown: every curve of the campaign")
+	_, err = Predict(nil, lib, Query{MinNodes: 1, MaxNodes: 16, Group: "camp", Model: "z", NodeType: "x"}, nil)
+	assert.ErrorIs(t, err, ErrNoData, "a model no curve of the campaign trains")
+
+	// Measured at 1 and 2 nodes as `other` scales (linearly), the trial of
+	// model m follows `other`'s shape only when `other` is a sibling.
+	obs := []Observation{{Nodes: 1, NodeType: "x", Throughput: 20}, {Nodes: 2, NodeType: "x", Throughput: 40}}
+	linear := 20 * other.Points[15].Throughput / other.Points[0].Throughput
+	pred, err = Predict(obs, lib, Query{MinNodes: 1, MaxNodes: 16, Group: "camp", Model: "k"}, &Settings{TrendWeight: -1})
+	require.NoError(t, err)
+	p16, _ = pred.At(16)
+	assert.InEpsilon(t, linear, p16.Throughput, 0.02, "model k: other is its sibling")
+	assert.Equal(t, "other", pred.Neighbours[0])
+}
+
 func TestPredictOnAnotherNodeType(t *testing.T) {
 	gavel := "job_type,scale_factor,k80,p100,v100\nResNet-50 (batch size 64),1,1.0,3.0,4.0\nResNet-50 (batch size 64),2,1.9,5.5,7.0\nLM,1,2.0,4.0,8.0\n"
 	speeds, err := ParseGavel(strings.NewReader(gavel))
@@ -304,14 +341,15 @@ func TestRepresentatives(t *testing.T) {
 		{Name: "a3", Group: "a", Points: pts(1, 2)},
 		{Name: "a4", Group: "a", NodeType: "gpu", Points: pts(1)},
 		{Name: "a5", Group: "a", Points: pts(1, 2)},
+		{Name: "am", Group: "a", Model: "m", Points: pts(1)},
 	}
 	var names []string
 	for _, c := range Representatives(curves, 2) {
 		names = append(names, c.Name)
 	}
 	// Group a on the default type keeps a2 (3 points) and a3 (2 points,
-	// before a5); other groups and types are under the cap.
-	require.Equal(t, []string{"profiled", "a2", "b1", "a3", "a4"}, names)
+	// before a5); other groups, models and types are under the cap.
+	require.Equal(t, []string{"profiled", "a2", "b1", "a3", "a4", "am"}, names)
 	require.Len(t, Representatives(curves, 0), len(curves))
 }
 

@@ -260,25 +260,27 @@ func mad(xs []float64) float64 {
 	return median(d)
 }
 
-// DefaultSiblingsPerGroup is how many curves of one campaign on one node
-// type a library built from running trials keeps (Representatives): with
+// DefaultSiblingsPerGroup is how many curves of one campaign and model on
+// one node type a library built from running trials keeps
+// (Representatives): with
 // the sibling weight, a few dozen siblings pin the campaign's shape as
 // well as hundreds do, and Predict's cost grows with the library.
 const DefaultSiblingsPerGroup = 32
 
-// Representatives keeps at most perGroup curves of each (Group, NodeType)
-// with a Group — those with the most points, ties to the earlier in
-// curves — and every curve without a Group (profiled models), in the
-// order given. perGroup ≤ 0 keeps everything.
+// Representatives keeps at most perGroup curves of each (Group, Model,
+// NodeType) with a Group — those with the most points, ties to the
+// earlier in curves — and every curve without a Group (profiled models),
+// in the order given: a campaign that trains several models keeps each
+// model's siblings (Query.sibling). perGroup ≤ 0 keeps everything.
 func Representatives(curves []PriorCurve, perGroup int) []PriorCurve {
 	if perGroup <= 0 {
 		return curves
 	}
-	type key struct{ group, typ string }
+	type key struct{ group, model, typ string }
 	byKey := map[key][]int{}
 	for i, c := range curves {
 		if c.Group != "" {
-			k := key{c.Group, c.NodeType}
+			k := key{c.Group, c.Model, c.NodeType}
 			byKey[k] = append(byKey[k], i)
 		}
 	}

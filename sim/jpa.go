@@ -44,9 +44,10 @@ type JPAOptions struct {
 	// DefaultJPAInterval).
 	Interval float64
 	// Group names a job's campaign (jpa.Query.Group): jobs of one group
-	// train one model and lend each other their curves. Nil: the job's
-	// Model, and DefaultJPAGroup for jobs without one (a BFTrainer
-	// workload is one campaign).
+	// train one model and lend each other their curves (as siblings only
+	// where their Models agree, as production: jpa.Query). Nil: the
+	// job's Model, and DefaultJPAGroup for jobs without one (a BFTrainer
+	// workload of one model is one campaign).
 	Group func(Job) string
 	// Prior is a library of profiled curves (production's configured
 	// prior, e.g. jpa.PriorFromScaling), added to the jobs' own.

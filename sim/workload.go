@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -18,9 +19,10 @@ import (
 type Job struct {
 	Name string
 	// Model names what the job trains; jobs of one Model are one
-	// campaign's siblings to the JPA mode (JPAOptions.Group). Empty for
-	// the BFTrainer format (a workload is one HPO campaign); a synthetic
-	// job's is its curve's name.
+	// campaign's siblings to the JPA mode (JPAOptions.Group). In the
+	// BFTrainer format, the model column or the model the job's name
+	// carries (ModelInName), else empty (the workload is one HPO
+	// campaign); a synthetic job's is its curve's name.
 	Model string
 	// Submit is when the job becomes active (seconds, the events' clock).
 	Submit   float64
@@ -69,6 +71,20 @@ var jobColumns = []string{"name", "submit_unix", "min_nodes", "max_nodes", "resc
 // modelColumn is the index of the optional column.
 const modelColumn = 9
 
+// modelInName matches a job name that carries its model: BFTrainer's
+// Replayer names the jobs of its mixed workloads J<number>-<model>
+// (J00003-DenseNet), those of one model J<number> alone.
+var modelInName = regexp.MustCompile(`^[A-Za-z]*[0-9]+[-_]([^ ]+)$`)
+
+// ModelInName is the model a job's name carries, "" if none: the part
+// after "<id><digits>-" or "<id><digits>_" (J00003-DenseNet: DenseNet).
+func ModelInName(name string) string {
+	if m := modelInName.FindStringSubmatch(name); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
 // ReadJobs parses a workload in the BFTrainer job format
 // (data/workloads in the repository): a header line naming the columns
 // name, submit_unix, min_nodes, max_nodes, rescale_up_s, rescale_down_s,
@@ -76,9 +92,10 @@ const modelColumn = 9
 // samples_per_s are space-separated lists giving the throughput curve,
 // which may include the point (0, 0). An optional last column, model,
 // names what each job trains (Job.Model: the JPA mode's siblings are the
-// jobs of one model; a file that mixes models should name them, or its
-// jobs are one campaign's). Lines starting with '#' are comments. Errors
-// name the line and the column.
+// jobs of one model); without it a job's model is the one its name
+// carries (ModelInName: BFTrainer's J00003-DenseNet), else none, and
+// such jobs are one campaign's. Lines starting with '#' are comments.
+// Errors name the line and the column.
 func ReadJobs(r io.Reader) ([]Job, error) {
 	cr := csv.NewReader(r)
 	cr.Comment = '#'
@@ -170,6 +187,8 @@ func parseJob(rec []string) (Job, error) {
 	j.MinNodes, j.MaxNodes = int(minN), int(maxN)
 	if len(rec) > modelColumn {
 		j.Model = strings.TrimSpace(rec[modelColumn])
+	} else {
+		j.Model = ModelInName(j.Name)
 	}
 	j.Curve, err = parseCurve(rec[7], rec[8], j.MaxNodes)
 	return j, err

@@ -185,3 +185,29 @@ func TestSyntheticJobs(t *testing.T) {
 		t.Error("NaN samples")
 	}
 }
+
+func TestModelInName(t *testing.T) {
+	for name, want := range map[string]string{
+		"J00003-DenseNet":  "DenseNet",
+		"J00004-mnasnet1":  "mnasnet1",
+		"J1_resnet-50":     "resnet-50",
+		"J00000":           "",
+		"S00012":           "",
+		"resnet50":         "",
+		"J00003-":          "",
+		"job-7-vgg16":      "",
+		"00017-shufflenet": "shufflenet",
+	} {
+		if got := ModelInName(name); got != want {
+			t.Errorf("ModelInName(%q) = %q, want %q", name, got, want)
+		}
+	}
+	jobs, err := ReadJobs(strings.NewReader("name,submit_unix,min_nodes,max_nodes,rescale_up_s,rescale_down_s,total_samples,nodes,samples_per_s\n" +
+		"J00000-AlexNet,0,1,2,18,12,100,1 2,10 18\nJ00001,0,1,2,18,12,100,1 2,10 18\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jobs[0].Model != "AlexNet" || jobs[1].Model != "" {
+		t.Errorf("models %q, %q, want AlexNet from the name and none", jobs[0].Model, jobs[1].Model)
+	}
+}

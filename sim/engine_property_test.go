@@ -123,10 +123,13 @@ func checkInvariants(t *testing.T, events []Event, jobs []Job, cfg Config) *Resu
 	if m.EfficiencyVsDedicated > 1+eps || m.EfficiencyVsDedicated < 0 {
 		t.Errorf("efficiency vs dedicated %v outside [0, 1]", m.EfficiencyVsDedicated)
 	}
-	sumHeld, sumSamples := 0.0, 0.0
+	sumHeld, sumSamples, sumLost := 0.0, 0.0, 0.0
 	for i, pj := range res.PerJob {
 		sumHeld += pj.NodeSeconds
 		sumSamples += pj.Samples
+		if _, _, perNode := jobs[i].BestPlacement(); perNode > 0 {
+			sumLost += pj.ProgressLost / perNode
+		}
 		if pj.Completed != (pj.Samples == jobs[i].TotalSamples) {
 			t.Errorf("job %s: completed %v with %v of %v samples", pj.Name, pj.Completed, pj.Samples, jobs[i].TotalSamples)
 		}
@@ -134,6 +137,16 @@ func checkInvariants(t *testing.T, events []Event, jobs []Job, cfg Config) *Resu
 		_, perNode := jobs[i].BestScale()
 		if trained := pj.Samples + pj.ProgressLost; pj.Completed && trained > pj.NodeSeconds*perNode*(1+eps)+eps {
 			t.Errorf("job %s trained %v samples on %v node-s at ≤ %v/node-s", pj.Name, trained, pj.NodeSeconds, perNode)
+		}
+	}
+	// Where the efficiency goes: the rescales' share is their lost
+	// progress in node-seconds; the scale's share the rest, never below 0.
+	if m.AllocatedNodeSeconds > 0 {
+		if want := sumLost / m.AllocatedNodeSeconds; math.Abs(m.LossRescale-want) > 1e-9 {
+			t.Errorf("loss_rescale %v, want %v", m.LossRescale, want)
+		}
+		if sum := m.EfficiencyVsDedicated + m.LossRescale + m.LossScale; m.LossScale < 0 || m.LossScale > 0 && math.Abs(sum-1) > 1e-9 {
+			t.Errorf("efficiency %v + loss_rescale %v + loss_scale %v = %v, want 1 (loss_scale ≥ 0)", m.EfficiencyVsDedicated, m.LossRescale, m.LossScale, sum)
 		}
 	}
 	if math.Abs(sumHeld-m.AllocatedNodeSeconds) > 1e-6*math.Max(1, sumHeld) {

@@ -62,6 +62,14 @@ type Metrics struct {
 	IdleNodeSeconds      float64 `json:"idle_node_s"`
 	AllocatedNodeSeconds float64 `json:"allocated_node_s"`
 	DedicatedNodeSeconds float64 `json:"dedicated_node_s"`
+	// Where 1 − EfficiencyVsDedicated goes, as shares of
+	// AllocatedNodeSeconds (they add up to it): LossRescale is the
+	// progress lost to rescales and preemptions (ProgressLost, in node-
+	// seconds at each job's best per-node rate); LossScale the rest, node
+	// time held at counts less efficient than a job's best fixed scale
+	// (more nodes than it uses best, or fewer than it needs to).
+	LossRescale float64 `json:"loss_rescale"`
+	LossScale   float64 `json:"loss_scale"`
 
 	// Rescales counts allocator decisions that changed the node count of
 	// a running job (growing, shrinking, or pausing it to 0); starting a
@@ -151,11 +159,13 @@ func ratio(a, b float64) float64 {
 func (r *Result) finish(jobs []Job, solverMs, lookaheads []float64) {
 	m := &r.Metrics
 	m.Duration = m.End - m.Start
+	var lostNodeSeconds float64 // ProgressLost at each job's best per-node rate
 	for i := range r.PerJob {
 		pj := &r.PerJob[i]
 		typ, k, perNode := jobs[i].BestPlacement()
 		pj.BestType, pj.BestScale = typ, k
 		pj.DedicatedNodeSeconds = ratio(pj.Samples, perNode)
+		lostNodeSeconds += ratio(pj.ProgressLost, perNode)
 		pj.Efficiency = ratio(pj.DedicatedNodeSeconds, pj.NodeSeconds)
 		pj.Work = ratio(pj.Samples, jobs[i].ReferenceRate())
 		m.Samples += pj.Samples
@@ -178,6 +188,10 @@ func (r *Result) finish(jobs []Job, solverMs, lookaheads []float64) {
 	m.Throughput = ratio(m.Samples, m.Duration)
 	m.WorkRate = ratio(m.Work, m.Duration)
 	m.EfficiencyVsDedicated = ratio(m.DedicatedNodeSeconds, m.AllocatedNodeSeconds)
+	if m.AllocatedNodeSeconds > 0 {
+		m.LossRescale = lostNodeSeconds / m.AllocatedNodeSeconds
+		m.LossScale = max(0, 1-m.EfficiencyVsDedicated-m.LossRescale)
+	}
 	m.HoleUtilisation = ratio(m.AllocatedNodeSeconds, m.IdleNodeSeconds)
 	r.SolverMs = solverMs
 	m.Decisions = len(solverMs)

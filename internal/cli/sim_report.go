@@ -111,7 +111,7 @@ func printSimReport(w io.Writer, r simReport) error {
 	}
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	header := "policy\tcurves\tidle_estimate\ttfwd\ttfwd_s_p50\tthroughput\tefficiency_vs_dedicated\thole_utilisation\trescales\tpreemptions\tsolver_ms_p50\tsolver_ms_p99\tjobs_completed\twall_s\t"
+	header := "policy\tcurves\tidle_estimate\ttfwd\ttfwd_s_p50\tthroughput\tefficiency_vs_dedicated\tloss_rescale\tloss_scale\thole_utilisation\trescales\tpreemptions\tsolver_ms_p50\tsolver_ms_p99\tjobs_completed\twall_s\t"
 	if mix != nil {
 		// Mixed pools: the objective, the work rate and makespan (samples
 		// of different models do not add up), and where the node-time went.
@@ -119,8 +119,8 @@ func printSimReport(w io.Writer, r simReport) error {
 	}
 	fmt.Fprintln(tw, header)
 	for _, p := range r.Policies {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f\t%.1f\t%.3f\t%.3f\t%d\t%d\t%.2f\t%.2f\t%d/%d\t%.1f\t",
-			p.Policy, p.Curves, p.IdleEstimate, p.TFwd, p.LookaheadP50, p.Throughput, p.EfficiencyVsDedicated, p.HoleUtilisation, p.Rescales, p.Preemptions,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%d\t%d\t%.2f\t%.2f\t%d/%d\t%.1f\t",
+			p.Policy, p.Curves, p.IdleEstimate, p.TFwd, p.LookaheadP50, p.Throughput, p.EfficiencyVsDedicated, p.LossRescale, p.LossScale, p.HoleUtilisation, p.Rescales, p.Preemptions,
 			p.SolverMsP50, p.SolverMsP99, p.JobsCompleted, r.Workload.Jobs, p.WallSeconds)
 		if mix != nil {
 			makespan := "-"

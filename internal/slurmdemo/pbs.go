@@ -147,6 +147,7 @@ func (c *PBSCluster) Jobs(ctx context.Context) ([]slurm.Job, error) {
 // of its own for the timeline, the first under the PBS id, the n-th
 // under "ID/n", and a run that ended by a requeue is PREEMPTED, ended when
 // PBS says (obittime) or, failing that, when a sample first saw it over.
+// A rerun has no stime: it started when a sample first saw it running.
 type pbsJobs struct {
 	mu sync.Mutex
 	// since: jobs created before it belong to an earlier pass.
@@ -196,6 +197,17 @@ func (p *pbsJobs) translate(jobs []pbs.Job, now time.Time) []slurm.Job {
 		if ran {
 			sj.Nodes, sj.Start = j.Nodes, j.Start
 			sj.End = j.End
+			if sj.Start.IsZero() {
+				// A rerun has no stime (OpenPBS 23.06: its accounting
+				// record says start=0): it started when first seen running.
+				sj.Start = now
+				if prev, ok := p.running[j.ID]; ok && prev.ID == sj.ID {
+					sj.Start = prev.Start
+				}
+				if j.Walltime > 0 {
+					sj.End = sj.Start.Add(j.Walltime)
+				}
+			}
 			if !j.Finished.IsZero() && (j.State == "F" || j.State == "X") {
 				sj.End = j.Finished
 			}

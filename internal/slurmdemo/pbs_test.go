@@ -95,6 +95,25 @@ func TestPBSJobsRequeuedPilot(t *testing.T) {
 		t.Errorf("timeline: %+v", rec)
 	}
 
+	// The rerun, listed without stime (as OpenPBS 23.06 lists a rerun),
+	// started when first seen running; it keeps that start.
+	rerun := strings.Replace(string(recorded(t, "preempt_high-requeue_after_json.stdout")), `"job_state":"Q"`, `"job_state":"R"`, 1)
+	rerun = strings.Replace(rerun, `"run_count":1,`, `"run_count":2, "exec_vnode":"(gleaner-pbs[2]:ncpus=1)",`, 1)
+	f.outputs["qstat -x -f -F json"] = []byte(rerun)
+	now := time.Now()
+	for range 2 {
+		jobs, err = c.Jobs(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, j := range jobs {
+		if j.ID == "81.gleaner-pbs/2" && (j.State != "RUNNING" || j.Start.Before(now.Add(-time.Second)) || j.Start.After(time.Now()) ||
+			j.End.Sub(j.Start) != 30*time.Minute || strings.Join(j.Nodes, " ") != "gleaner-pbs[2]") {
+			t.Errorf("the rerun: %+v", j)
+		}
+	}
+
 	// After Fresh, the jobs of before are forgotten.
 	c.jobs.reset(utc(21, 0, 0))
 	if jobs, _ := c.Jobs(context.Background()); len(jobs) != 0 {

@@ -66,13 +66,17 @@ func (r *Result) Print(w io.Writer) {
 		fmt.Fprintf(w, "  training lost per stop: mean %.0f, p95 %.0f, max %.0f samples over %d stops (%d lost any); checkpoint interval %.0f samples; %d runs SIGKILLed, %d restarts\n",
 			a.LostPerStop.Mean, a.LostPerStop.P95, a.LostPerStop.Max, a.LostPerStop.N, a.LostStops, a.CheckpointEvery, t.Killed, t.Restarts)
 	}
+	bound := "GraceTime + bf_interval"
+	if r.PBS != nil {
+		bound = "kill_delay + scheduler_iteration"
+	}
 	for _, x := range []struct {
 		what string
 		d    *Delays
 	}{{"batch delay (live − baseline start", r.Delays}, {"control (control − baseline start, no Gleaner in either", r.ControlDelays}} {
 		if d := x.d; d != nil {
-			fmt.Fprintf(w, "  %s, %d jobs): mean %.2fs, p50 %.2fs, p95 %.2fs, max %.2fs; %d over GraceTime + bf_interval (%.0fs); %d later, %d earlier by > 1 s\n",
-				x.what, d.Matched, d.Delay.Mean, d.Delay.P50, d.Delay.P95, d.Delay.Max, d.OverBound, d.Bound, d.Later, d.Earlier)
+			fmt.Fprintf(w, "  %s, %d jobs): mean %.2fs, p50 %.2fs, p95 %.2fs, max %.2fs; %d over %s (%.0fs); %d later, %d earlier by > 1 s\n",
+				x.what, d.Matched, d.Delay.Mean, d.Delay.P50, d.Delay.P95, d.Delay.Max, d.OverBound, bound, d.Bound, d.Later, d.Earlier)
 		}
 	}
 	if s := r.Sim; s != nil {

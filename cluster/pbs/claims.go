@@ -61,7 +61,9 @@ var errMissing = errors.New("missing")
 // startPastPilots is queued job j's planned start had the pilots on its
 // vnodes left: where running pilots hold some of them, the latest end of
 // the other running jobs there, if that is earlier than PBS's estimate
-// (and known); else the estimate.
+// (and known); where pilots alone hold them (the rest free), its
+// submission: the job could have started as soon as they left, so the
+// claim is overdue and they yield at once; else the estimate.
 func startPastPilots(j Job, jobs []Job, pilotQueue string) time.Time {
 	want := map[string]bool{}
 	for _, n := range j.EstimatedNodes {
@@ -82,7 +84,14 @@ func startPastPilots(j Job, jobs []Job, pilotQueue string) time.Time {
 			others = o.End
 		}
 	}
-	if pilots && !others.IsZero() && others.Before(j.EstimatedStart) {
+	switch {
+	case !pilots:
+	case others.IsZero() && !j.Created.IsZero() && j.Created.Before(j.EstimatedStart):
+		// Seen live (OpenPBS 23.06, a 3-node job, two of its vnodes
+		// free, one a pilot's): planned at the pilot's walltime end, 30
+		// min ahead, and never preempting it.
+		return j.Created
+	case !others.IsZero() && others.Before(j.EstimatedStart):
 		return others
 	}
 	return j.EstimatedStart
@@ -98,9 +107,11 @@ func startPastPilots(j Job, jobs []Job, pilotQueue string) time.Time {
 // its estimate does not count on preempting them (seen on OpenPBS 23: a
 // job wanting every vnode, behind a 40 s blocker on half of them, planned
 // 30 min ahead at the pilots' end; it started at the blocker's end by
-// preempting them). Such a claim starts instead when the last other job
-// on its vnodes ends, so that the pilots yield before then rather than be
-// preempted.
+// preempting them; and a 3-node job, one of its vnodes a pilot's, the
+// others free, planned at the pilot's end and never started by
+// preemption). Such a claim starts instead when the last other job on its
+// vnodes ends, or, where pilots alone stand in its way, at its submission
+// (overdue), so that the pilots yield rather than keep it waiting.
 func Claims(jobs []Job, resv []Reservation, pilotQueue string) []pilot.Claim {
 	var cs []pilot.Claim
 	for _, j := range jobs {

@@ -136,6 +136,13 @@ func TestRecordedPlan(t *testing.T) {
 	assert.Equal(t, at(21, 3, 24), Claims(late, nil, "gleaner")[0].Start, "the blocker's end")
 	late[0].End = time.Time{}
 	assert.Equal(t, at(21, 33, 50), Claims(late, nil, "gleaner")[0].Start, "an end PBS does not know: its estimate")
+	// Pilots alone on its vnodes (the blocker gone, the rest free): the
+	// job could start as soon as they leave, so its claim is overdue
+	// from its submission and the pilots yield at once.
+	late[0].State = "F"
+	assert.Equal(t, jobs[3].Created, Claims(late, nil, "gleaner")[0].Start, "pilots alone: overdue since submitted")
+	e := pilot.IdleUntil("gleaner-pbs[6]", at(21, 0, 0), at(21, 30, 0), Claims(late, nil, "gleaner"))
+	assert.True(t, e.Claimed && !e.Until.After(at(21, 0, 1)), "the pilot on vnode 6 is claimed now: %+v", e)
 
 	gleaner, err := ParseJobs(transcript(t, "qstat_json_queue_gleaner.stdout"), time.UTC)
 	require.NoError(t, err)

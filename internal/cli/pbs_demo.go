@@ -38,15 +38,7 @@ still writes what was measured, and exits 130 (143 for SIGTERM).`,
 		Example: `  go build -o bin/gleaner ./cmd/gleaner && go build -o bin/go-mlp ./examples/go-mlp
   ./bin/gleaner pbs-demo --baseline=false --jobs 60 --compression 300   # the lighter pass`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signalContext(cmd.Context())
-			defer stop()
-			go func() {
-				<-ctx.Done()
-				stop() // a second Ctrl-C kills at once
-			}()
-			return slurmDemoEnd(ctx, o.run(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr()))
-		},
+		RunE: o.runE,
 	}
 	f := cmd.Flags()
 	f.IntVar(&s.Plan.ClusterNodes, "nodes", 8, "the cluster's vnodes (the plan is scaled to them; cluster.sh's GLEANER_PBS_VNODES)")

@@ -74,15 +74,7 @@ cluster), still writes what was measured, says what it stopped and exits
   gleaner slurm-demo --baseline=false --jobs 60 --compression 2000   # a short look
   gleaner slurm-demo --baseline-from bin/slurm-demo/result.json   # reuse an earlier baseline pass`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signalContext(cmd.Context())
-			defer stop()
-			go func() {
-				<-ctx.Done()
-				stop() // a second Ctrl-C kills at once
-			}()
-			return slurmDemoEnd(ctx, o.run(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr()))
-		},
+		RunE: o.runE,
 	}
 	f := cmd.Flags()
 	f.IntVar(&s.Cluster.Nodes, "nodes", 6, "Slurm nodes to start (g1..gN)")
@@ -182,6 +174,19 @@ func (o *slurmDemoOptions) run(ctx context.Context, stdout, stderr io.Writer) er
 		}
 	}
 	return err
+}
+
+// runE is a demo command's RunE (slurm-demo, pbs-demo): the demo runs
+// until done or the first Ctrl-C (it then cleans up); a second kills at
+// once.
+func (o *slurmDemoOptions) runE(cmd *cobra.Command, _ []string) error {
+	ctx, stop := signalContext(cmd.Context())
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second Ctrl-C kills at once
+	}()
+	return slurmDemoEnd(ctx, o.run(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr()))
 }
 
 // slurmDemoEnd is the error a run ends with: a run a signal ended exits

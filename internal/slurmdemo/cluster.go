@@ -234,16 +234,14 @@ func (c *Cluster) Describe(ctx context.Context, partition string) (ClusterInfo, 
 // waits, up to timeout, until none is pending or holds a node. It returns
 // how many jobs it cancelled.
 func (c *Cluster) Drain(ctx context.Context, partition string, timeout time.Duration) (int, error) {
-	deadline := time.Now().Add(timeout)
-	cancelled := map[string]bool{}
-	for {
+	return drain(ctx, timeout, 200*time.Millisecond, "scancel", func() ([]string, error) {
 		out, err := c.Run.Run(ctx, "squeue", "-h", "-o", slurm.PilotFormat)
 		if err != nil {
-			return len(cancelled), err
+			return nil, err
 		}
 		jobs, err := slurm.ParseJobs(out, time.Local)
 		if err != nil {
-			return len(cancelled), err
+			return nil, err
 		}
 		var left []string
 		for _, j := range jobs {
@@ -251,20 +249,38 @@ func (c *Cluster) Drain(ctx context.Context, partition string, timeout time.Dura
 				left = append(left, j.ID)
 			}
 		}
+		return left, nil
+	}, func(ids []string) error {
+		_, err := c.Run.Run(ctx, "scancel", ids...)
+		return err
+	})
+}
+
+// drain lists the jobs left and cancels them, again each round (a job
+// that came meanwhile goes too) every poll, until none is left or timeout
+// has passed; it returns how many jobs it cancelled. cancel names the
+// scheduler's command in the timeout's error.
+func drain(ctx context.Context, timeout, poll time.Duration, cancel string, list func() ([]string, error), del func([]string) error) (int, error) {
+	deadline := time.Now().Add(timeout)
+	cancelled := map[string]bool{}
+	for {
+		left, err := list()
+		if err != nil {
+			return len(cancelled), err
+		}
 		if len(left) == 0 {
 			return len(cancelled), nil
 		}
-		// Again each round: a job that came meanwhile goes too.
-		if _, err := c.Run.Run(ctx, "scancel", left...); err != nil {
+		if err := del(left); err != nil {
 			return len(cancelled), err
 		}
 		for _, id := range left {
 			cancelled[id] = true
 		}
 		if time.Now().After(deadline) {
-			return len(cancelled), fmt.Errorf("%d jobs still there %v after scancel", len(left), timeout)
+			return len(cancelled), fmt.Errorf("%d jobs still there %v after %s", len(left), timeout, cancel)
 		}
-		if err := (WallClock{}).Sleep(ctx, 200*time.Millisecond); err != nil {
+		if err := (WallClock{}).Sleep(ctx, poll); err != nil {
 			return len(cancelled), err
 		}
 	}

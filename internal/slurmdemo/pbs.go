@@ -325,16 +325,14 @@ func (c *PBSCluster) Describe(ctx context.Context, queue string) (ClusterInfo, e
 // Drain deletes the jobs of queue (every queue when empty) that wait or
 // run, and waits until none is left.
 func (c *PBSCluster) Drain(ctx context.Context, queue string, timeout time.Duration) (int, error) {
-	deadline := time.Now().Add(timeout)
-	cancelled := map[string]bool{}
-	for {
+	return drain(ctx, timeout, 500*time.Millisecond, "qdel", func() ([]string, error) {
 		out, err := c.Run.Run(ctx, nil, "qstat", "-f", "-F", "json")
 		if err != nil {
-			return len(cancelled), err
+			return nil, err
 		}
 		jobs, err := pbs.ParseJobs(out, time.Local)
 		if err != nil {
-			return len(cancelled), err
+			return nil, err
 		}
 		var left []string
 		for _, j := range jobs {
@@ -342,21 +340,12 @@ func (c *PBSCluster) Drain(ctx context.Context, queue string, timeout time.Durat
 				left = append(left, j.ID)
 			}
 		}
-		if len(left) == 0 {
-			return len(cancelled), nil
-		}
+		return left, nil
+	}, func(ids []string) error {
 		// A job already exiting refuses qdel: it is gone on a later round.
-		_, _ = c.Run.Run(ctx, nil, "qdel", left...)
-		for _, id := range left {
-			cancelled[id] = true
-		}
-		if time.Now().After(deadline) {
-			return len(cancelled), fmt.Errorf("%d jobs still there %v after qdel", len(left), timeout)
-		}
-		if err := (WallClock{}).Sleep(ctx, 500*time.Millisecond); err != nil {
-			return len(cancelled), err
-		}
-	}
+		_, _ = c.Run.Run(ctx, nil, "qdel", ids...)
+		return nil
+	})
 }
 
 // CancelPilots finds the pool's pilots in queue by name (qselect) and

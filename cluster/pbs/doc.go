@@ -10,7 +10,9 @@
 // needs the vnode, PBS preempts the pilot by the scheduler's
 // preempt_order: requeue (R) or delete (D) send SIGTERM, then SIGKILL
 // after the queue's kill_delay; the agent leaves the pool at the SIGTERM
-// and its trainers checkpoint before the SIGKILL. Suspend (S) would leave
+// and its trainers checkpoint before the SIGKILL. A job PBS ends as it
+// starts gets no SIGTERM (the mom sends it before the job's process
+// exists), so the pilot also watches its own job with qstat (WatchPilot). Suspend (S) would leave
 // the trainer frozen on the node, so a preempt_order with S is refused.
 //
 // NewScheduler checks the site at start (the queue exists, is an enabled

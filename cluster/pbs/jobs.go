@@ -21,6 +21,9 @@ type Job struct {
 	// W (waiting for its start time), T (in transit), S or U (suspended),
 	// B (an array begun), F (finished, with qstat -x) ...
 	State string
+	// Substate is what the server is doing with it within State (42: R
+	// and running; 60: R and being requeued; Ending); 0 if not listed.
+	Substate int
 	// Nodes are the vnodes of exec_vnode, empty while it waits.
 	Nodes []string
 	// Start is stime, when it started running; zero while it waits.
@@ -50,6 +53,7 @@ type jobJSON struct {
 	Name         string                     `json:"Job_Name"`
 	Owner        string                     `json:"Job_Owner"`
 	State        string                     `json:"job_state"`
+	Substate     json.RawMessage            `json:"substate"`
 	Queue        string                     `json:"queue"`
 	ExecVnode    string                     `json:"exec_vnode"`
 	Stime        json.RawMessage            `json:"stime"`
@@ -97,6 +101,11 @@ func ParseJobs(out []byte, loc *time.Location) ([]Job, error) {
 		}
 		if job.Finished, err = ParseTime(obit, loc); err != nil {
 			return nil, bad("obittime", obit, err)
+		}
+		if ss := rawString(j.Substate); ss != "" {
+			if job.Substate, err = strconv.Atoi(ss); err != nil || job.Substate < 0 {
+				return nil, bad("substate", ss, fmt.Errorf("want a number"))
+			}
 		}
 		if rc := rawString(j.RunCount); rc != "" {
 			if job.RunCount, err = strconv.Atoi(rc); err != nil || job.RunCount < 0 {

@@ -110,10 +110,10 @@ func TestRecordedPlan(t *testing.T) {
 		}
 		return out
 	}
-	assert.Equal(t, Job{ID: "67.gleaner-pbs", Name: "blocker", Owner: "root@gleaner-pbs", Queue: "workq", State: "R",
+	assert.Equal(t, Job{ID: "67.gleaner-pbs", Name: "blocker", Owner: "root@gleaner-pbs", Queue: "workq", State: "R", Substate: SubstateRunning,
 		Nodes: vnodes(0, 1, 2, 3), Start: at(20, 43, 24), Walltime: 20 * time.Minute, End: at(21, 3, 24),
 		Created: at(20, 43, 24), RunCount: 1}, jobs[0])
-	assert.Equal(t, Job{ID: "70.gleaner-pbs", Name: "big", Owner: "root@gleaner-pbs", Queue: "workq", State: "Q",
+	assert.Equal(t, Job{ID: "70.gleaner-pbs", Name: "big", Owner: "root@gleaner-pbs", Queue: "workq", State: "Q", Substate: 10,
 		Walltime: 10 * time.Minute, EstimatedStart: at(21, 3, 24), EstimatedNodes: vnodes(0, 1, 2, 3, 4, 5, 6, 7),
 		Created: at(20, 43, 26)}, jobs[3])
 	// A pilot held back behind the top job gets an estimate of its own.

@@ -498,20 +498,12 @@ func (s *Scheduler) Plan(ctx context.Context) ([]pilot.Claim, error) {
 // PilotNode is the vnode a running pilot's agent offers: the first of
 // its job's exec_vnode (qstat -f -F json JOBID, run on the node).
 func PilotNode(ctx context.Context, run Runner, jobID string) (string, error) {
-	out, err := run.Run(ctx, nil, "qstat", "-f", "-F", "json", jobID)
+	j, err := PilotJob(ctx, run, jobID)
 	if err != nil {
 		return "", err
 	}
-	jobs, err := ParseJobs(out, time.UTC)
-	if err != nil {
-		return "", err
+	if len(j.Nodes) == 0 {
+		return "", fmt.Errorf("qstat -f -F json %s: the job has no exec_vnode", jobID)
 	}
-	for _, j := range jobs {
-		// One job asked for: its id as the server prints it may carry a
-		// longer server name than PBS_JOBID.
-		if (j.ID == jobID || len(jobs) == 1) && len(j.Nodes) > 0 {
-			return j.Nodes[0], nil
-		}
-	}
-	return "", fmt.Errorf("qstat -f -F json %s: the job has no exec_vnode", jobID)
+	return j.Nodes[0], nil
 }

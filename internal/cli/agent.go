@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,6 +26,11 @@ type agentOptions struct {
 	// pilot, for a batch scheduler's pilot (gleaner slurm-pilot,
 	// pbs-pilot), names the one node the job runs on and the job.
 	pilot func(getenv func(string) string) (node, job string, err error)
+	// watch, for a pilot whose scheduler may end its job without a signal
+	// reaching the agent (PBS), returns the context the agent runs under:
+	// ended, with the reason as its cause, when the scheduler ends the job
+	// (nil: the signals alone tell).
+	watch func(ctx context.Context, getenv func(string) string, job string) (context.Context, context.CancelFunc)
 }
 
 func newAgentCmd() *cobra.Command {
@@ -141,6 +147,22 @@ func (o *agentOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, st
 	}
 	if cfg.Job != "" {
 		logf("agent %s: pilot job %s", a.ID(), cfg.Job)
+	}
+	if o.watch != nil && cfg.Job != "" {
+		var stop context.CancelFunc
+		ctx, stop = o.watch(ctx, o.getenv, cfg.Job)
+		defer stop()
+		if ctx.Err() != nil {
+			// Ended before the agent joined: nothing to give back, and
+			// exiting now ends the job at once rather than at kill_delay.
+			logf("agent %s: %v: not joining pool %s", a.ID(), context.Cause(ctx), cfg.Pool)
+			return nil
+		}
+		context.AfterFunc(ctx, func() {
+			if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) {
+				logf("agent %s: %v and no SIGTERM came: leaving as at one", a.ID(), cause)
+			}
+		})
 	}
 	logf("agent %s: connecting to %s (namespace %s)", a.ID(), cfg.HostPort, cfg.Namespace)
 	return a.Run(ctx)

@@ -30,6 +30,12 @@ SIGTERM Slurm sends when it preempts the pilot or its time runs out.`)
 // newPilotCmd is `gleaner agent` for a batch scheduler's pilot job: hidden,
 // its one node and job named by node, leaving at SIGTERM.
 func newPilotCmd(node func(getenv func(string) string) (string, string, error), use, short, long string) *cobra.Command {
+	cmd, _ := newPilotCmdFor(node, use, short, long)
+	return cmd
+}
+
+// newPilotCmdFor is newPilotCmd with the options it binds.
+func newPilotCmdFor(node func(getenv func(string) string) (string, string, error), use, short, long string) (*cobra.Command, *agentOptions) {
 	o := &agentOptions{getenv: os.Getenv, pilot: node}
 	cmd := newAgentCmdFor(o)
 	cmd.Use, cmd.Short, cmd.Long, cmd.Example, cmd.Hidden = use, short, long, "", true
@@ -38,7 +44,7 @@ func newPilotCmd(node func(getenv func(string) string) (string, string, error), 
 		defer stop()
 		return o.run(ctx, cmd.Flags(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 	}
-	return cmd
+	return cmd, o
 }
 
 // slurmPilotNode is a Slurm pilot's one node, the Slurm node, and its job.

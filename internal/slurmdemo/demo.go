@@ -566,6 +566,10 @@ func (d *demo) pass(ctx context.Context, hooks *passHooks, kind string) (*PassRe
 	// The worker's default lead (pilot.Settings.Lead): GraceTime, at least 30 s.
 	// (PBS's lead is the queue's kill_delay, at least 30 s, alike.)
 	tl.PilotLead = max(d.info.Grace, 30*time.Second)
+	tl.Replayed = map[string]bool{}
+	for _, j := range d.plan.Jobs {
+		tl.Replayed[j.Name] = true
+	}
 	mon := &Monitor{Timeline: tl, Jobs: d.cluster, Interval: d.s.Sample}
 	if hooks != nil {
 		mon.Pool = hooks.pool
@@ -686,6 +690,10 @@ func (d *demo) pass(ctx context.Context, hooks *passHooks, kind string) (*PassRe
 			d.res.Files.SlurmctldLogs = map[string]string{}
 		}
 		d.res.Files.SlurmctldLogs[kind] = log
+	}
+	if foreign := tl.Foreign(); len(foreign) > 0 {
+		d.warn("%s pass: %d jobs not of the replay ran in %s (%s): someone else's; not counted, but the nodes they held count as batch",
+			kind, len(foreign), d.s.BatchPartition, strings.Join(foreign, ", "))
 	}
 	if p.CutShort && ctx.Err() == nil {
 		d.warn("%s pass cut short after %v: %d of %d jobs ended", kind, end.Sub(start).Round(time.Second), p.Batch.Ended, p.Batch.Planned)

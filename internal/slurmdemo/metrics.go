@@ -137,7 +137,7 @@ func SummariseBatch(t *Timeline, plan []PlannedJob) BatchSummary {
 func BatchStarts(t *Timeline, start time.Time) map[string]float64 {
 	out := map[string]float64{}
 	for name, j := range t.Batch {
-		if j.Ran() {
+		if j.Ran() && t.replayed(name) {
 			out[name] = j.Start.Sub(start).Seconds()
 		}
 	}

@@ -135,6 +135,11 @@ type Timeline struct {
 	// to leave (--signal=B:TERM@lead), when known: a pilot that ends then
 	// ran out of time, any other early end is a preemption.
 	PilotLead time.Duration
+	// Replayed names the replayed batch jobs, when known: Counts and
+	// BatchStarts leave out the batch partition's other jobs (someone
+	// else's on a shared cluster: a pass once counted 62 of 60 jobs done),
+	// whose nodes still count as held by a batch job.
+	Replayed map[string]bool
 
 	spans []Span
 	open  map[string]*Span
@@ -320,7 +325,10 @@ type Counts struct {
 // Counts are the job counts as of the last sample.
 func (t *Timeline) Counts() Counts {
 	var c Counts
-	for _, j := range t.Batch {
+	for name, j := range t.Batch {
+		if !t.replayed(name) {
+			continue
+		}
 		switch {
 		case j.Ended:
 			c.BatchDone++
@@ -347,6 +355,24 @@ func (t *Timeline) Counts() Counts {
 		}
 	}
 	return c
+}
+
+// replayed reports whether the batch job name is one of the replay's.
+func (t *Timeline) replayed(name string) bool {
+	return t.Replayed == nil || t.Replayed[name]
+}
+
+// Foreign are the batch partition's jobs that are not the replay's, by
+// name.
+func (t *Timeline) Foreign() []string {
+	var out []string
+	for name := range t.Batch {
+		if !t.replayed(name) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func laterOf(a, b time.Time) time.Time {

@@ -283,3 +283,29 @@ func TestCountYieldsReadsTheWorkerLog(t *testing.T) {
 		t.Errorf("CountYields = %d, want 2", n)
 	}
 }
+
+// A shared cluster: someone else's jobs in the batch partition (PBS pass C
+// saw an integration test's "blocker" and "big" in workq and counted 62 of
+// 60 jobs done). They hold their nodes as batch, but are neither counted
+// nor compared.
+func TestForeignBatchJobsAreNotCounted(t *testing.T) {
+	tl := NewTimeline([]string{"g1", "g2"}, "batch", "glean")
+	tl.Replayed = map[string]bool{"swf-1": true}
+	if got := NodeMap(tl.Observe(Snapshot{At: at(0), Jobs: []slurm.Job{
+		batchJob("1", "swf-1", "RUNNING", 0, 10, "g1"), batchJob("2", "blocker", "RUNNING", 0, 10, "g2"),
+	}})); got != "BB" {
+		t.Errorf("holders %s, want BB", got)
+	}
+	tl.Observe(Snapshot{At: at(20), Jobs: []slurm.Job{
+		batchJob("1", "swf-1", "COMPLETED", 0, 10, "g1"), batchJob("2", "blocker", "COMPLETED", 0, 10, "g2"),
+	}})
+	if c := tl.Counts(); c.BatchDone != 1 {
+		t.Errorf("%d batch jobs done, want 1 (the replay's)", c.BatchDone)
+	}
+	if s := BatchStarts(tl, at(0)); len(s) != 1 || s["swf-1"] != 0 {
+		t.Errorf("starts %v, want swf-1's alone", s)
+	}
+	if f := tl.Foreign(); strings.Join(f, ",") != "blocker" {
+		t.Errorf("foreign %v", f)
+	}
+}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -149,8 +148,9 @@ func (o *agentOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, st
 		logf("agent %s: pilot job %s", a.ID(), cfg.Job)
 	}
 	if o.watch != nil && cfg.Job != "" {
+		signalled := ctx
 		var stop context.CancelFunc
-		ctx, stop = o.watch(ctx, o.getenv, cfg.Job)
+		ctx, stop = o.watch(signalled, o.getenv, cfg.Job)
 		defer stop()
 		if ctx.Err() != nil {
 			// Ended before the agent joined: nothing to give back, and
@@ -159,8 +159,8 @@ func (o *agentOptions) run(ctx context.Context, flags *pflag.FlagSet, stdout, st
 			return nil
 		}
 		context.AfterFunc(ctx, func() {
-			if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) {
-				logf("agent %s: %v and no SIGTERM came: leaving as at one", a.ID(), cause)
+			if signalled.Err() == nil {
+				logf("agent %s: %v, and no SIGTERM came: leaving as at one", a.ID(), context.Cause(ctx))
 			}
 		})
 	}

@@ -84,6 +84,10 @@ type motpeState struct {
 	// Pending are the rows of the trials outstanding, in the order of
 	// window.Outstanding: the constant liar's lies.
 	Pending [][]float64 `json:"pending,omitempty"`
+	// Seq and PendingSeq are, from revision 5, the creation numbers of the
+	// observations' and the liars' trials, as TPE's (tpe_age.go).
+	Seq        []int `json:"seq,omitempty"`
+	PendingSeq []int `json:"pending_seq,omitempty"`
 }
 
 // motpeScratch is one split's working memory.
@@ -106,9 +110,9 @@ func newMOTPE(cfg Config) *motpe {
 	m.set.maxObs = math.MaxInt32
 	s := &motpe{cfg: cfg, goals: cfg.Goals(), set: set, m: m}
 	if !cfg.MultiObjective() {
-		for _, o := range cfg.History {
+		for k, o := range cfg.History {
 			if cfg.Space.Contains(o.Params) == nil && !math.IsNaN(o.Metric) && !o.Stopped {
-				s.observe(m.row(o.Params), Scalar(o.Metric))
+				s.observe(m.row(o.Params), Scalar(o.Metric), k-len(cfg.History))
 			}
 		}
 	}
@@ -144,11 +148,15 @@ func (s *motpe) end(id string, r Result) []Action {
 	if i < 0 {
 		return nil
 	}
-	row := s.st.Pending[i]
+	row, seq := s.st.Pending[i], 0
 	s.st.Pending = slices.Delete(s.st.Pending, i, i+1)
+	if i < len(s.st.PendingSeq) {
+		seq = s.st.PendingSeq[i]
+		s.st.PendingSeq = slices.Delete(s.st.PendingSeq, i, i+1)
+	}
 	s.st.window.end(id)
 	if len(r.Values) == len(s.goals.Modes) && r.Complete() {
-		s.observe(row, r)
+		s.observe(row, r, seq)
 	}
 	return s.fill()
 }
@@ -156,9 +164,26 @@ func (s *motpe) end(id string, r Result) []Action {
 func (s *motpe) fill() []Action {
 	return s.st.fill(s.cfg, func(int) (Params, bool) {
 		p := s.propose()
-		s.st.Pending = append(s.st.Pending, s.m.row(p))
+		s.pend(p)
 		return p, true
-	}, func(p Params) { s.st.Pending = append(s.st.Pending, s.m.row(p)) })
+	}, s.pend)
+}
+
+// pend records the row of the trial being opened, window.Created its
+// creation number.
+func (s *motpe) pend(p Params) {
+	s.st.Pending = append(s.st.Pending, s.m.row(p))
+	if s.m.set.trialOrder {
+		s.st.PendingSeq = append(s.st.PendingSeq, s.st.Created)
+	}
+}
+
+// ageKeys is as TPE's (tpe_age.go), of motpe's observations and liars.
+func (s *motpe) ageKeys(obs []int32, liars []int) []int {
+	if !s.m.set.trialOrder || len(s.st.Seq) != len(s.st.Values) || len(s.st.PendingSeq) != len(s.st.Pending) {
+		return nil
+	}
+	return seqKeys(s.m.scr.ageKey[:0], s.st.Seq, s.st.PendingSeq, obs, liars)
 }
 
 // propose returns the next trial's parameters: at random for the first
@@ -211,33 +236,27 @@ func (s *motpe) split() {
 	if len(s.goals.Modes) > 1 {
 		sc.wl = s.contributionWeights(sc.below, sc.wl)
 	} else {
-		for b := range sc.below {
-			sc.wl = append(sc.wl, defaultWeight(b, len(sc.below)))
-		}
+		sc.wl = sc.ageWeights(sc.wl, len(sc.below), s.ageKeys(sc.below, nil))
 	}
 	sc.liars = nil
+	sc.ageObs, sc.ageLiars = sc.ageObs[:0], sc.ageLiars[:0]
 	if s.set.liar {
 		sc.liars = s.st.Pending
-	}
-	na := n - len(sc.below) + len(sc.liars)
-	sc.wg = resize(sc.wg, n)
-	pos := 0
-	for i, below := range sc.inBelow {
-		sc.wg[i] = 0
-		if !below {
-			sc.wg[i] = defaultWeight(pos, na)
-			pos++
+		for j := range sc.liars {
+			sc.ageLiars = append(sc.ageLiars, j)
 		}
 	}
-	sc.wLiar = sc.wLiar[:0]
-	for j := range sc.liars {
-		sc.wLiar = append(sc.wLiar, defaultWeight(pos+j, na))
+	for i, below := range sc.inBelow {
+		if !below {
+			sc.ageObs = append(sc.ageObs, int32(i))
+		}
 	}
+	sc.weighG(&sc.tpeSplit, n, s.ageKeys(sc.ageObs, sc.ageLiars))
 }
 
 // observe records a finished trial's row and complete result, and past
 // the bound forgets the oldest observations l would not model.
-func (s *motpe) observe(row []float64, r Result) {
+func (s *motpe) observe(row []float64, r Result, seq int) {
 	vals := make([]float64, len(r.Values))
 	for k, v := range r.Values {
 		vals[k] = clamp(v, -math.MaxFloat64, math.MaxFloat64)
@@ -247,8 +266,11 @@ func (s *motpe) observe(row []float64, r Result) {
 	if len(s.goals.Constraints) > 0 {
 		s.st.Violations = append(s.st.Violations, math.Min(s.goals.Violation(r), math.MaxFloat64))
 	}
+	if s.m.set.trialOrder {
+		s.st.Seq = append(s.st.Seq, seq)
+	}
 	s.derive(len(s.st.Values) - 1)
-	s.m.observe(row, 0, false)
+	s.m.observe(row, 0, false, seq)
 	if keep := max(s.set.maxObs, s.set.gammaMax+1); len(s.st.Values) > keep+keep/10 {
 		s.forgetOldest(keep)
 	}
@@ -284,6 +306,7 @@ func (s *motpe) forgetOldest(keep int) {
 	st := &s.st
 	var observed, values [][]float64
 	var viol []float64
+	var seq []int
 	for i := range n {
 		if drop[i] {
 			continue
@@ -292,8 +315,11 @@ func (s *motpe) forgetOldest(keep int) {
 		if st.Violations != nil {
 			viol = append(viol, st.Violations[i])
 		}
+		if len(st.Seq) == n {
+			seq = append(seq, st.Seq[i])
+		}
 	}
-	st.Observed, st.Values, st.Violations = observed, values, viol
+	st.Observed, st.Values, st.Violations, st.Seq = observed, values, viol, seq
 	s.rebuild()
 }
 
@@ -346,6 +372,10 @@ func (s *motpe) checkState(st motpeState) error {
 		return fmt.Errorf("pending: %d rows for %d trials outstanding", len(st.Pending), len(st.Outstanding))
 	case len(st.Values) != len(st.Observed):
 		return fmt.Errorf("values: %d for %d observed rows", len(st.Values), len(st.Observed))
+	case len(st.Seq) != 0 && len(st.Seq) != len(st.Observed):
+		return fmt.Errorf("seq: %d for %d observed rows", len(st.Seq), len(st.Observed))
+	case len(st.PendingSeq) != 0 && len(st.PendingSeq) != len(st.Pending):
+		return fmt.Errorf("pending_seq: %d for %d pending rows", len(st.PendingSeq), len(st.Pending))
 	case len(st.Values) > st.Ended:
 		return fmt.Errorf("observed: %d rows for %d trials ended", len(st.Observed), st.Ended)
 	case nc > 0 && len(st.Violations) != len(st.Observed):

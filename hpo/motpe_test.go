@@ -332,14 +332,14 @@ func TestMOTPESnapshotBoundedAt100k(t *testing.T) {
 	s := newMOTPE(cfg)
 	rng := rand.New(rand.NewPCG(3, 4))
 	var front []Result // of every result seen, kept as they come
-	for range 100_000 {
+	for i := range 100_000 {
 		p := cfg.Space.Sample(rng)
 		r := eval(p)
 		if !slices.ContainsFunc(front, func(f Result) bool { return cfg.Goals().Dominates(f, r) }) {
 			front = slices.DeleteFunc(front, func(f Result) bool { return cfg.Goals().Dominates(r, f) })
 			front = append(front, r)
 		}
-		s.observe(s.m.row(p), r)
+		s.observe(s.m.row(p), r, i)
 	}
 	s.st.Created, s.st.Ended = 100_000, 100_000
 	if n := len(s.st.Values); n < 3000 || n > 3300 {

@@ -33,4 +33,9 @@ package hpo
 // the largest budget with at least max(n_startup_trials, d+2) results
 // (complete results above every rung), each trial there ranked by its
 // metric at that rung. Other samplers are fed as in revision 2.
-const Revision = 4
+//
+// Revision 5 (revisionTrialOrder, tpe_age.go): TPE weighs its
+// observations and liars by age in the order their trials were opened,
+// as Optuna 3.1 by trial number, rather than in the order they finished
+// with the liars newest. Every other searcher decides as in revision 4.
+const Revision = 5

@@ -153,7 +153,7 @@ func (f *rungFeed) level() int {
 // n_startup_trials).
 func (f *rungFeed) fit() {
 	t := f.t
-	t.st.Observed, t.st.Metrics, t.st.Stopped = nil, nil, nil
+	t.st.Observed, t.st.Metrics, t.st.Stopped, t.st.Seq = nil, nil, nil, nil
 	if lv := f.level(); lv > 0 {
 		for _, r := range f.st.Trials {
 			if v, ok := r.at(lv); ok {
@@ -195,10 +195,10 @@ func (f *rungFeed) Progress() float64 { return f.t.Progress() }
 
 func (f *rungFeed) Snapshot() ([]byte, error) {
 	t := f.t
-	obs, met, stop := t.st.Observed, t.st.Metrics, t.st.Stopped
-	t.st.Observed, t.st.Metrics, t.st.Stopped = nil, nil, nil
+	obs, met, stop, seq := t.st.Observed, t.st.Metrics, t.st.Stopped, t.st.Seq
+	t.st.Observed, t.st.Metrics, t.st.Stopped, t.st.Seq = nil, nil, nil, nil
 	inner, err := t.Snapshot()
-	t.st.Observed, t.st.Metrics, t.st.Stopped = obs, met, stop
+	t.st.Observed, t.st.Metrics, t.st.Stopped, t.st.Seq = obs, met, stop, seq
 	if err != nil {
 		return nil, err
 	}

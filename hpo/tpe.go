@@ -84,6 +84,11 @@ type tpeState struct {
 	// Pending are the rows of the trials outstanding, in the order of
 	// window.Outstanding: the constant liar's lies.
 	Pending [][]float64 `json:"pending,omitempty"`
+	// Seq and PendingSeq are, from revision 5, the creation numbers of the
+	// observations' and the liars' trials (tpe_age.go): the first trial
+	// opened is 0, a warm start's history comes before it (negative).
+	Seq        []int `json:"seq,omitempty"`
+	PendingSeq []int `json:"pending_seq,omitempty"`
 }
 
 // tpeScratch is one proposal's working memory, kept to spare the garbage
@@ -100,12 +105,18 @@ type tpeScratch struct {
 	colsL, colsG [][]float64
 	wgJoint      []float64
 	jl, jg       jointMixture
+	ageKey       []int   // per member of l or g, its creation number (ageKeys)
+	ageOrder     []int   // ageWeights': the members oldest first
+	ageObs       []int32 // split's: the observations g models
+	ageLiars     []int   // and the liars
+	ageW         []float64
 }
 
 func newTPE(cfg Config) *tpe {
 	pcg := newPCG(cfg.Seed)
 	t := &tpe{cfg: cfg, set: cfg.Settings.TPE.params(), pcg: pcg, rng: rand.New(pcg)}
 	t.set.jointHeight = cfg.Revision >= revisionJointHeight
+	t.set.trialOrder = cfg.Revision >= revisionTrialOrder
 	for _, p := range cfg.Space {
 		t.dims = append(t.dims, newDim(p))
 	}
@@ -114,9 +125,9 @@ func newTPE(cfg Config) *tpe {
 	t.reindex()
 	// Warm start: earlier campaigns' results are observations like its
 	// own (a restored snapshot replaces them with the ones it kept).
-	for _, o := range cfg.History {
+	for k, o := range cfg.History {
 		if cfg.Space.Contains(o.Params) == nil && !math.IsNaN(o.Metric) {
-			t.observe(t.row(o.Params), o.Metric, o.Stopped)
+			t.observe(t.row(o.Params), o.Metric, o.Stopped, k-len(cfg.History))
 		}
 	}
 	return t
@@ -139,11 +150,15 @@ func (t *tpe) end(id string, metric float64, stopped bool) []Action {
 	if i < 0 {
 		return nil
 	}
-	row := t.st.Pending[i]
+	row, seq := t.st.Pending[i], 0
 	t.st.Pending = slices.Delete(t.st.Pending, i, i+1)
+	if i < len(t.st.PendingSeq) {
+		seq = t.st.PendingSeq[i]
+		t.st.PendingSeq = slices.Delete(t.st.PendingSeq, i, i+1)
+	}
 	t.st.window.end(id)
 	if !math.IsNaN(metric) {
-		t.observe(row, metric, stopped)
+		t.observe(row, metric, stopped, seq)
 	}
 	return t.fill()
 }
@@ -151,9 +166,18 @@ func (t *tpe) end(id string, metric float64, stopped bool) []Action {
 func (t *tpe) fill() []Action {
 	return t.st.fill(t.cfg, func(int) (Params, bool) {
 		p := t.propose()
-		t.st.Pending = append(t.st.Pending, t.row(p))
+		t.pend(t.row(p))
 		return p, true
-	}, func(p Params) { t.st.Pending = append(t.st.Pending, t.row(p)) })
+	}, func(p Params) { t.pend(t.row(p)) })
+}
+
+// pend records the row of the trial being opened, window.Created its
+// creation number.
+func (t *tpe) pend(row []float64) {
+	t.st.Pending = append(t.st.Pending, row)
+	if t.set.trialOrder {
+		t.st.PendingSeq = append(t.st.PendingSeq, t.st.Created)
+	}
 }
 
 func (t *tpe) Progress() float64 { return t.st.progress(t.cfg) }
@@ -223,7 +247,7 @@ func (t *tpe) proposeDim(d int) float64 {
 // split divides the observations as TPE does: l models the best ⌈γn⌉
 // (at most gamma_max), g the others and, with the constant liar, the
 // trials outstanding. Within l and within g an observation weighs by its
-// age (defaultWeight), the liars being the newest.
+// age (tpe_age.go).
 func (t *tpe) split() {
 	s := &t.scr
 	n := len(t.st.Metrics)
@@ -232,29 +256,24 @@ func (t *tpe) split() {
 	slices.Sort(s.below)
 	s.inBelow = slices.Grow(s.inBelow[:0], n)[:n]
 	clear(s.inBelow)
-	s.wl = s.wl[:0]
-	for b, i := range s.below {
+	for _, i := range s.below {
 		s.inBelow[i] = true
-		s.wl = append(s.wl, defaultWeight(b, nb))
 	}
+	s.wl = s.ageWeights(s.wl[:0], nb, t.ageKeys(s.below, nil))
 	s.liars = nil
+	s.ageObs, s.ageLiars = s.ageObs[:0], s.ageLiars[:0]
 	if t.set.liar {
 		s.liars = t.st.Pending
-	}
-	na := n - nb + len(s.liars)
-	s.wg = resize(s.wg, n)
-	pos := 0
-	for i, below := range s.inBelow {
-		s.wg[i] = 0
-		if !below {
-			s.wg[i] = defaultWeight(pos, na)
-			pos++
+		for j := range s.liars {
+			s.ageLiars = append(s.ageLiars, j)
 		}
 	}
-	s.wLiar = s.wLiar[:0]
-	for j := range s.liars {
-		s.wLiar = append(s.wLiar, defaultWeight(pos+j, na))
+	for i, below := range s.inBelow {
+		if !below {
+			s.ageObs = append(s.ageObs, int32(i))
+		}
 	}
+	s.weighG(&s.tpeSplit, n, t.ageKeys(s.ageObs, s.ageLiars))
 }
 
 // proposeNumeric is independent TPE's value of numeric dim d: of

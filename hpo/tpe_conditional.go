@@ -155,36 +155,23 @@ func (t *tpe) splitOn(on []bool, liarIn func(j int) bool) *tpeSplit {
 			sp.below = append(sp.below, i)
 		}
 	}
-	sp.wl = sp.wl[:0]
-	for b := range sp.below {
-		sp.wl = append(sp.wl, defaultWeight(b, len(sp.below)))
-	}
+	s := &t.scr
+	sp.wl = s.ageWeights(sp.wl[:0], len(sp.below), t.ageKeys(sp.below, nil))
 	sp.liars = sp.liars[:0]
+	s.ageObs, s.ageLiars = s.ageObs[:0], s.ageLiars[:0]
 	for j, r := range all.liars {
 		if liarIn(j) {
 			sp.liars = append(sp.liars, r)
+			s.ageLiars = append(s.ageLiars, j)
 		}
 	}
-	na := len(sp.liars)
 	for i := range n {
 		if !sp.skip(int32(i)) {
-			na++
+			s.ageObs = append(s.ageObs, int32(i))
 		}
 	}
-	sp.ng = na
-	sp.wg = resize(sp.wg, n)
-	pos := 0
-	for i := range n {
-		sp.wg[i] = 0
-		if !sp.skip(int32(i)) {
-			sp.wg[i] = defaultWeight(pos, na)
-			pos++
-		}
-	}
-	sp.wLiar = sp.wLiar[:0]
-	for j := range sp.liars {
-		sp.wLiar = append(sp.wLiar, defaultWeight(pos+j, na))
-	}
+	sp.ng = len(s.ageObs) + len(s.ageLiars)
+	s.weighG(sp, n, t.ageKeys(s.ageObs, s.ageLiars))
 	return sp
 }
 

@@ -118,9 +118,9 @@ func TestTPEConditionalSplitMasksAsOptuna(t *testing.T) {
 	cfg := Config{Algorithm: AlgorithmTPE, Space: condSpace(), Seed: 1, MaxTrials: 100, MaxConcurrent: 1, Mode: "min"}
 	tp := newTPE(cfg)
 	rng := rand.New(rand.NewPCG(5, 6))
-	for range 60 {
+	for i := range 60 {
 		p := cfg.Space.Sample(rng)
-		tp.observe(tp.row(p), condScript(p).Score, false)
+		tp.observe(tp.row(p), condScript(p).Score, false, i)
 	}
 	pend := cfg.Space.Sample(rng)
 	tp.st.Pending = [][]float64{tp.row(pend)}

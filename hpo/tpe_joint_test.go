@@ -31,7 +31,7 @@ func TestTPEJointModelsAsOptuna31(t *testing.T) {
 		tp := newTPE(Config{Algorithm: AlgorithmTPE, Space: space, Seed: 1, MaxTrials: 40, MaxConcurrent: 2, Mode: "min",
 			Settings: Settings{TPE: &TPESettings{Multivariate: true}}, Revision: rev})
 		for i, r := range rows {
-			tp.observe(r, metrics[i], false)
+			tp.observe(r, metrics[i], false, i)
 		}
 		tp.st.Pending = running
 		tp.split()

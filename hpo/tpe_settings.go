@@ -91,6 +91,10 @@ type tpeParams struct {
 	// jointHeight: the multivariate estimator scores as Optuna 3.1's
 	// (Config.Revision ≥ revisionJointHeight; jointMixture says how).
 	jointHeight bool
+	// trialOrder: observations and liars weigh by the age of their trial
+	// (its creation number), as Optuna's by trial number
+	// (Config.Revision ≥ revisionTrialOrder; tpe_age.go).
+	trialOrder bool
 }
 
 func (s *TPESettings) params() tpeParams {

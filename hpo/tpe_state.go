@@ -45,6 +45,10 @@ func (t *tpe) checkState(st tpeState) error {
 		return fmt.Errorf("pending: %d rows for %d trials outstanding", len(st.Pending), len(st.Outstanding))
 	case len(st.Metrics) != len(st.Observed):
 		return fmt.Errorf("metrics: %d for %d observed rows", len(st.Metrics), len(st.Observed))
+	case len(st.Seq) != 0 && len(st.Seq) != len(st.Observed):
+		return fmt.Errorf("seq: %d for %d observed rows", len(st.Seq), len(st.Observed))
+	case len(st.PendingSeq) != 0 && len(st.PendingSeq) != len(st.Pending):
+		return fmt.Errorf("pending_seq: %d for %d pending rows", len(st.PendingSeq), len(st.Pending))
 	case len(st.Metrics) > st.Ended+len(t.cfg.History):
 		// Warm start: the history's results are observations too.
 		return fmt.Errorf("observed: %d rows for %d trials ended and %d in history", len(st.Observed), st.Ended, len(t.cfg.History))
@@ -72,8 +76,12 @@ func (t *tpe) checkState(st tpeState) error {
 	return nil
 }
 
-// observe records a finished trial's row and metric.
-func (t *tpe) observe(row []float64, metric float64, stopped bool) {
+// observe records a finished trial's row and metric; seq is its trial's
+// creation number (tpe_age.go).
+func (t *tpe) observe(row []float64, metric float64, stopped bool, seq int) {
+	if t.set.trialOrder {
+		t.st.Seq = append(t.st.Seq, seq)
+	}
 	t.st.Observed = append(t.st.Observed, row)
 	t.st.Metrics = append(t.st.Metrics, clamp(metric, -math.MaxFloat64, math.MaxFloat64))
 	i := int32(len(t.st.Metrics) - 1)
@@ -120,12 +128,17 @@ func (t *tpe) forgetOldest(keep int) {
 	index := make([]int32, n) // old index → new
 	var observed [][]float64
 	var metrics []float64
+	var seq []int
 	for i := range n {
 		index[i] = int32(len(metrics))
 		if !drop[i] {
 			observed, metrics = append(observed, t.st.Observed[i]), append(metrics, t.st.Metrics[i])
+			if t.inTrialOrder() {
+				seq = append(seq, t.st.Seq[i])
+			}
 		}
 	}
+	t.st.Seq = seq
 	stopped := t.st.Stopped[:0]
 	for _, i := range t.st.Stopped {
 		if !drop[i] {

@@ -292,7 +292,7 @@ func TestTPEModelsAsOptuna31(t *testing.T) {
 	}
 	tp := newTPE(Config{Algorithm: AlgorithmTPE, Space: space, Seed: 1, MaxTrials: 40, MaxConcurrent: 2, Mode: "min"})
 	for i, r := range rows {
-		tp.observe(r, metrics[i], false)
+		tp.observe(r, metrics[i], false, i)
 	}
 	tp.st.Pending = running
 	tp.split()
@@ -335,7 +335,7 @@ func TestTPESnapshotBoundedAt100k(t *testing.T) {
 		p := cfg.Space.Sample(rng)
 		y := testScript(p).Score + p["momentum"].Num + float64(i%7)
 		best = min(best, y)
-		s.observe(s.row(p), y, false)
+		s.observe(s.row(p), y, false, i)
 	}
 	if n := len(s.st.Metrics); n < 3000 || n > 3300 {
 		t.Fatalf("%d observations kept, want 3,000 and at most a tenth more gathering", n)
@@ -387,10 +387,10 @@ func tenThousand(tb testing.TB, s *TPESettings) *tpe {
 	}
 	t := newTPE(cfg)
 	rng := rand.New(rand.NewPCG(1, 2))
-	for range 10_000 {
+	for i := range 10_000 {
 		p := cfg.Space.Sample(rng)
 		y := testScript(p).Score + p["momentum"].Num
-		t.observe(t.row(p), y, p["opt"].Str == "bad")
+		t.observe(t.row(p), y, p["opt"].Str == "bad", i)
 	}
 	// reindex as Restore would, and check it orders as observe did.
 	byMetric := slices.Clone(t.byMetric)

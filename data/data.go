@@ -38,6 +38,10 @@ const (
 	HPO10 = "workloads/jobs-shufflenet-hpo-10.csv"
 	// HPO1000 is BFTrainer's HPO scenario with 1,000 ShuffleNet trainings.
 	HPO1000 = "workloads/jobs-shufflenet-hpo-1000.csv"
+	// ImageNetMixed is BFTrainer's mixed workload: 1,001 ImageNet trainings
+	// of seven networks, each job's name carrying its network
+	// (J00003-DenseNet).
+	ImageNetMixed = "workloads/jobs-imagenet-mixed-1001.csv"
 	// Scaling is the folder of measured throughput-versus-nodes curves,
 	// one <app>__<cluster>.csv per application and cluster.
 	Scaling = "scaling"

@@ -11,7 +11,7 @@ import (
 )
 
 func TestEveryFileConstantOpensNonEmpty(t *testing.T) {
-	for _, rel := range []string{SummitIdle, Theta2022, HPO10, HPO1000, Gavel} {
+	for _, rel := range []string{SummitIdle, Theta2022, HPO10, HPO1000, ImageNetMixed, Gavel} {
 		rc, err := Open(Prefix + rel)
 		if err != nil {
 			t.Fatalf("Open(%q): %v", Prefix+rel, err)

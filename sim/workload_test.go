@@ -47,8 +47,29 @@ func TestReadJobsShared(t *testing.T) {
 	}
 }
 
+// BFTrainer's mixed ImageNet workload names each job's network, and every
+// network is one model for the JPA: seven of 143 jobs each.
+func TestReadJobsImageNetMixed(t *testing.T) {
+	jobs := loadSharedJobs(t, data.ImageNetMixed)
+	if len(jobs) != 1001 {
+		t.Fatalf("%d jobs, want 1001", len(jobs))
+	}
+	perModel := map[string]int{}
+	for _, j := range jobs {
+		if j.MinNodes != 1 || j.MaxNodes != 64 || j.Curve[len(j.Curve)-1].Nodes != 64 {
+			t.Fatalf("job %s: bounds %d–%d, want 1–64 and a curve to 64 nodes", j.Name, j.MinNodes, j.MaxNodes)
+		}
+		perModel[j.Model]++
+	}
+	want := map[string]int{"AlexNet": 143, "DenseNet": 143, "mnasnet1": 143, "mobilenet": 143,
+		"resnet18": 143, "shufflenet": 143, "vgg16": 143}
+	if !reflect.DeepEqual(perModel, want) {
+		t.Errorf("jobs per model %v, want %v", perModel, want)
+	}
+}
+
 // loadSharedJobs reads a workload of the built-in reference data; name is
-// its path there (data.HPO10, data.HPO1000).
+// its path there (data.HPO10, data.HPO1000, data.ImageNetMixed).
 func loadSharedJobs(t *testing.T, name string) []Job {
 	t.Helper()
 	f, err := data.Open(data.Prefix + name)

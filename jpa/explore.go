@@ -35,13 +35,17 @@ func (e *Explore) withDefaults() Explore {
 
 // Optimistic returns a copy of p in which the unexplored counts most
 // worth trying carry their upper-confidence value x̂(n) + C·σ(n): those
-// neither the trial nor an aligned sibling of its campaign measured
-// (PredictedPoint.Measured, SiblingMeasured) whose upper value beats the
-// best measured throughput (so trying them could pay), the largest upper
-// values first, at most MaxUnmeasured of them. Every other count keeps
-// its prediction, so the allocator explores a bounded number of counts
-// per trial, each once per campaign, and otherwise exploits. It also
-// returns the counts made optimistic.
+// neither the trial nor an aligned sibling of its campaign measured, nor
+// lie so near such a count that the extrapolation is within its noise
+// (PredictedPoint.Measured, SiblingMeasured, NearMeasured), whose upper
+// value beats the best measured throughput (so trying them could pay),
+// the largest upper values first, at most MaxUnmeasured of them; for a
+// trial nothing is measured of, predicted from its siblings
+// (Prediction.FromSiblings), its smallest count only: its profiling run,
+// not a hole's worth of nodes. Every other count keeps its prediction,
+// so the allocator explores a bounded number of counts per trial, each
+// once per campaign, and otherwise exploits. It also returns the counts
+// made optimistic.
 func (p Prediction) Optimistic(e *Explore) (Prediction, []int) {
 	set := e.withDefaults()
 	out := p
@@ -59,7 +63,7 @@ func (p Prediction) Optimistic(e *Explore) (Prediction, []int) {
 	for len(chosen) < set.MaxUnmeasured {
 		pick, pickU := -1, best
 		for i, pt := range out.Points {
-			if pt.Measured || pt.SiblingMeasured || containsInt(chosen, i) {
+			if pt.Measured || pt.SiblingMeasured || pt.NearMeasured || (p.FromSiblings && i > 0) || containsInt(chosen, i) {
 				continue
 			}
 			if u := pt.Throughput + set.C*pt.Sigma; u > pickU && !math.IsInf(u, 0) {

@@ -101,6 +101,13 @@ type PredictedPoint struct {
 	// so Optimistic leaves it be. Always false for a trial with no
 	// observation.
 	SiblingMeasured bool
+	// NearMeasured is true where a count the trial or an aligned sibling
+	// measured is so near that extrapolating from it is uncertain by no
+	// more than that measurement's own noise (Growth·δ(n) ≤ σ_m, see
+	// Predict; a SiblingMeasured count is one): trying the count would
+	// tell little that the measurement did not, so Optimistic leaves it
+	// be. Always false for a trial with no observation.
+	NearMeasured bool
 }
 
 // Prediction is a trial's predicted curve over [MinNodes, MaxNodes].
@@ -111,6 +118,10 @@ type Prediction struct {
 	// Neighbours names the library curves that lent their shape, most
 	// similar first, with "usl" for the trial's own fit.
 	Neighbours []string
+	// FromSiblings is true for a trial with no observation predicted from
+	// its siblings (or from profiles of its model): Optimistic then
+	// explores its smallest count only, its profiling run.
+	FromSiblings bool
 }
 
 // At returns the point for n; ok is false outside [MinNodes, MaxNodes].
@@ -240,7 +251,7 @@ func Predict(obs []Observation, lib *Library, q Query, s *Settings) (Prediction,
 			p.Throughput *= ratio
 			p.SigmaLog = math.Hypot(p.SigmaLog, sig)
 			p.Sigma = p.Throughput * p.SigmaLog
-			p.Measured, p.SiblingMeasured = false, false // both on the measured type
+			p.Measured, p.SiblingMeasured, p.NearMeasured = false, false, false // all on the measured type
 		}
 	}
 	return pred, nil

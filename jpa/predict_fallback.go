@@ -78,15 +78,19 @@ func predictFromSiblings(lib *Library, q Query, target string, set Settings) (Pr
 	if len(sibs) == 0 {
 		return Prediction{}, ErrNoData
 	}
-	pred := Prediction{NodeType: target}
+	pred := Prediction{NodeType: target, FromSiblings: true}
 	for _, i := range sibs {
 		pred.Neighbours = append(pred.Neighbours, lib.curves[i].Name)
 	}
-	// SiblingMeasured stays false: a trial nothing is measured of explores
-	// wherever it starts, and letting its optimism go to the count the
-	// allocator values most served better in the simulator than steering
-	// it away from its siblings' counts (jpa/oracle throughput 0.92
-	// against 0.89 on sim's contested real-curve scenario).
+	// SiblingMeasured stays false: steering a trial nothing is measured
+	// of away from its siblings' counts did worse in the simulator than
+	// letting its optimism go where the allocator values it most
+	// (jpa/oracle throughput 0.89 against 0.92 on sim's contested
+	// real-curve scenario). Optimism now goes to its smallest count only
+	// (FromSiblings), its profiling run, as the prior's does
+	// (PriorScales): on BFTrainer's seven-network workload a fresh job's
+	// optimism at its largest count (σ_log ≈ 0.16) drew a hole's worth of
+	// nodes from running jobs for every new job (docs/jpa.md).
 	logs := make([]float64, 0, len(sibs))
 	for n := q.MinNodes; n <= q.MaxNodes; n++ {
 		logs = logs[:0]

@@ -310,9 +310,9 @@ func predictAt(n int, pts []obsPoint, cands []candidate, sibCounts []int, fallba
 	// spread: the extrapolation term runs from the nearest count the
 	// trial or an aligned sibling measured.
 	sibDist := logDistance(n, sibCounts)
-	siblingMeasured := sibDist == 0
 	dist = math.Min(dist, sibDist)
 	sl := math.Sqrt(spread*spread + set.Growth*set.Growth*dist*dist + noise*noise)
 	x := math.Exp(mean)
-	return PredictedPoint{Nodes: n, Throughput: x, SigmaLog: sl, Sigma: x * sl, SiblingMeasured: siblingMeasured}, votes
+	return PredictedPoint{Nodes: n, Throughput: x, SigmaLog: sl, Sigma: x * sl,
+		SiblingMeasured: sibDist == 0, NearMeasured: set.Growth*dist <= noise}, votes
 }

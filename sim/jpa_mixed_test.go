@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gleaner-hpc/gleaner/curve"
+	"github.com/gleaner-hpc/gleaner/data"
 )
 
 // Issue 32: a workload that mixes models in one campaign, as BFTrainer's
@@ -70,6 +71,57 @@ func TestJPAOnMixedModelWorkload(t *testing.T) {
 	}
 	if mixed < perModel-0.01 {
 		t.Errorf("one campaign of named models gives %.3f, a campaign per model %.3f: want them level (siblings are of one model)", mixed, perModel)
+	}
+}
+
+// Issue 32 on BFTrainer's own mixed workload (data.ImageNetMixed: 1,001
+// ImageNet jobs, 143 of each of seven networks, arriving 36 s apart from
+// hour 19.5 of the trace) on Summit's first 1,000 nodes, from the
+// trace's start to a day after the first arrival (the saturated first
+// day, as docs/reproduction.md section 2 takes it), under the
+// throughput objective. The curves are nearly linear and the networks'
+// samples/s per node within a factor of seven, so the allocator is
+// nearly indifferent between counts and between jobs of one network,
+// and any optimism moves nodes. Two causes were found and mended (jpa,
+// Prediction.Optimistic): a fresh job's optimism went to its largest
+// count (σ_log ≈ 0.16 from its siblings) and drew nodes from running
+// jobs for every new job; and counts next to a measured one were made
+// optimistic by the measurement's noise alone. Measured: 0.915 of the
+// oracle's throughput before, 0.925 with the second mend alone, 0.953
+// with the first alone, 0.955 with both (on all 4,734 nodes: 0.966
+// before, 0.984 with both; docs/reproduction.md section 5). Runs in a
+// few seconds.
+func TestJPAOnBFTrainerMixedWorkload(t *testing.T) {
+	tr := readReal(t, "summit-idle-2021-02-10_14.csv", func(f io.Reader) (*Trace, error) {
+		return ReadIdleEvents(f, SourceOptions{})
+	})
+	tr, err := tr.Restrict(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := loadSharedJobs(t, data.ImageNetMixed)
+	first := jobs[0].Submit
+	for _, j := range jobs {
+		first = min(first, j.Submit)
+	}
+	cfg := Config{Start: tr.Start, End: first + 86400}
+	oracle, err := Run(tr.Events, jobs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewJPA(jobs, JPAOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	learnt, err := Run(tr.Events, jobs, a.Attach(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := learnt.Metrics.Throughput / oracle.Metrics.Throughput
+	t.Logf("BFTrainer's 1,001 jobs of seven networks, day 1 on 1,000 Summit nodes: the JPA at %.3f of the oracle's throughput (%.0f against %.0f samples/s), efficiency %.3f against %.3f",
+		f, learnt.Metrics.Throughput, oracle.Metrics.Throughput, learnt.Metrics.EfficiencyVsDedicated, oracle.Metrics.EfficiencyVsDedicated)
+	if f < 0.94 {
+		t.Errorf("the JPA reaches %.3f of the oracle's throughput, want ≥ 0.94 (0.955 when measured; 0.915 before issue 32's mends)", f)
 	}
 }
 

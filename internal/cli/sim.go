@@ -86,15 +86,24 @@ A mixed pool: --node-types k80=1,p100=1,v100=1 gives the trace's nodes
 those GPU types (seeded by --seed) and draws the --synthetic jobs from
 Gavel's per-GPU throughputs (DATA/gpus); --curves oracle,blind runs each
 policy told every type's curve (type-aware) and told one curve for all
-types (type-blind); use --objective efficiency, production's, since
-samples of different models do not add up. The table then adds the work
-rate (reference nodes), the makespan and the node-time per type.
+types (type-blind). The table then adds the work rate (reference nodes),
+the makespan and the node-time per type.
+
+The allocator's objective is --objective: efficiency (the default, Σ
+speedups: production's, allocator.ObjectiveEfficiency, which weighs every
+job by its own speed, so samples of different models need not add up) or
+throughput (Σ samples/s: this command's default before issue 32; pass it
+to reproduce the figures measured before, on BFTrainer's scenarios among
+them).
 
 DATA is --data, by default the reference data built into the binary (the
 repository's data/ folder). --events, --swf, --jobs and --gpu-ratios take
 files on disk, or embedded:NAME for a built-in file: for example
 --events embedded:traces/summit-idle-2021-02-10_14.csv
---jobs embedded:workloads/jobs-shufflenet-hpo-1000.csv.
+--jobs embedded:workloads/jobs-shufflenet-hpo-1000.csv (BFTrainer's HPO
+workload: 1,000 ShuffleNet jobs) or
+--jobs embedded:workloads/jobs-imagenet-mixed-1001.csv (its mixed one:
+1,001 jobs of seven ImageNet networks).
 
 Progress goes to stderr. See docs/sim.md.`,
 		Args: cobra.NoArgs,
@@ -109,7 +118,7 @@ Progress goes to stderr. See docs/sim.md.`,
 	f := cmd.Flags()
 	f.StringVar(&o.events, "events", "", "idle-event file in the BFTrainer format (unix_time,event,nodes); "+data.Prefix+data.SummitIdle+" is the built-in Summit trace")
 	f.StringVar(&o.swf, "swf", "", "job log in the Standard Workload Format, replayed into idle nodes; "+data.Prefix+data.Theta2022+" is the built-in Theta log")
-	f.StringVar(&o.jobs, "jobs", "", "workload in the BFTrainer job format; "+data.Prefix+data.HPO1000+" (or "+data.HPO10+") is BFTrainer's built-in HPO workload")
+	f.StringVar(&o.jobs, "jobs", "", "workload in the BFTrainer job format; "+data.Prefix+data.HPO1000+" (or "+data.Prefix+data.HPO10+") is BFTrainer's built-in HPO workload (ShuffleNet), "+data.Prefix+data.ImageNetMixed+" its mixed one (seven ImageNet networks)")
 	f.IntVar(&o.synthetic, "synthetic", 0, "draw N synthetic jobs from DATA/scaling (see --synthetic-*)")
 	f.StringVar(&o.synArrivals, "synthetic-arrivals", "start", "when --synthetic jobs arrive: start (all at the trace's start) or uniform (uniformly over the replayed window)")
 	f.Float64Var(&o.synNodeHours, "synthetic-node-hours", 1, "node-hours each --synthetic job takes at its best fixed scale")
@@ -118,7 +127,7 @@ Progress goes to stderr. See docs/sim.md.`,
 	f.StringVar(&o.curves, "curves", curvesOracle, "what the allocator knows of each job's throughput: oracle (the true curves; on a mixed pool, each type's), blind (with --node-types: each job's mean curve on every type), jpa (learnt online by the JPA from noisy measurements), or several, comma-separated (every policy runs with each)")
 	f.StringVar(&o.gpuRatios, "gpu-ratios", "", "with --curves jpa on a mixed pool: single-GPU throughputs per model and GPU type in Gavel's format (as a worker's --gpu-ratios), from which the JPA predicts a job on a type it was not measured on (e.g. "+data.Prefix+data.Gavel+", the built-in table)")
 	f.StringVar(&o.nodeTypes, "node-types", "", "mixed pool: give the trace's nodes types in these proportions, TYPE=WEIGHT,… (e.g. k80=1,p100=1,v100=1; seeded by --seed), and draw the --synthetic jobs from Gavel's per-GPU throughputs in DATA/gpus")
-	f.StringVar(&o.objective, "objective", string(allocator.ObjectiveThroughput), "the allocator's objective: throughput (samples/s) or efficiency (speedups, production's; use it on mixed pools)")
+	f.StringVar(&o.objective, "objective", string(allocator.ObjectiveEfficiency), "the allocator's objective: efficiency (Σ speedups, production's) or throughput (Σ samples/s, the default before issue 32: to reproduce earlier figures, BFTrainer's scenarios' among them)")
 	f.Float64Var(&o.noise, "noise", 0.05, "with --curves jpa: relative noise (log-normal sigma) of the simulated throughput measurements")
 	f.StringVar(&o.tfwd, "tfwd", strconv.Itoa(sim.DefaultLookahead), "allocator look-ahead T_fwd: seconds or a duration (5m) fixed for the whole replay, or auto: derived at every decision from --idle-estimate (allocator.LookaheadFromIdle)")
 	f.StringVar(&o.idleEstimate, "idle-estimate", string(sim.IdleEstimateNone), "what the allocator is told of when each idle node is taken back: none, true (the trace's next busy event), or noisy:SIGMA (true remaining idle time × a log-normal factor per busy event, seeded by --seed)")

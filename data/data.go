@@ -31,6 +31,9 @@ const (
 	// SummitIdle is the idle-node event trace of OLCF Summit, 10–14 Feb 2021
 	// (unix_time,event,nodes), as replayed by BFTrainer.
 	SummitIdle = "traces/summit-idle-2021-02-10_14.csv"
+	// SummitIdle15Days is the whole of the same table, 10–24 Feb 2021: the
+	// 15 days of issue 32, of which SummitIdle is the first five.
+	SummitIdle15Days = "traces/summit-idle-2021-02-10_24.csv"
 	// Theta2022 is the 2022 job log of ALCF Theta in the Standard Workload
 	// Format.
 	Theta2022 = "traces/theta-2022.swf"

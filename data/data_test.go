@@ -11,7 +11,7 @@ import (
 )
 
 func TestEveryFileConstantOpensNonEmpty(t *testing.T) {
-	for _, rel := range []string{SummitIdle, Theta2022, HPO10, HPO1000, ImageNetMixed, Gavel} {
+	for _, rel := range []string{SummitIdle, SummitIdle15Days, Theta2022, HPO10, HPO1000, ImageNetMixed, Gavel} {
 		rc, err := Open(Prefix + rel)
 		if err != nil {
 			t.Fatalf("Open(%q): %v", Prefix+rel, err)
@@ -155,5 +155,42 @@ func TestIsEmbedded(t *testing.T) {
 	}
 	if IsEmbedded(Theta2022) {
 		t.Errorf("IsEmbedded(%q) = true", Theta2022)
+	}
+}
+
+// TestSummitFiveDaysAreTheFifteensStart checks that the two Summit traces
+// are one conversion of one table (scripts/bftrainer_trace.py): the five-day
+// file's events are the fifteen-day file's events before 15 Feb 2021 00:00
+// UTC, line for line. Only the first header comment differs.
+func TestSummitFiveDaysAreTheFifteensStart(t *testing.T) {
+	const fifteenth = "1613347200" // 2021-02-15 00:00:00 UTC; every time has 10 digits
+	events := func(rel string) [][]byte {
+		b, err := fs.ReadFile(FS(), rel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines [][]byte
+		for _, l := range bytes.Split(b, []byte("\n")) {
+			if len(l) > 0 && l[0] >= '0' && l[0] <= '9' { // events, not comments or the column header
+				lines = append(lines, l)
+			}
+		}
+		return lines
+	}
+	five, fifteen := events(SummitIdle), events(SummitIdle15Days)
+	n := 0
+	for n < len(fifteen) && string(fifteen[n][:min(len(fifteen[n]), len(fifteenth))]) < fifteenth {
+		n++
+	}
+	if len(five) != n {
+		t.Fatalf("%s: %d events, %s: %d before the 15th", SummitIdle, len(five), SummitIdle15Days, n)
+	}
+	for i := range five {
+		if !bytes.Equal(five[i], fifteen[i]) {
+			t.Fatalf("line %d differs:\n%s: %.80s\n%s: %.80s", i, SummitIdle, five[i], SummitIdle15Days, fifteen[i])
+		}
+	}
+	if len(fifteen) <= n {
+		t.Errorf("%s has no events after the 14th", SummitIdle15Days)
 	}
 }

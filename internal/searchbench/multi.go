@@ -84,7 +84,7 @@ func RunMulti(s MultiSetup) ([]float64, error) {
 	}
 	cfg := hpo.Config{Algorithm: alg, Settings: s.Settings, Space: p.Space, Seed: s.Seed,
 		MaxTrials: s.Trials, MaxConcurrent: s.Workers, Mode: p.Objectives[0].Mode,
-		Objectives: p.Objectives, Constraints: p.Constraints}
+		Objectives: p.Objectives, Constraints: p.Constraints, Revision: hpo.Revision} // a new campaign's rules
 	inner, err := hpo.NewSearcher(cfg)
 	if err != nil {
 		return nil, err

@@ -92,7 +92,7 @@ the makespan and the node-time per type.
 The allocator's objective is --objective: efficiency (the default, Σ
 speedups: production's, allocator.ObjectiveEfficiency, which weighs every
 job by its own speed, so samples of different models need not add up) or
-throughput (Σ samples/s: this command's default before issue 32; pass it
+throughput (Σ samples/s: this command's default until 2026-11-30; pass it
 to reproduce the figures measured before, on BFTrainer's scenarios among
 them).
 
@@ -127,7 +127,7 @@ Progress goes to stderr. See docs/sim.md.`,
 	f.StringVar(&o.curves, "curves", curvesOracle, "what the allocator knows of each job's throughput: oracle (the true curves; on a mixed pool, each type's), blind (with --node-types: each job's mean curve on every type), jpa (learnt online by the JPA from noisy measurements), or several, comma-separated (every policy runs with each)")
 	f.StringVar(&o.gpuRatios, "gpu-ratios", "", "with --curves jpa on a mixed pool: single-GPU throughputs per model and GPU type in Gavel's format (as a worker's --gpu-ratios), from which the JPA predicts a job on a type it was not measured on (e.g. "+data.Prefix+data.Gavel+", the built-in table)")
 	f.StringVar(&o.nodeTypes, "node-types", "", "mixed pool: give the trace's nodes types in these proportions, TYPE=WEIGHT,… (e.g. k80=1,p100=1,v100=1; seeded by --seed), and draw the --synthetic jobs from Gavel's per-GPU throughputs in DATA/gpus")
-	f.StringVar(&o.objective, "objective", string(allocator.ObjectiveEfficiency), "the allocator's objective: efficiency (Σ speedups, production's) or throughput (Σ samples/s, the default before issue 32: to reproduce earlier figures, BFTrainer's scenarios' among them)")
+	f.StringVar(&o.objective, "objective", string(allocator.ObjectiveEfficiency), "the allocator's objective: efficiency (Σ speedups, production's) or throughput (Σ samples/s, the default until 2026-11-30: to reproduce earlier figures, BFTrainer's scenarios' among them)")
 	f.Float64Var(&o.noise, "noise", 0.05, "with --curves jpa: relative noise (log-normal sigma) of the simulated throughput measurements")
 	f.StringVar(&o.tfwd, "tfwd", strconv.Itoa(sim.DefaultLookahead), "allocator look-ahead T_fwd: seconds or a duration (5m) fixed for the whole replay, or auto: derived at every decision from --idle-estimate (allocator.LookaheadFromIdle)")
 	f.StringVar(&o.idleEstimate, "idle-estimate", string(sim.IdleEstimateNone), "what the allocator is told of when each idle node is taken back: none, true (the trace's next busy event), or noisy:SIGMA (true remaining idle time × a log-normal factor per busy event, seeded by --seed)")

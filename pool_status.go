@@ -91,6 +91,11 @@ type PoolTrial struct {
 	// trial (workflows.TrialAssignment.Predicted): at most 16 counts over
 	// [min_nodes, max_nodes], the count it was given among them.
 	Predicted []PredictedThroughput `json:"predicted,omitempty"`
+	// PredictedMetrics are the metrics the worker predicts for the
+	// trial's architecture (a NAS trial's) on NodeType, calibrated as of
+	// the last allocation that gave it nodes: its assignment carries them
+	// to runs on agent hosts (workflows.Assignment.PredictedMetrics).
+	PredictedMetrics map[string]float64 `json:"predicted_metrics,omitempty"`
 	// Held says the trial has held nodes since it registered: its next
 	// start is a resume (NodeChangeResume).
 	Held bool `json:"held,omitempty"`

@@ -179,24 +179,34 @@ func (s CampaignSpec) ObjectiveText() string {
 // worker predicts from a trial's architecture (PredictedMetric): an HPO
 // trial has no architecture to predict from, so it would never have one.
 func (s CampaignSpec) validatePredicted() error {
-	if s.Kind == "nas" {
-		return nil
+	if field, metric := s.predictedField(); field != "" && s.Kind != "nas" {
+		return fmt.Errorf("%s.metric: %s is predicted from a trial's architecture: only a kind: nas campaign has it (docs/nas.md, \"Hardware-aware search\")", field, metric)
 	}
-	field := func(name string, i int, metric string) error {
-		return fmt.Errorf("%s[%d].metric: %s is predicted from a trial's architecture: only a kind: nas campaign has it (docs/nas.md, \"Hardware-aware search\")", name, i, metric)
-	}
+	return nil
+}
+
+// searchesPredicted: an objective or constraint names a predicted metric.
+func (s CampaignSpec) searchesPredicted() bool {
+	field, _ := s.predictedField()
+	return field != ""
+}
+
+// predictedField is the first objective or constraint that names a
+// predicted metric (PredictedMetric), as a spec path ("objectives[1]"),
+// and the metric; "" for none.
+func (s CampaignSpec) predictedField() (field, metric string) {
 	for i, o := range s.Objectives {
 		if PredictedMetric(o.Metric) {
-			return field("objectives", i, o.Metric)
+			return fmt.Sprintf("objectives[%d]", i), o.Metric
 		}
 	}
 	for i, c := range s.Constraints {
 		if PredictedMetric(c.Metric) {
-			return field("constraints", i, c.Metric)
+			return fmt.Sprintf("constraints[%d]", i), c.Metric
 		}
 	}
 	if PredictedMetric(s.Objective.Metric) {
-		return fmt.Errorf("objective.metric: %s is predicted from a trial's architecture: only a kind: nas campaign has it (docs/nas.md, \"Hardware-aware search\")", s.Objective.Metric)
+		return "objective", s.Objective.Metric
 	}
-	return nil
+	return "", ""
 }

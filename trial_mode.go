@@ -31,7 +31,11 @@ const AutoInlineTrials = 500
 // runs its trials inline, and why, in words for the person who submits
 // it. trial.inline: true and trial.mode inline or workflow decide; trial.mode
 // auto (or unset) picks inline for at least AutoInlineTrials trials of a
-// fixed size (min_nodes = max_nodes: inline trials are not rescaled).
+// fixed size (min_nodes = max_nodes: inline trials are not rescaled),
+// except in a NAS campaign that searches on a predicted metric: the pool
+// registers an inline campaign as one job, without its trials'
+// architectures, so it can neither price nor calibrate them (and a trial
+// on an agent host, which has no throughput model, would carry none).
 func (s CampaignSpec) PickTrialMode() (inline bool, reason string) {
 	switch {
 	case s.Trial.Inline:
@@ -40,6 +44,10 @@ func (s CampaignSpec) PickTrialMode() (inline bool, reason string) {
 		return true, "trial.mode: inline"
 	case s.Trial.Mode == TrialModeWorkflow:
 		return false, "trial.mode: workflow"
+	case s.Kind == "nas" && s.searchesPredicted():
+		field, metric := s.predictedField()
+		return false, fmt.Sprintf("trial.mode auto: %s searches on %s, which the pool's worker predicts for each trial's architecture and calibrates on what the pool measured of it: only a trial that is a workflow of its own is priced so, wherever it runs",
+			field, metric)
 	case s.Resources.MinNodes != s.Resources.MaxNodes:
 		return false, fmt.Sprintf("trial.mode auto: trials rescale between %d and %d nodes, which takes a workflow each",
 			s.Resources.MinNodes, s.Resources.MaxNodes)

@@ -3,6 +3,8 @@ package gleaner
 import (
 	"strings"
 	"testing"
+
+	"github.com/gleaner-hpc/gleaner/hpo"
 )
 
 func TestPickTrialMode(t *testing.T) {
@@ -58,5 +60,45 @@ func TestTrialModeValidation(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: Validate() = %v, want an error with %q", tc.trial, err, tc.want)
 		}
+	}
+}
+
+// A NAS campaign of many fixed-size trials runs them inline, unless it
+// searches on a predicted metric: the pool prices and calibrates only
+// trials that are workflows of their own.
+func TestPickTrialModeForHardwareAwareNAS(t *testing.T) {
+	minSpeed := 100.0
+	s := CampaignSpec{Name: "c", Kind: "nas", Command: []string{"train"},
+		Space:     hpo.Space{{Name: "arch", Type: hpo.ParamArch, Architecture: &hpo.ArchSpec{Cell: &hpo.CellSpace{}}}},
+		Objective: ObjectiveSpec{Metric: "val_accuracy", Mode: "max"},
+		Budget:    Budget{MaxTrials: 1000}, Resources: Resources{MinNodes: 1, MaxNodes: 1}}
+	for _, tc := range []struct {
+		name        string
+		objectives  []ObjectiveSpec
+		constraints []hpo.Constraint
+		inline      bool
+		reason      string
+	}{
+		{"accuracy alone", nil, nil, true, "1000 trials of a fixed size"},
+		{"predicted objective", []ObjectiveSpec{{Metric: "val_accuracy", Mode: "max"}, {Metric: MetricPredictedLatency, Mode: "min"}}, nil, false,
+			"objectives[1] searches on predicted_ms_per_sample"},
+		{"predicted constraint", nil, []hpo.Constraint{{Metric: MetricPredictedThroughput, Min: &minSpeed}}, false,
+			"constraints[0] searches on predicted_samples_per_second"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := s
+			s.Objectives, s.Constraints = tc.objectives, tc.constraints
+			if tc.objectives != nil {
+				s.Objective = ObjectiveSpec{}
+			}
+			s = s.WithDefaults()
+			if err := s.Validate(); err != nil {
+				t.Fatalf("spec does not validate: %v", err)
+			}
+			inline, reason := s.PickTrialMode()
+			if inline != tc.inline || !strings.Contains(reason, tc.reason) {
+				t.Errorf("PickTrialMode() = %v, %q; want %v, a reason with %q", inline, reason, tc.inline, tc.reason)
+			}
+		})
 	}
 }

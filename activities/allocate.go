@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -66,12 +67,36 @@ func (a *Activities) Allocate(ctx context.Context, in workflows.AllocateInput) (
 		if slices.Equal(pred, in.Trials[i].Predicted) {
 			pred = nil // unchanged: the pool keeps it
 		}
-		out.Assignments = append(out.Assignments, workflows.TrialAssignment{
+		ta := workflows.TrialAssignment{
 			TrialID: al.TrialID, Nodes: al.Nodes, NodeType: al.NodeType, Reason: string(al.Reason),
 			Predicted: pred,
-		})
+		}
+		if len(al.Nodes) > 0 {
+			ta.PredictedMetrics = assignedMetrics(a.predictedMetrics(a.archPrediction(in.Trials[i].Registration.Arch), al.NodeType),
+				in.Trials[i].PredictedMetrics)
+		}
+		out.Assignments = append(out.Assignments, ta)
 	}
 	return out, nil
+}
+
+// assignedMetrics are the predicted metrics an assignment carries (m,
+// rounded to 4 significant digits), nil where they are the ones the pool
+// keeps (kept): each allocation's result is recorded in the pool's
+// history, and a calibration that moved in the fifth digit changes
+// nothing a trial reports.
+func assignedMetrics(m, kept map[string]float64) map[string]float64 {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]float64, len(m))
+	for k, v := range m {
+		out[k] = round4(v)
+	}
+	if maps.Equal(out, kept) {
+		return nil
+	}
+	return out
 }
 
 // predictedBudget bounds the predicted points of one allocation's

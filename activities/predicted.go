@@ -18,8 +18,7 @@ type archPrediction struct {
 	throughput float64
 }
 
-func (a *Activities) archPrediction(in workflows.TrialInput) archPrediction {
-	arch := in.Arch()
+func (a *Activities) archPrediction(arch string) archPrediction {
 	if a.ArchPrior == nil || arch == "" {
 		return archPrediction{}
 	}
@@ -28,6 +27,18 @@ func (a *Activities) archPrediction(in workflows.TrialInput) archPrediction {
 		return archPrediction{}
 	}
 	return archPrediction{arch: arch, throughput: c[0]}
+}
+
+// reportedPredictions are the predicted metrics a run's reports carry:
+// this worker's own, calibrated as of the report, where it has a
+// throughput model; else the ones the pool's worker computed when it
+// gave the run its nodes (RunTrialInput.PredictedMetrics: an agent host
+// has no model and no calibration).
+func (a *Activities) reportedPredictions(p archPrediction, in workflows.RunTrialInput) map[string]float64 {
+	if a.ArchPrior != nil {
+		return a.predictedMetrics(p, in.NodeType)
+	}
+	return in.PredictedMetrics
 }
 
 // predictedMetrics are the metrics the worker predicts for a NAS trial

@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -57,11 +58,11 @@ func TestRunTrialAddsPredictedMetrics(t *testing.T) {
 func TestPredictedMetricsNeedModelAndArchitecture(t *testing.T) {
 	a := &Activities{}
 	in := workflows.TrialInput{ArchParam: "arch", Params: hpo.Params{"arch": hpo.String("{}")}}
-	require.Nil(t, a.predictedMetrics(a.archPrediction(in), ""), "no model")
+	require.Nil(t, a.predictedMetrics(a.archPrediction(in.Arch()), ""), "no model")
 	a.ArchPrior = curvePrior(100)
-	require.Nil(t, a.predictedMetrics(a.archPrediction(workflows.TrialInput{Params: hpo.Params{"lr": hpo.Float(1)}}), ""), "no architecture")
+	require.Nil(t, a.predictedMetrics(a.archPrediction(workflows.TrialInput{Params: hpo.Params{"lr": hpo.Float(1)}}.Arch()), ""), "no architecture")
 	in.Params["arch"] = hpo.String("unknown")
-	require.Nil(t, a.predictedMetrics(a.archPrediction(in), ""), "not modelled")
+	require.Nil(t, a.predictedMetrics(a.archPrediction(in.Arch()), ""), "not modelled")
 	require.Equal(t, map[string]float64{"loss": 1}, withPredicted(map[string]float64{"loss": 1}, nil))
 }
 
@@ -80,7 +81,7 @@ func TestPredictedMetricsCalibratedByOtherArchitectures(t *testing.T) {
 	}
 	predict := func(arch, nodeType string) float64 {
 		in := workflows.TrialInput{ArchParam: "arch", Params: hpo.Params{"arch": hpo.String(arch)}}
-		return a.predictedMetrics(a.archPrediction(in), nodeType)[gleaner.MetricPredictedThroughput]
+		return a.predictedMetrics(a.archPrediction(in.Arch()), nodeType)[gleaner.MetricPredictedThroughput]
 	}
 	require.Equal(t, 400.0, predict("a", "cpu"), "nothing measured: the model's")
 	for _, pt := range []workflows.PoolTrial{
@@ -96,6 +97,80 @@ func TestPredictedMetricsCalibratedByOtherArchitectures(t *testing.T) {
 	require.InDelta(t, 200, predict("a", "cpu"), 1e-9, "b's ratio alone")
 	require.InDelta(t, 200, predict("b", "cpu"), 1e-9, "a's ratio alone")
 	require.Equal(t, 400.0, predict("c", "gpu"), "another node type: the model's")
-	m := a.predictedMetrics(a.archPrediction(workflows.TrialInput{ArchParam: "arch", Params: hpo.Params{"arch": hpo.String("c")}}), "cpu")
+	m := a.predictedMetrics(a.archPrediction("c"), "cpu")
 	require.InDelta(t, 5.0, m[gleaner.MetricPredictedLatency], 1e-9, "1000 / 200 samples/s")
+}
+
+// A run on an agent host (a worker without a throughput model) reports
+// the predictions its assignment carried from the pool's worker; a
+// worker with a model of its own reports its own, as of the report.
+func TestRunTrialOnAgentReportsAssignedPredictions(t *testing.T) {
+	env, a := runTrialEnv(t, &failingClient{})
+	in := runInput(`echo '{"samples": 10, "metrics": {"val_accuracy": 0.9}}' >> "$GLEANER_REPORT_FILE"`)
+	in.Trial.ArchParam = "arch"
+	in.Trial.Params = hpo.Params{"arch": hpo.String(`{"cell":"x"}`)}
+	in.PredictedMetrics = map[string]float64{gleaner.MetricPredictedThroughput: 250, gleaner.MetricPredictedLatency: 4}
+	v, err := env.ExecuteActivity(workflows.RunTrialActivityName, in)
+	require.NoError(t, err)
+	var res workflows.RunTrialResult
+	require.NoError(t, v.Get(&res))
+	require.Equal(t, map[string]float64{
+		"val_accuracy":                    0.9,
+		gleaner.MetricPredictedThroughput: 250,
+		gleaner.MetricPredictedLatency:    4,
+	}, res.Metrics, "no model here: the pool worker's prediction")
+
+	a.ArchPrior = curvePrior(400)
+	in.Trial.TrialID = "t2"
+	v, err = env.ExecuteActivity(workflows.RunTrialActivityName, in)
+	require.NoError(t, err)
+	require.NoError(t, v.Get(&res))
+	require.Equal(t, 400.0, res.Metrics[gleaner.MetricPredictedThroughput], "a model here: its own")
+}
+
+// Allocate gives each NAS trial it gives nodes the calibrated prediction
+// on the type given (a's calibrated by b's measurement), rounded to 4
+// digits, and leaves it out where the
+// pool already keeps the same; a trial without nodes or an architecture
+// gets none.
+func TestAllocateCarriesPredictedMetrics(t *testing.T) {
+	a := &Activities{ArchPrior: curvePrior(300)}
+	in := workflows.AllocateInput{Pool: "p", Nodes: []gleaner.Node{{ID: "n1", Type: "cpu"}, {ID: "n2", Type: "cpu"}}}
+	for _, id := range []string{"a", "b"} {
+		in.Trials = append(in.Trials, workflows.PoolTrial{Registration: workflows.RegisterTrial{TrialID: id, Arch: "arch-" + id, MinNodes: 1, MaxNodes: 1}})
+	}
+	// b measured at 2/3 of its prediction: a's calibrated to 200.
+	in.Trials[1].Profile = []workflows.ProfilePoint{{Nodes: 1, NodeType: "cpu", Throughput: 200}}
+	in.Trials = append(in.Trials, workflows.PoolTrial{Registration: workflows.RegisterTrial{TrialID: "plain", MinNodes: 1, MaxNodes: 1}})
+	res, err := a.Allocate(context.Background(), in)
+	require.NoError(t, err)
+	got := map[string]workflows.TrialAssignment{}
+	for _, ta := range res.Assignments {
+		got[ta.TrialID] = ta
+	}
+	want := map[string]map[string]float64{
+		"a": {gleaner.MetricPredictedThroughput: 200, gleaner.MetricPredictedLatency: 5},
+		// b's own measurement never enters its own prediction.
+		"b": {gleaner.MetricPredictedThroughput: 300, gleaner.MetricPredictedLatency: 3.333},
+	}
+	given := 0
+	for id, w := range want {
+		if len(got[id].Nodes) == 0 {
+			require.Nil(t, got[id].PredictedMetrics, "%s has no nodes", id)
+			continue
+		}
+		given++
+		require.Equal(t, w, got[id].PredictedMetrics, id)
+	}
+	require.Positive(t, given)
+	require.Nil(t, got["plain"].PredictedMetrics, "no architecture")
+
+	for i := range in.Trials {
+		in.Trials[i].PredictedMetrics = got[in.Trials[i].Registration.TrialID].PredictedMetrics
+	}
+	res, err = a.Allocate(context.Background(), in)
+	require.NoError(t, err)
+	for _, ta := range res.Assignments {
+		require.Nil(t, ta.PredictedMetrics, "%s: unchanged, the pool keeps it", ta.TrialID)
+	}
 }

@@ -57,7 +57,7 @@ type runState struct {
 func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (workflows.RunTrialResult, error) {
 	info := activity.GetInfo(ctx)
 	r := &runner{a: a, in: in, attempt: int(info.Attempt), wfID: info.WorkflowExecution.ID, log: activity.GetLogger(ctx),
-		arch: a.archPrediction(in.Trial)}
+		arch: a.archPrediction(in.Trial.Arch())}
 	if activity.HasHeartbeatDetails(ctx) {
 		if err := activity.GetHeartbeatDetails(ctx, &r.st); err != nil {
 			return workflows.RunTrialResult{}, fmt.Errorf("reading heartbeat details: %w", err)
@@ -175,7 +175,8 @@ type runner struct {
 	log     log.Logger
 	st      runState
 	// arch is the model's prediction for the trial's architecture: every
-	// report carries it, calibrated as of that report (predictedMetrics).
+	// report carries it, calibrated as of that report (predictedMetrics;
+	// on an agent host, the pool worker's: reportedPredictions).
 	arch archPrediction
 
 	// Where the trial lives: absolute, derived from validated names.
@@ -516,7 +517,7 @@ func (r *runner) progress() workflows.Progress {
 		Samples:    r.last.Samples,
 		Step:       r.last.Step,
 		Epoch:      r.last.Epoch,
-		Metrics:    withPredicted(r.last.Metrics, r.a.predictedMetrics(r.arch, r.in.NodeType)),
+		Metrics:    withPredicted(r.last.Metrics, r.a.reportedPredictions(r.arch, r.in)),
 		Checkpoint: r.last.Checkpoint,
 		Malformed:  r.malformedCount(),
 		Failures:   r.runLog.Failures,
@@ -581,7 +582,7 @@ func (r *runner) result(exit cluster.ExitStatus, outcome workflows.RunOutcome) w
 		Samples:    r.last.Samples,
 		Step:       r.last.Step,
 		Epoch:      r.last.Epoch,
-		Metrics:    withPredicted(r.last.Metrics, r.a.predictedMetrics(r.arch, r.in.NodeType)),
+		Metrics:    withPredicted(r.last.Metrics, r.a.reportedPredictions(r.arch, r.in)),
 		Checkpoint: r.last.Checkpoint,
 		Exit:       exit,
 		Malformed:  r.malformedCount(),

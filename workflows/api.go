@@ -149,6 +149,12 @@ type Assignment struct {
 	// trial that runs nothing need not confirm the assignment. Pools of
 	// earlier builds leave it false: confirm.
 	NoReleaseAwaited bool `json:"no_release_awaited,omitempty"`
+	// Predicted are the metrics the pool's worker predicts for the
+	// trial's architecture on NodeType, calibrated as of the allocation
+	// (TrialAssignment.PredictedMetrics): a run on an agent host, which
+	// has no throughput model, reports these. Nil for a trial without an
+	// architecture, or from pools of earlier builds.
+	PredictedMetrics map[string]float64 `json:"predicted_metrics,omitempty"`
 }
 
 // HostNodes are the nodes of one assignment held by one agent.
@@ -263,6 +269,11 @@ type RunTrialInput struct {
 	// trainer only once that run has had the nodes, even where the server
 	// hands this run to the worker first.
 	After string `json:"after,omitempty"`
+	// Predicted are the metrics the pool's worker predicted for the
+	// trial with this run's nodes (Assignment.PredictedMetrics): its
+	// reports carry them where the worker running it has no throughput
+	// model of its own (an agent host).
+	PredictedMetrics map[string]float64 `json:"predicted_metrics,omitempty"`
 }
 
 // RunRef names one run of one trial among every run a worker sees:

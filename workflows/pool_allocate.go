@@ -40,6 +40,13 @@ type TrialAssignment struct {
 	// Empty when it is the one the trial's AllocateInput entry carried:
 	// the pool keeps that.
 	Predicted []PredictedThroughput `json:"predicted,omitempty"`
+	// PredictedMetrics are the metrics predicted for the trial's
+	// architecture on NodeType (gleaner.MetricPredictedThroughput and
+	// gleaner.MetricPredictedLatency, calibrated on the pool's
+	// measurements as of this allocation); nil without nodes, an
+	// architecture or a throughput model. The pool sends them with the
+	// trial's assignment.
+	PredictedMetrics map[string]float64 `json:"predicted_metrics,omitempty"`
 }
 
 // MaxPredicted bounds TrialAssignment.Predicted.
@@ -129,6 +136,9 @@ func (p *pool) allocate(ctx workflow.Context) error {
 		if len(a.Predicted) > 0 {
 			t.Predicted = a.Predicted
 		}
+		if a.PredictedMetrics != nil {
+			t.PredictedMetrics = a.PredictedMetrics
+		}
 		if !slices.Equal(t.Nodes, a.Nodes) {
 			changed++
 			if c := gleaner.ClassifyNodeChange(t.Nodes, a.Nodes, t.Held); c != "" {
@@ -197,7 +207,7 @@ func (p *pool) flush(ctx workflow.Context, withResend bool) {
 		delete(p.resend, id)
 		p.out.send(ctx, id, SignalAssignment, Assignment{
 			Epoch: p.st.Epoch, Nodes: t.Nodes, NodeType: t.NodeType, Reason: t.Reason,
-			Hosts: p.placement(t.Nodes, holder), NoReleaseAwaited: !awaited[id],
+			Hosts: p.placement(t.Nodes, holder), NoReleaseAwaited: !awaited[id], PredictedMetrics: t.PredictedMetrics,
 		})
 	}
 }

@@ -54,9 +54,15 @@ type poolEnv struct {
 }
 
 func newPoolEnv(t *testing.T, trials ...string) *poolEnv {
+	return newPoolEnvWith(t, &activities.Activities{}, trials...)
+}
+
+// newPoolEnvWith is newPoolEnv with the worker's activities acts (their
+// node source set to the test's).
+func newPoolEnvWith(t *testing.T, acts *activities.Activities, trials ...string) *poolEnv {
 	var s testsuite.WorkflowTestSuite
 	e := &poolEnv{TestWorkflowEnvironment: s.NewTestWorkflowEnvironment(), nodes: &nodeSet{}, got: map[string][]wf.Assignment{}}
-	acts := &activities.Activities{Default: e.nodes}
+	acts.Default = e.nodes
 	e.RegisterWorkflowWithOptions(wf.PoolWorkflow, workflow.RegisterOptions{Name: wf.PoolWorkflowName})
 	e.RegisterActivityWithOptions(acts.PollNodes, activity.RegisterOptions{Name: wf.PollNodesActivityName})
 	e.RegisterActivityWithOptions(acts.Allocate, activity.RegisterOptions{Name: wf.AllocateActivityName})

@@ -109,7 +109,10 @@ type trial struct {
 	assigned      []string // nodes the pool gives the trial now
 	assignedType  string
 	assignedHosts []HostNodes // the agents holding them (nil: the worker's own)
-	reason        string      // why the pool gives none
+	// assignedPredicted are the assignment's predicted metrics, for runs
+	// on agent hosts (Assignment.PredictedMetrics).
+	assignedPredicted map[string]float64
+	reason            string // why the pool gives none
 
 	paused        bool // by a person or the campaign
 	registered    bool // the pool counts the trial as wanting nodes

@@ -60,7 +60,7 @@ func (t *trial) awaitDeregister(ctx workflow.Context, f workflow.Future) {
 // server's taking the signal.
 func (t *trial) sendDeregister(ctx workflow.Context) workflow.Future {
 	t.registered = false
-	t.assigned, t.assignedType = nil, ""
+	t.assigned, t.assignedType, t.assignedPredicted = nil, "", nil
 	return workflow.SignalExternalWorkflow(ctx, PoolWorkflowID(t.in.Pool), "", SignalDeregisterTrial, DeregisterTrial{TrialID: t.wfID})
 }
 
@@ -72,7 +72,7 @@ func (t *trial) launch(ctx workflow.Context) {
 	actx, cancel := workflow.WithCancel(ctx)
 	actx = workflow.WithActivityOptions(actx, runTrialOptions(t.in.MaxRestarts))
 	in := RunTrialInput{Trial: t.in, Run: run, Nodes: nodes, NodeType: t.assignedType, ResumeFrom: t.core.p.Checkpoint, Owner: t.owner(ctx),
-		Hosts: slices.Clone(t.assignedHosts)}
+		Hosts: slices.Clone(t.assignedHosts), PredictedMetrics: t.assignedPredicted}
 	var future workflow.Future
 	switch len(in.Hosts) {
 	case 0:
@@ -121,6 +121,7 @@ func (t *trial) onAssignment(ctx workflow.Context, a Assignment) {
 	t.assigned = slices.Clone(a.Nodes)
 	t.assignedType = a.NodeType
 	t.assignedHosts = slices.Clone(a.Hosts)
+	t.assignedPredicted = a.PredictedMetrics
 	t.reason = a.Reason
 	if t.active == nil {
 		if a.NoReleaseAwaited && workflow.GetVersion(ctx, "assignment-confirmed-if-awaited", workflow.DefaultVersion, 1) == 1 {

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/hpo"
 )
 
@@ -611,4 +612,20 @@ func TestTrialLostWorkerDuringStopIsNotAFailure(t *testing.T) {
 	require.Equal(t, []string{"n2"}, calls[1].Nodes)
 	require.NotEmpty(t, calls[0].Owner, "launches name the trial's workflow chain")
 	require.Equal(t, calls[0].Owner, calls[1].Owner)
+}
+
+// A run's input carries the predicted metrics of the assignment it runs
+// on (what a run on an agent host reports); a new assignment's replace
+// them.
+func TestTrialRunCarriesAssignedPredictions(t *testing.T) {
+	e := newTrialEnv(t, completes(10))
+	pred := map[string]float64{gleaner.MetricPredictedThroughput: 250, gleaner.MetricPredictedLatency: 4}
+	e.RegisterDelayedCallback(func() {
+		e.SignalWorkflow(SignalAssignment, Assignment{Epoch: 1, Nodes: []string{"n1"}, PredictedMetrics: pred})
+	}, time.Second)
+	e.ExecuteWorkflow(TrialWorkflowName, trialInput())
+	require.Equal(t, TrialCompleted, e.result(t).State)
+	calls := e.trainer.calls()
+	require.Len(t, calls, 1)
+	require.Equal(t, pred, calls[0].PredictedMetrics)
 }

@@ -67,6 +67,11 @@ const (
 	QueryLeaderboard = "gleaner.leaderboard"
 	// QueryDemand (PoolWorkflow) returns PoolDemand.
 	QueryDemand = "gleaner.demand"
+	// QueryPredicted (PoolWorkflow), given a registered trial's id,
+	// returns its PoolTrial.PredictedMetrics (nil for none): a run on an
+	// agent host reads its calibrated prediction as of the pool's latest
+	// allocation when it ends.
+	QueryPredicted = "gleaner.predicted"
 	// QueryLibrary (PoolWorkflow) returns PoolLibrary: the curves the
 	// pool learned from trials that left it.
 	QueryLibrary = "gleaner.library"

@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"context"
 	"maps"
 	"math"
 
@@ -29,16 +30,42 @@ func (a *Activities) archPrediction(arch string) archPrediction {
 	return archPrediction{arch: arch, throughput: c[0]}
 }
 
-// reportedPredictions are the predicted metrics a run's reports carry:
-// this worker's own, calibrated as of the report, where it has a
-// throughput model; else the ones the pool's worker computed when it
-// gave the run its nodes (RunTrialInput.PredictedMetrics: an agent host
-// has no model and no calibration).
-func (a *Activities) reportedPredictions(p archPrediction, in workflows.RunTrialInput) map[string]float64 {
-	if a.ArchPrior != nil {
-		return a.predictedMetrics(p, in.NodeType)
+// predictions are the predicted metrics a run's reports carry: this
+// worker's own, calibrated as of the report, where it has a throughput
+// model; else the pool worker's (an agent host has no model and no
+// calibration): the assignment's (RunTrialInput.PredictedMetrics), and
+// from the run's end the pool's as of its latest allocation
+// (finalPredictions).
+func (r *runner) predictions() map[string]float64 {
+	if r.a.ArchPrior != nil {
+		return r.a.predictedMetrics(r.arch, r.in.NodeType)
 	}
-	return in.PredictedMetrics
+	return r.predicted
+}
+
+// finalPredictions asks the pool, once, for the trial's prediction as of
+// its latest allocation (QueryPredicted): the calibration may have moved
+// since the assignment, as the pool measured more architectures. The
+// assignment's stays where the pool does not answer (a pool of an earlier
+// build has no such query) or has none.
+func (r *runner) finalPredictions() {
+	if r.a.ArchPrior != nil || len(r.in.PredictedMetrics) == 0 || r.in.Rank != 0 || r.askedPool || r.a.Client == nil {
+		return
+	}
+	r.askedPool = true
+	ctx, cancel := context.WithTimeout(context.Background(), r.a.progressTimeout())
+	defer cancel()
+	v, err := r.a.Client.QueryWorkflow(ctx, workflows.PoolWorkflowID(r.in.Trial.Pool), "", workflows.QueryPredicted, r.wfID)
+	var m map[string]float64
+	if err == nil {
+		err = v.Get(&m)
+	}
+	switch {
+	case err != nil:
+		r.log.Warn("asking the pool for the trial's latest predicted metrics; its assignment's stay", "trial", r.in.Trial.TrialID, "error", err)
+	case len(m) > 0:
+		r.predicted = m
+	}
 }
 
 // predictedMetrics are the metrics the worker predicts for a NAS trial

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/hpo"
@@ -101,31 +103,58 @@ func TestPredictedMetricsCalibratedByOtherArchitectures(t *testing.T) {
 	require.InDelta(t, 5.0, m[gleaner.MetricPredictedLatency], 1e-9, "1000 / 200 samples/s")
 }
 
+// poolQueries answers QueryPredicted with latest (an error when nil),
+// counting the questions; signals fail.
+type poolQueries struct {
+	failingClient
+	latest map[string]float64
+	asked  []string // the pool workflow id and the trial id of each
+}
+
+func (c *poolQueries) QueryWorkflow(_ context.Context, wfID, _, query string, args ...interface{}) (converter.EncodedValue, error) {
+	c.asked = append(c.asked, wfID+" "+query+" "+args[0].(string))
+	if c.latest == nil {
+		return nil, errors.New("unknown queryType gleaner.predicted")
+	}
+	p, err := converter.GetDefaultDataConverter().ToPayloads(c.latest)
+	if err != nil {
+		return nil, err
+	}
+	return client.NewValue(p), nil
+}
+
 // A run on an agent host (a worker without a throughput model) reports
-// the predictions its assignment carried from the pool's worker; a
-// worker with a model of its own reports its own, as of the report.
+// the predictions its assignment carried from the pool's worker, and at
+// its end the pool's latest (the calibration moves as the pool measures
+// more architectures); the assignment's where the pool does not answer.
+// A worker with a model of its own reports its own, as of the report.
 func TestRunTrialOnAgentReportsAssignedPredictions(t *testing.T) {
-	env, a := runTrialEnv(t, &failingClient{})
+	c := &poolQueries{latest: map[string]float64{gleaner.MetricPredictedThroughput: 200, gleaner.MetricPredictedLatency: 5}}
+	env, a := runTrialEnv(t, c)
 	in := runInput(`echo '{"samples": 10, "metrics": {"val_accuracy": 0.9}}' >> "$GLEANER_REPORT_FILE"`)
-	in.Trial.ArchParam = "arch"
+	in.Trial.ArchParam, in.Trial.Pool = "arch", "p"
 	in.Trial.Params = hpo.Params{"arch": hpo.String(`{"cell":"x"}`)}
 	in.PredictedMetrics = map[string]float64{gleaner.MetricPredictedThroughput: 250, gleaner.MetricPredictedLatency: 4}
-	v, err := env.ExecuteActivity(workflows.RunTrialActivityName, in)
-	require.NoError(t, err)
-	var res workflows.RunTrialResult
-	require.NoError(t, v.Get(&res))
-	require.Equal(t, map[string]float64{
-		"val_accuracy":                    0.9,
-		gleaner.MetricPredictedThroughput: 250,
-		gleaner.MetricPredictedLatency:    4,
-	}, res.Metrics, "no model here: the pool worker's prediction")
+	run := func(id string) map[string]float64 {
+		in.Trial.TrialID = id
+		v, err := env.ExecuteActivity(workflows.RunTrialActivityName, in)
+		require.NoError(t, err)
+		var res workflows.RunTrialResult
+		require.NoError(t, v.Get(&res))
+		return res.Metrics
+	}
+	require.Equal(t, map[string]float64{"val_accuracy": 0.9, gleaner.MetricPredictedThroughput: 200, gleaner.MetricPredictedLatency: 5}, run("t1"),
+		"no model here: the pool's latest")
+	require.Equal(t, []string{workflows.PoolWorkflowID("p") + " " + workflows.QueryPredicted + " default-test-workflow-id"}, c.asked, "asked once")
+
+	c.latest = nil
+	require.Equal(t, map[string]float64{"val_accuracy": 0.9, gleaner.MetricPredictedThroughput: 250, gleaner.MetricPredictedLatency: 4}, run("t2"),
+		"the pool does not answer: the assignment's")
 
 	a.ArchPrior = curvePrior(400)
-	in.Trial.TrialID = "t2"
-	v, err = env.ExecuteActivity(workflows.RunTrialActivityName, in)
-	require.NoError(t, err)
-	require.NoError(t, v.Get(&res))
-	require.Equal(t, 400.0, res.Metrics[gleaner.MetricPredictedThroughput], "a model here: its own")
+	c.asked = nil
+	require.Equal(t, 400.0, run("t3")[gleaner.MetricPredictedThroughput], "a model here: its own")
+	require.Empty(t, c.asked, "nothing to ask")
 }
 
 // Allocate gives each NAS trial it gives nodes the calibrated prediction

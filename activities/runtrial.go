@@ -57,7 +57,7 @@ type runState struct {
 func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (workflows.RunTrialResult, error) {
 	info := activity.GetInfo(ctx)
 	r := &runner{a: a, in: in, attempt: int(info.Attempt), wfID: info.WorkflowExecution.ID, log: activity.GetLogger(ctx),
-		arch: a.archPrediction(in.Trial.Arch())}
+		arch: a.archPrediction(in.Trial.Arch()), predicted: in.PredictedMetrics}
 	if activity.HasHeartbeatDetails(ctx) {
 		if err := activity.GetHeartbeatDetails(ctx, &r.st); err != nil {
 			return workflows.RunTrialResult{}, fmt.Errorf("reading heartbeat details: %w", err)
@@ -175,9 +175,12 @@ type runner struct {
 	log     log.Logger
 	st      runState
 	// arch is the model's prediction for the trial's architecture: every
-	// report carries it, calibrated as of that report (predictedMetrics;
-	// on an agent host, the pool worker's: reportedPredictions).
-	arch archPrediction
+	// report carries it, calibrated as of that report (predictedMetrics).
+	// On an agent host (no model) the reports carry predicted, the pool
+	// worker's, asked of the pool again at the end (askedPool).
+	arch      archPrediction
+	predicted map[string]float64
+	askedPool bool
 
 	// Where the trial lives: absolute, derived from validated names.
 	trialDir, runDir, ckptDir, workDir string
@@ -517,7 +520,7 @@ func (r *runner) progress() workflows.Progress {
 		Samples:    r.last.Samples,
 		Step:       r.last.Step,
 		Epoch:      r.last.Epoch,
-		Metrics:    withPredicted(r.last.Metrics, r.a.reportedPredictions(r.arch, r.in)),
+		Metrics:    withPredicted(r.last.Metrics, r.predictions()),
 		Checkpoint: r.last.Checkpoint,
 		Malformed:  r.malformedCount(),
 		Failures:   r.runLog.Failures,
@@ -577,12 +580,13 @@ func (r *runner) signal(ctx context.Context, pr workflows.Progress) {
 }
 
 func (r *runner) result(exit cluster.ExitStatus, outcome workflows.RunOutcome) workflows.RunTrialResult {
+	r.finalPredictions()
 	return workflows.RunTrialResult{
 		Outcome:    outcome,
 		Samples:    r.last.Samples,
 		Step:       r.last.Step,
 		Epoch:      r.last.Epoch,
-		Metrics:    withPredicted(r.last.Metrics, r.a.reportedPredictions(r.arch, r.in)),
+		Metrics:    withPredicted(r.last.Metrics, r.predictions()),
 		Checkpoint: r.last.Checkpoint,
 		Exit:       exit,
 		Malformed:  r.malformedCount(),
@@ -617,6 +621,7 @@ func (r *runner) sendFinal() {
 	if r.a.Client == nil {
 		return
 	}
+	r.finalPredictions()
 	r.signal(context.Background(), r.progress())
 }
 

@@ -148,6 +148,14 @@ func PoolWorkflow(ctx workflow.Context, in PoolInput) error {
 	}); err != nil {
 		return err
 	}
+	if err := workflow.SetQueryHandler(ctx, QueryPredicted, func(trialID string) (map[string]float64, error) {
+		if i, ok := p.trial(trialID); ok {
+			return p.st.Trials[i].PredictedMetrics, nil
+		}
+		return nil, nil
+	}); err != nil {
+		return err
+	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx, GleanerKind.ValueSet(WorkflowKindPool), GleanerPool.ValueSet(in.Name))
 	if p.st.LogStart.At.IsZero() {
 		p.st.LogStart = p.snapshot(workflow.Now(ctx)) // a new pool, or one from before its log

@@ -20,6 +20,7 @@ const (
 	QueryStatus      = gleaner.QueryStatus
 	QueryLeaderboard = gleaner.QueryLeaderboard
 	QueryDemand      = gleaner.QueryDemand
+	QueryPredicted   = gleaner.QueryPredicted
 	QueryLibrary     = gleaner.QueryLibrary
 	QueryTrials      = gleaner.QueryTrials
 	QueryPoolLog     = gleaner.QueryPoolLog

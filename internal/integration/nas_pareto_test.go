@@ -29,14 +29,46 @@ import (
 // first generation on. The front's predicted latencies, the model's
 // uncalibrated ones and the trainer's own measurement of the same
 // quantity (measured_ms_per_sample) are logged side by side (timings are
-// not asserted: docs/benchmarks.md records a measured run).
+// not asserted: docs/benchmarks.md records a measured run). On the
+// worker's own nodes, and on an agent host (which has no model: the pool
+// worker's prediction travels with each assignment).
 func TestHardwareAwareNASCampaign(t *testing.T) {
 	py := nasPython(t)
-	script, err := filepath.Abs("../../examples/pytorch-nas/train.py")
+	modelFile, err := filepath.Abs("../../examples/pytorch-nas/throughput-model.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	modelFile, err := filepath.Abs("../../examples/pytorch-nas/throughput-model.json")
+	t.Run("worker", func(t *testing.T) {
+		srv := startServer(t, devserver.Options{})
+		const tq = "nas-pareto"
+		cfg := devenv.WorkerConfig(tq, filepath.Join(t.TempDir(), "data"), 4)
+		cfg.Pool, cfg.ThroughputModel = testenv.FastPool, modelFile
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		w, err := devenv.StartWorker(ctx, srv, devenv.WorkerOptions{Config: cfg})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
+		hardwareAwareNAS(t, srv, tq, py, modelFile)
+	})
+	t.Run("agent", func(t *testing.T) {
+		srv := startServer(t, devserver.Options{})
+		const tq = "nas-pareto-agent"
+		data := filepath.Join(t.TempDir(), "shared")
+		startWorkerProcess(t, srv, WorkerProcessOptions{TaskQueue: tq, Nodes: "none", DataDir: data,
+			Args: []string{"--throughput-model", modelFile, "--pool-poll", testenv.FastPool.Poll.String(),
+				"--allocate-debounce", testenv.FastPool.Debounce.String(), "--allocate-period", testenv.FastPool.AllocatePeriod.String()}})
+		startWorkerProcess(t, srv, agentOpts(tq, tq, "h1", "127.0.0.1", data, 4))
+		waitAgents(t, srv.Client(), tq, "h1")
+		hardwareAwareNAS(t, srv, tq, py, modelFile)
+	})
+}
+
+// hardwareAwareNAS runs the campaign on pool tq (its worker started with
+// the throughput model modelFile) and checks and logs its front.
+func hardwareAwareNAS(t *testing.T, srv *devserver.Server, tq, py, modelFile string) {
+	script, err := filepath.Abs("../../examples/pytorch-nas/train.py")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,21 +76,9 @@ func TestHardwareAwareNASCampaign(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := startServer(t, devserver.Options{})
-	const tq = "nas-pareto"
-	cfg := devenv.WorkerConfig(tq, filepath.Join(t.TempDir(), "data"), 4)
-	cfg.Pool, cfg.ThroughputModel = testenv.FastPool, modelFile
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	w, err := devenv.StartWorker(ctx, srv, devenv.WorkerOptions{Config: cfg})
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
-
 	const trials, population = 8, 4
 	spec := gleaner.CampaignSpec{
-		Name:    "nas-pareto",
+		Name:    tq,
 		Kind:    "nas",
 		Pool:    tq,
 		Command: []string{py, script},

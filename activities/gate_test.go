@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/gleaner-hpc/gleaner/workflows"
 )
@@ -88,8 +90,13 @@ func TestRunTrialQueuedOnANodeStartsWhenTheRunBeforeItEnds(t *testing.T) {
 		r.Trial.TrialID, r.Nodes, r.Quiet = id, []string{"local-0"}, true
 		return r
 	}
+	// One test environment each: an environment runs one activity at a
+	// time (its bookkeeping is not safe for concurrent use).
+	var s testsuite.WorkflowTestSuite
+	env2 := s.NewTestActivityEnvironment()
+	env2.RegisterActivityWithOptions(a.RunTrial, activity.RegisterOptions{Name: workflows.RunTrialActivityName})
 	done := make(chan error, 2)
-	for _, id := range []string{"t1", "t2"} {
+	for id, env := range map[string]*testsuite.TestActivityEnvironment{"t1": env, "t2": env2} {
 		go func() {
 			_, err := env.ExecuteActivity(workflows.RunTrialActivityName, in(id, id))
 			done <- err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"maps"
 	"math"
+	"sync/atomic"
+	"time"
 
 	"github.com/gleaner-hpc/gleaner"
 	"github.com/gleaner-hpc/gleaner/jpa"
@@ -30,30 +32,69 @@ func (a *Activities) archPrediction(arch string) archPrediction {
 	return archPrediction{arch: arch, throughput: c[0]}
 }
 
+// predictionRefresh is how often a run on an agent host asks the pool
+// for its trial's latest prediction while it reports.
+var predictionRefresh = time.Minute
+
+// poolPrediction is a run's copy of the pool worker's prediction for its
+// trial, where the run's worker has no throughput model (an agent host):
+// the assignment's (RunTrialInput.PredictedMetrics), refreshed from the
+// pool (QueryPredicted) at most every predictionRefresh by the goroutine
+// that sends progress, and once more when the run ends. The map is
+// replaced whole, never changed.
+type poolPrediction struct {
+	cur   atomic.Pointer[map[string]float64]
+	asked time.Time // the sender's last question
+	final bool      // the run's end asked
+}
+
 // predictions are the predicted metrics a run's reports carry: this
 // worker's own, calibrated as of the report, where it has a throughput
 // model; else the pool worker's (an agent host has no model and no
-// calibration): the assignment's (RunTrialInput.PredictedMetrics), and
-// from the run's end the pool's as of its latest allocation
-// (finalPredictions).
+// calibration), as of the pool's allocation that gave the trial its nodes
+// or of a later one (poolPrediction).
 func (r *runner) predictions() map[string]float64 {
 	if r.a.ArchPrior != nil {
 		return r.a.predictedMetrics(r.arch, r.in.NodeType)
 	}
-	return r.predicted
+	if m := r.pool.cur.Load(); m != nil {
+		return *m
+	}
+	return nil
 }
 
-// finalPredictions asks the pool, once, for the trial's prediction as of
-// its latest allocation (QueryPredicted): the calibration may have moved
-// since the assignment, as the pool measured more architectures. The
-// assignment's stays where the pool does not answer (a pool of an earlier
-// build has no such query) or has none.
-func (r *runner) finalPredictions() {
-	if r.a.ArchPrior != nil || len(r.in.PredictedMetrics) == 0 || r.in.Rank != 0 || r.askedPool || r.a.Client == nil {
+// asksPool: the run reports the pool worker's prediction (an agent host's
+// rank 0 of a trial the pool priced) and can ask for a newer one.
+func (r *runner) asksPool() bool {
+	return r.a.ArchPrior == nil && len(r.in.PredictedMetrics) > 0 && r.in.Rank == 0 && r.a.Client != nil
+}
+
+// refreshPredictions asks the pool for a newer prediction when the last
+// question is predictionRefresh old (the progress sender's goroutine).
+func (r *runner) refreshPredictions(ctx context.Context) {
+	if !r.asksPool() || r.a.now().Sub(r.pool.asked) < predictionRefresh {
 		return
 	}
-	r.askedPool = true
-	ctx, cancel := context.WithTimeout(context.Background(), r.a.progressTimeout())
+	r.pool.asked = r.a.now()
+	r.askPool(ctx)
+}
+
+// finalPredictions asks the pool, once, when the run ends: its final
+// report is what the searchers and the front use.
+func (r *runner) finalPredictions() {
+	if !r.asksPool() || r.pool.final {
+		return
+	}
+	r.pool.final = true
+	r.askPool(context.Background())
+}
+
+// askPool asks the pool for the trial's prediction as of its latest
+// allocation (QueryPredicted): the calibration moves as the pool measures
+// more architectures. The one held stays where the pool does not answer
+// (a pool of an earlier build has no such query) or has none.
+func (r *runner) askPool(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, r.a.progressTimeout())
 	defer cancel()
 	v, err := r.a.Client.QueryWorkflow(ctx, workflows.PoolWorkflowID(r.in.Trial.Pool), "", workflows.QueryPredicted, r.wfID)
 	var m map[string]float64
@@ -62,9 +103,9 @@ func (r *runner) finalPredictions() {
 	}
 	switch {
 	case err != nil:
-		r.log.Warn("asking the pool for the trial's latest predicted metrics; its assignment's stay", "trial", r.in.Trial.TrialID, "error", err)
+		r.log.Warn("asking the pool for the trial's latest predicted metrics; the ones held stay", "trial", r.in.Trial.TrialID, "error", err)
 	case len(m) > 0:
-		r.predicted = m
+		r.pool.cur.Store(&m)
 	}
 }
 

@@ -3,7 +3,9 @@ package activities
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
@@ -104,14 +106,25 @@ func TestPredictedMetricsCalibratedByOtherArchitectures(t *testing.T) {
 }
 
 // poolQueries answers QueryPredicted with latest (an error when nil),
-// counting the questions; signals fail.
+// recording the questions and the progress signals.
 type poolQueries struct {
-	failingClient
-	latest map[string]float64
-	asked  []string // the pool workflow id and the trial id of each
+	client.Client
+	mu       sync.Mutex
+	latest   map[string]float64
+	asked    []string // the pool workflow id and the trial id of each
+	progress []workflows.Progress
+}
+
+func (c *poolQueries) SignalWorkflow(_ context.Context, _, _, _ string, arg interface{}) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.progress = append(c.progress, arg.(workflows.Progress))
+	return nil
 }
 
 func (c *poolQueries) QueryWorkflow(_ context.Context, wfID, _, query string, args ...interface{}) (converter.EncodedValue, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.asked = append(c.asked, wfID+" "+query+" "+args[0].(string))
 	if c.latest == nil {
 		return nil, errors.New("unknown queryType gleaner.predicted")
@@ -145,7 +158,8 @@ func TestRunTrialOnAgentReportsAssignedPredictions(t *testing.T) {
 	}
 	require.Equal(t, map[string]float64{"val_accuracy": 0.9, gleaner.MetricPredictedThroughput: 200, gleaner.MetricPredictedLatency: 5}, run("t1"),
 		"no model here: the pool's latest")
-	require.Equal(t, []string{workflows.PoolWorkflowID("p") + " " + workflows.QueryPredicted + " default-test-workflow-id"}, c.asked, "asked once")
+	require.Equal(t, []string{workflows.PoolWorkflowID("p") + " " + workflows.QueryPredicted + " default-test-workflow-id"}, c.asked,
+		"asked once, at the end: a run shorter than predictionRefresh")
 
 	c.latest = nil
 	require.Equal(t, map[string]float64{"val_accuracy": 0.9, gleaner.MetricPredictedThroughput: 250, gleaner.MetricPredictedLatency: 4}, run("t2"),
@@ -155,6 +169,30 @@ func TestRunTrialOnAgentReportsAssignedPredictions(t *testing.T) {
 	c.asked = nil
 	require.Equal(t, 400.0, run("t3")[gleaner.MetricPredictedThroughput], "a model here: its own")
 	require.Empty(t, c.asked, "nothing to ask")
+}
+
+// While it reports, a run on an agent host asks the pool again every
+// predictionRefresh: the reports after a question carry the answer.
+func TestRunTrialOnAgentRefreshesPredictions(t *testing.T) {
+	defer func(d time.Duration) { predictionRefresh = d }(predictionRefresh)
+	predictionRefresh = 0
+	c := &poolQueries{latest: map[string]float64{gleaner.MetricPredictedThroughput: 200, gleaner.MetricPredictedLatency: 5}}
+	env, _ := runTrialEnv(t, c)
+	in := runInput(`for i in 1 2 3 4 5; do echo "{\"samples\": $i}" >> "$GLEANER_REPORT_FILE"; sleep 0.1; done`)
+	in.Trial.ArchParam = "arch"
+	in.Trial.Params = hpo.Params{"arch": hpo.String(`{"cell":"x"}`)}
+	in.PredictedMetrics = map[string]float64{gleaner.MetricPredictedThroughput: 250, gleaner.MetricPredictedLatency: 4}
+	_, err := env.ExecuteActivity(workflows.RunTrialActivityName, in)
+	require.NoError(t, err)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var seen []float64
+	for _, p := range c.progress[:len(c.progress)-1] { // all but the final report
+		seen = append(seen, p.Metrics[gleaner.MetricPredictedThroughput])
+	}
+	require.Equal(t, 250.0, seen[0], "the first report: the assignment's")
+	require.Contains(t, seen, 200.0, "a report before the end carries the pool's newer one")
+	require.Greater(t, len(c.asked), 1)
 }
 
 // Allocate gives each NAS trial it gives nodes the calibrated prediction

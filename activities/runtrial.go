@@ -57,7 +57,9 @@ type runState struct {
 func (a *Activities) RunTrial(ctx context.Context, in workflows.RunTrialInput) (workflows.RunTrialResult, error) {
 	info := activity.GetInfo(ctx)
 	r := &runner{a: a, in: in, attempt: int(info.Attempt), wfID: info.WorkflowExecution.ID, log: activity.GetLogger(ctx),
-		arch: a.archPrediction(in.Trial.Arch()), predicted: in.PredictedMetrics}
+		arch: a.archPrediction(in.Trial.Arch())}
+	r.pool.cur.Store(&in.PredictedMetrics)
+	r.pool.asked = a.now()
 	if activity.HasHeartbeatDetails(ctx) {
 		if err := activity.GetHeartbeatDetails(ctx, &r.st); err != nil {
 			return workflows.RunTrialResult{}, fmt.Errorf("reading heartbeat details: %w", err)
@@ -176,11 +178,10 @@ type runner struct {
 	st      runState
 	// arch is the model's prediction for the trial's architecture: every
 	// report carries it, calibrated as of that report (predictedMetrics).
-	// On an agent host (no model) the reports carry predicted, the pool
-	// worker's, asked of the pool again at the end (askedPool).
-	arch      archPrediction
-	predicted map[string]float64
-	askedPool bool
+	// On an agent host (no model) the reports carry the pool worker's
+	// (pool).
+	arch archPrediction
+	pool poolPrediction
 
 	// Where the trial lives: absolute, derived from validated names.
 	trialDir, runDir, ckptDir, workDir string
@@ -565,6 +566,7 @@ func (r *runner) sender(ctx context.Context) {
 	defer close(r.senderDone)
 	for pr := range r.sendCh {
 		r.signal(ctx, pr)
+		r.refreshPredictions(ctx)
 	}
 }
 

@@ -43,9 +43,11 @@ type TrialAssignment struct {
 	// PredictedMetrics are the metrics predicted for the trial's
 	// architecture on NodeType (gleaner.MetricPredictedThroughput and
 	// gleaner.MetricPredictedLatency, calibrated on the pool's
-	// measurements as of this allocation); nil without nodes, an
-	// architecture or a throughput model. The pool sends them with the
-	// trial's assignment.
+	// measurements as of this allocation, 4 significant digits); nil
+	// without nodes, an architecture or a throughput model, and when
+	// they are the ones the trial's AllocateInput entry carried (the
+	// pool keeps those). The pool sends them with the trial's assignment
+	// and answers QueryPredicted with them.
 	PredictedMetrics map[string]float64 `json:"predicted_metrics,omitempty"`
 }
 
